@@ -1,0 +1,146 @@
+// Package cli wires the waldur-gitops commands: flags, logging and exit codes.
+// The work itself is done by the pipeline packages.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/version"
+)
+
+// Exit codes, documented in docs/cli.md.
+const (
+	ExitOK      = 0
+	ExitDiff    = 1 // dry-run found differences
+	ExitUsage   = 2 // bad flags or config
+	ExitPartial = 3 // some resources were skipped, the rest succeeded
+	ExitWaldur  = 4 // reading Waldur failed
+	ExitRender  = 5 // rendering or writing the output failed
+)
+
+// exitError carries an exit code through cobra.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func withCode(code int, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &exitError{code: code, err: err}
+}
+
+// app holds what every command shares.
+type app struct {
+	stdout, stderr io.Writer
+	configPath     string
+	logLevel       string
+	log            *slog.Logger
+}
+
+// Main runs the CLI with args and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	a := &app{stdout: stdout, stderr: stderr}
+	root := a.rootCommand()
+	root.SetArgs(args)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	var ee *exitError
+	code := ExitUsage
+	if errors.As(err, &ee) {
+		code = ee.code
+	}
+	if code != ExitDiff && code != ExitPartial || ee == nil || ee.err.Error() != "" {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+	}
+	return code
+}
+
+func (a *app) rootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "waldur-gitops",
+		Short:         "Render Waldur marketplace state into GitOps manifests",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.String(),
+	}
+	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "config file (YAML)")
+	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warning, error (default: the config's log_level, else info)")
+	root.AddCommand(a.renderCommand(), a.snapshotCommand(), a.versionCommand())
+	return root
+}
+
+// loadConfig reads the config named by --config and sets up logging.
+func (a *app) loadConfig() (*config.Loaded, error) {
+	if a.configPath == "" {
+		return nil, withCode(ExitUsage, errors.New("--config is required"))
+	}
+	cfg, err := config.Load(a.configPath)
+	if err != nil {
+		return nil, withCode(ExitUsage, err)
+	}
+	level := a.logLevel
+	if level == "" {
+		level = cfg.LogLevel
+	}
+	a.log = newLogger(a.stderr, level)
+	for _, w := range cfg.Warnings {
+		a.log.Warn("config key ignored", "file", cfg.Path, "key", strings.SplitN(w, ":", 2)[0], "detail", w)
+	}
+	return cfg, nil
+}
+
+// newLogger logs text to a terminal and JSON otherwise.
+func newLogger(w io.Writer, level string) *slog.Logger {
+	var l slog.Level
+	switch strings.ToLower(level) {
+	case "debug":
+		l = slog.LevelDebug
+	case "warning", "warn":
+		l = slog.LevelWarn
+	case "error", "critical":
+		l = slog.LevelError
+	default:
+		l = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: l}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			return slog.New(slog.NewTextHandler(w, opts))
+		}
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func (a *app) versionCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := fmt.Fprintf(a.stdout, "waldur-gitops %s\n", version.String())
+			return err
+		},
+	}
+}

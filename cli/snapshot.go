@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+func (a *app) snapshotCommand() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "snapshot --config C --out state.json",
+		Short: "Record the Waldur state the renderer needs, for offline rendering with render --snapshot",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if out == "" {
+				return withCode(ExitUsage, errors.New("--out is required (use - for stdout)"))
+			}
+			cfg, err := a.loadConfig()
+			if err != nil {
+				return err
+			}
+			st, err := readState(cmd.Context(), cfg.Config, "", a.log)
+			if err != nil {
+				return err
+			}
+			var b bytes.Buffer
+			snap := &waldur.Snapshot{ToolVersion: version.Version, TakenAt: time.Now().UTC().Truncate(time.Second), State: *st}
+			if err := waldur.WriteSnapshot(&b, snap); err != nil {
+				return withCode(ExitRender, err)
+			}
+			if out == "-" {
+				_, err = a.stdout.Write(b.Bytes())
+				return err
+			}
+			if err := writeFileAtomic(out, b.Bytes()); err != nil {
+				return withCode(ExitRender, err)
+			}
+			a.log.Info("wrote snapshot", "file", out, "offerings", len(st.Offerings))
+			return nil
+		},
+	}
+	cmd.Flags().StringVarP(&out, "out", "o", "", "snapshot file to write (- for stdout)")
+	return cmd
+}
+
+// writeFileAtomic writes data to a temporary file beside path and renames it.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	if err := os.Rename(f.Name(), path); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}

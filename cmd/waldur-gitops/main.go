@@ -1,0 +1,12 @@
+// Command waldur-gitops renders Waldur marketplace state into GitOps manifests.
+package main
+
+import (
+	"os"
+
+	"github.com/waldur/waldur-gitops/cli"
+)
+
+func main() {
+	os.Exit(cli.Main(os.Args[1:], os.Stdout, os.Stderr))
+}

@@ -1,0 +1,240 @@
+// Package config loads and validates the waldur-gitops config file. Key names follow
+// the Python Waldur site agent wherever the concept is the same, so a site-agent
+// config for the k8s-ut-namespace, rancher and okd plugins is a valid starting point.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Backend types.
+const (
+	BackendK8sUTNamespace = "k8s-ut-namespace"
+	BackendRancher        = "rancher"
+	BackendOKD            = "okd"
+	BackendNamespace      = "namespace"
+)
+
+// BackendTypes lists the supported backend types.
+var BackendTypes = []string{BackendK8sUTNamespace, BackendNamespace, BackendOKD, BackendRancher}
+
+// TokenEnv is the environment variable read for the Waldur token of an offering
+// that sets neither waldur_api_token nor waldur_api_token_file.
+const TokenEnv = "WALDUR_API_TOKEN"
+
+// Secret is a credential. It never prints: fmt, slog and JSON see "[redacted]".
+type Secret string
+
+// String hides the value.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// GoString hides the value from %#v.
+func (s Secret) GoString() string { return `config.Secret("` + s.String() + `")` }
+
+// MarshalJSON hides the value.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() + `"`), nil }
+
+// Reveal returns the credential itself, for the one place that sends it.
+func (s Secret) Reveal() string { return string(s) }
+
+// Config is the whole config file.
+type Config struct {
+	// Offerings are the Waldur offerings this tool renders, in file order.
+	Offerings []Offering `yaml:"offerings"`
+	// Git names the GitOps repository the rendered tree is committed to.
+	Git Git `yaml:"git"`
+	// Timezone dates usage reports (default UTC).
+	Timezone string `yaml:"timezone"`
+	// LogLevel is debug, info, warning or error (default info).
+	LogLevel string `yaml:"log_level"`
+
+	SentryDSN                 Ignored `yaml:"sentry_dsn"`
+	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`
+	GlobalProxy               Ignored `yaml:"global_proxy"`
+	ReportingPeriods          Ignored `yaml:"reporting_periods"`
+	ExposeBackendErrorDetails Ignored `yaml:"expose_backend_error_details"`
+	LogShipping               Ignored `yaml:"log_shipping"`
+}
+
+// Git is the target GitOps repository.
+type Git struct {
+	// URL of the repository: https://…, ssh://…, git@host:path or a local path.
+	URL string `yaml:"url"`
+	// Branch to commit to (default main).
+	Branch string `yaml:"branch"`
+	// Path is the subdirectory this tool owns in the repository (default waldur).
+	Path string `yaml:"path"`
+	// AuthorName and AuthorEmail sign commits (default waldur-gitops, waldur-gitops@localhost).
+	AuthorName  string `yaml:"author_name"`
+	AuthorEmail string `yaml:"author_email"`
+}
+
+// Offering is one Waldur offering and the backend it renders for.
+type Offering struct {
+	// Name identifies the offering in logs, output paths and snapshots.
+	Name string `yaml:"name"`
+	// WaldurAPIURL is the Waldur server, with or without the /api suffix.
+	WaldurAPIURL string `yaml:"waldur_api_url"`
+	// WaldurAPIToken is the API token; see also WaldurAPITokenFile and WALDUR_API_TOKEN.
+	WaldurAPIToken Secret `yaml:"waldur_api_token"`
+	// WaldurAPITokenFile names a file holding the token (read when Waldur is contacted).
+	WaldurAPITokenFile string `yaml:"waldur_api_token_file"`
+	// WaldurOfferingUUID is the marketplace offering's UUID (dashed or not).
+	WaldurOfferingUUID string `yaml:"waldur_offering_uuid"`
+	// BackendType selects the render profile.
+	BackendType string `yaml:"backend_type"`
+	// BackendSettings holds the profile's settings, decoded by backend type into Settings.
+	// It holds every value as written, credentials included, so it is kept out of JSON.
+	BackendSettings yaml.Node `yaml:"backend_settings" json:"-"`
+	// BackendComponents maps a Waldur component type to its description.
+	BackendComponents map[string]Component `yaml:"backend_components"`
+	// VerifySSL checks the Waldur server's certificate (default true).
+	VerifySSL *bool `yaml:"verify_ssl"`
+	// TemplatesDir names a directory of extra per-tenant templates (relative to the config file).
+	TemplatesDir string `yaml:"templates_dir"`
+
+	// Settings is BackendSettings decoded and defaulted.
+	Settings Settings `yaml:"-"`
+
+	WebsocketUseTLS               Ignored `yaml:"websocket_use_tls"`
+	StompEnabled                  Ignored `yaml:"stomp_enabled"`
+	StompMembershipSyncEnabled    Ignored `yaml:"stomp_membership_sync_enabled"`
+	StompWSHost                   Ignored `yaml:"stomp_ws_host"`
+	StompWSPort                   Ignored `yaml:"stomp_ws_port"`
+	StompWSPath                   Ignored `yaml:"stomp_ws_path"`
+	OrderProcessingBackend        Ignored `yaml:"order_processing_backend"`
+	MembershipSyncBackend         Ignored `yaml:"membership_sync_backend"`
+	ReportingBackend              Ignored `yaml:"reporting_backend"`
+	UsernameManagementBackend     Ignored `yaml:"username_management_backend"`
+	ResourceImportEnabled         Ignored `yaml:"resource_import_enabled"`
+	UsernameReconciliationEnabled Ignored `yaml:"username_reconciliation_enabled"`
+	OIDCTokenURL                  Ignored `yaml:"oidc_token_url"`
+	OIDCClientID                  Ignored `yaml:"oidc_client_id"`
+	OIDCClientSecret              Ignored `yaml:"oidc_client_secret"`
+}
+
+// Component describes a Waldur offering component (the map key is its type in Waldur).
+type Component struct {
+	// Type is the kind of resource the component meters (cpu, ram, storage, gpu, …);
+	// default: the component's key.
+	Type string `yaml:"type"`
+	// K8sResource names an extended resource (e.g. nvidia.com/gpu-h100); the rancher
+	// and namespace profiles then quota requests.<k8s_resource>.
+	K8sResource    string  `yaml:"k8s_resource"`
+	MeasuredUnit   string  `yaml:"measured_unit"`
+	AccountingType string  `yaml:"accounting_type"`
+	Label          string  `yaml:"label"`
+	UnitFactor     float64 `yaml:"unit_factor"`
+	Limit          float64 `yaml:"limit"`
+
+	UnitFactorReporting Ignored `yaml:"unit_factor_reporting"`
+	Description         Ignored `yaml:"description"`
+	MinValue            Ignored `yaml:"min_value"`
+	MaxValue            Ignored `yaml:"max_value"`
+	MaxAvailableLimit   Ignored `yaml:"max_available_limit"`
+	DefaultLimit        Ignored `yaml:"default_limit"`
+	LimitPeriod         Ignored `yaml:"limit_period"`
+	ArticleCode         Ignored `yaml:"article_code"`
+	IsBoolean           Ignored `yaml:"is_boolean"`
+	IsPrepaid           Ignored `yaml:"is_prepaid"`
+}
+
+// ComponentType returns the type of the component with the given key.
+func (o *Offering) ComponentType(key string) string {
+	if c, ok := o.BackendComponents[key]; ok && c.Type != "" {
+		return c.Type
+	}
+	return key
+}
+
+// VerifiesSSL reports whether the Waldur certificate is checked.
+func (o *Offering) VerifiesSSL() bool { return o.VerifySSL == nil || *o.VerifySSL }
+
+// Token returns the Waldur API token: waldur_api_token, else the contents of
+// waldur_api_token_file, else $WALDUR_API_TOKEN.
+func (o *Offering) Token() (Secret, error) {
+	switch {
+	case o.WaldurAPIToken != "":
+		return o.WaldurAPIToken, nil
+	case o.WaldurAPITokenFile != "":
+		b, err := os.ReadFile(o.WaldurAPITokenFile)
+		if err != nil {
+			return "", fmt.Errorf("offering %s: read waldur_api_token_file: %w", o.Name, err)
+		}
+		t := strings.TrimSpace(string(b))
+		if t == "" {
+			return "", fmt.Errorf("offering %s: waldur_api_token_file %s is empty", o.Name, o.WaldurAPITokenFile)
+		}
+		return Secret(t), nil
+	case strings.TrimSpace(os.Getenv(TokenEnv)) != "":
+		return Secret(strings.TrimSpace(os.Getenv(TokenEnv))), nil
+	}
+	return "", fmt.Errorf("offering %s: no Waldur token: set waldur_api_token, waldur_api_token_file or $%s", o.Name, TokenEnv)
+}
+
+// Loaded is the result of Load: the config and the warnings met on the way.
+type Loaded struct {
+	*Config
+	// Path is the file the config was read from.
+	Path string
+	// Warnings lists keys that were accepted but have no effect.
+	Warnings []string
+}
+
+// Load reads, decodes, defaults and validates a config file. Every problem in the
+// file is reported at once in a *ValidationError.
+func Load(path string) (*Loaded, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	l, err := Parse(b, path)
+	if err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// Parse decodes and validates config text; path is used in messages and to resolve
+// relative paths in the file.
+func Parse(data []byte, path string) (*Loaded, error) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, &ValidationError{File: path, Problems: []Problem{{Path: "(file)", Message: "not valid YAML: " + err.Error()}}}
+	}
+	if doc.Kind == 0 || len(doc.Content) == 0 || doc.Content[0].Tag == "!!null" {
+		return nil, &ValidationError{File: path, Problems: []Problem{{Path: "(file)", Message: "the file is empty: it needs at least an offerings list"}}}
+	}
+	if top := doc.Content[0]; top.Kind != yaml.MappingNode {
+		// kindOf, not describe: the file might hold nothing but a token.
+		return nil, &ValidationError{File: path, Problems: []Problem{{Path: "(file)", Line: top.Line,
+			Message: "the top level must be a mapping of keys (offerings, git, …), got " + kindOf(top)}}}
+	}
+	cfg := &Config{}
+	r := &report{}
+	decodeNode(&doc, reflect.ValueOf(cfg).Elem(), "", r)
+	cfg.applyDefaults(path)
+	cfg.validate(r)
+	if len(r.problems) > 0 {
+		r.sortProblems()
+		return nil, &ValidationError{File: path, Problems: r.problems}
+	}
+	return &Loaded{Config: cfg, Path: path, Warnings: r.warnings}, nil
+}
+
+// IsValidation reports whether err is (or wraps) a config validation error.
+func IsValidation(err error) bool {
+	var v *ValidationError
+	return errors.As(err, &v)
+}

@@ -1,0 +1,188 @@
+package config
+
+// Settings is an offering's backend_settings, decoded for its backend type. Exactly
+// one of the profile pointers is set.
+type Settings struct {
+	K8sUT     *K8sUTSettings
+	Namespace *NamespaceSettings
+	OKD       *OKDSettings
+	Rancher   *RancherSettings
+}
+
+// Common returns the settings every profile shares.
+func (s Settings) Common() *CommonSettings {
+	switch {
+	case s.K8sUT != nil:
+		return &s.K8sUT.CommonSettings
+	case s.Namespace != nil:
+		return &s.Namespace.CommonSettings
+	case s.OKD != nil:
+		return &s.OKD.CommonSettings
+	case s.Rancher != nil:
+		return &s.Rancher.CommonSettings
+	}
+	return &CommonSettings{}
+}
+
+// CommonSettings are the backend_settings keys every profile reads.
+type CommonSettings struct {
+	// NamespaceLabels are added to every tenant namespace.
+	NamespaceLabels map[string]string `yaml:"namespace_labels"`
+	// NamespaceAnnotations are added to every tenant namespace.
+	NamespaceAnnotations map[string]string `yaml:"namespace_annotations"`
+	// PausedLimits are the limits, by component type, of a paused resource;
+	// a type not listed gets 0 (default: everything 0).
+	PausedLimits map[string]int64 `yaml:"paused_limits"`
+	// DownscaledLimits are the limits, by component type, of a downscaled resource;
+	// a type not listed gets 0 (default: cpu 1, ram 1, memory 1, storage 1).
+	DownscaledLimits map[string]int64 `yaml:"downscaled_limits"`
+	// KeycloakEnabled turns on Keycloak groups (and the manifest fields naming them).
+	KeycloakEnabled bool `yaml:"keycloak_enabled"`
+	// Keycloak holds the connection settings of the Keycloak admin API.
+	Keycloak KeycloakSettings `yaml:"keycloak"`
+	// KeycloakUseUserID looks users up by Keycloak id first (default true).
+	KeycloakUseUserID *bool `yaml:"keycloak_use_user_id"`
+	// KubeconfigPath is the cluster the apply and report commands talk to.
+	KubeconfigPath string `yaml:"kubeconfig_path"`
+
+	CustomerPrefix           Ignored `yaml:"customer_prefix"`
+	CheckBackendIDUniqueness Ignored `yaml:"check_backend_id_uniqueness"`
+	CheckAllOfferings        Ignored `yaml:"check_all_offerings"`
+	BackendIDMaxRetries      Ignored `yaml:"backend_id_max_retries"`
+	DefaultAccount           Ignored `yaml:"default_account"`
+	SoftDelete               Ignored `yaml:"soft_delete"`
+	DefaultHomedirUmask      Ignored `yaml:"default_homedir_umask"`
+}
+
+// KeycloakSettings are the keycloak-client settings of the site agent.
+type KeycloakSettings struct {
+	URL       string `yaml:"keycloak_url"`
+	Realm     string `yaml:"keycloak_realm"`
+	UserRealm string `yaml:"keycloak_user_realm"`
+	ClientID  string `yaml:"client_id"`
+	Username  string `yaml:"keycloak_username"`
+	Password  Secret `yaml:"keycloak_password"`
+	SSLVerify *bool  `yaml:"keycloak_ssl_verify"`
+}
+
+// K8sUTSettings configure the k8s-ut-namespace profile (ManagedNamespace CRs).
+type K8sUTSettings struct {
+	CommonSettings `yaml:",inline"`
+	// CRNamespace holds the ManagedNamespace objects (default waldur-system).
+	CRNamespace string `yaml:"cr_namespace"`
+	// NamespacePrefix precedes the resource slug in the namespace name (default waldur-).
+	NamespacePrefix string `yaml:"namespace_prefix"`
+	// DefaultRole is the namespace role of a Waldur role not in the mapping (default readwrite).
+	DefaultRole string `yaml:"default_role"`
+	// RoleMapping maps Waldur roles to admin, readwrite or readonly, merged over
+	// manager→admin, admin→admin, member→readwrite.
+	RoleMapping map[string]string `yaml:"role_mapping"`
+	// ComponentQuotaMapping maps component types to spec.quota keys, merged over
+	// cpu→cpu, ram→memory, storage→storage, gpu→gpu.
+	ComponentQuotaMapping map[string]string `yaml:"component_quota_mapping"`
+	// SyncUsersToCR writes adminUsers, rwUsers and roUsers.
+	SyncUsersToCR bool `yaml:"sync_users_to_cr"`
+	// CRUserIdentityField is the offering-user attribute used as identity (default email).
+	CRUserIdentityField string `yaml:"cr_user_identity_field"`
+	// CRUserIdentityLowercase lower-cases the identities.
+	CRUserIdentityLowercase bool `yaml:"cr_user_identity_lowercase"`
+
+	AllocationPrefix Ignored `yaml:"allocation_prefix"`
+	ProjectPrefix    Ignored `yaml:"project_prefix"`
+}
+
+// NamespaceSettings configure the plain Kubernetes profile.
+type NamespaceSettings struct {
+	CommonSettings `yaml:",inline"`
+	// NamespacePrefix precedes the resource slug in the namespace name (default waldur-).
+	NamespacePrefix string `yaml:"namespace_prefix"`
+	// DefaultRole is the namespace role of a Waldur role not in the mapping (default readwrite).
+	DefaultRole string `yaml:"default_role"`
+	// RoleMapping maps Waldur roles to admin, readwrite or readonly (defaults as k8s-ut-namespace).
+	RoleMapping map[string]string `yaml:"role_mapping"`
+	// ClusterRoles maps namespace roles to the ClusterRoles bound
+	// (default admin→admin, readwrite→edit, readonly→view).
+	ClusterRoles map[string]string `yaml:"cluster_roles"`
+	// ComponentQuotaMapping maps component types to ResourceQuota keys, merged over
+	// cpu→limits.cpu, ram→limits.memory, storage→requests.storage, gpu→requests.nvidia.com/gpu.
+	ComponentQuotaMapping map[string]string `yaml:"component_quota_mapping"`
+	// QuotaName names the ResourceQuota (default waldur-quota).
+	QuotaName string `yaml:"quota_name"`
+	// BindGroups binds the OIDC groups ns_<slug>_<role> (default: keycloak_enabled).
+	BindGroups *bool `yaml:"bind_groups"`
+	// GroupPrefix precedes group names in RoleBinding subjects (the API server's --oidc-groups-prefix).
+	GroupPrefix string `yaml:"group_prefix"`
+	// BindUsers binds team members as User subjects (default true).
+	BindUsers *bool `yaml:"bind_users"`
+	// UserPrefix precedes user names in RoleBinding subjects (the API server's --oidc-username-prefix).
+	UserPrefix string `yaml:"user_prefix"`
+	// UserIdentityField names the user attribute bound: username (the offering
+	// username, default) or email.
+	UserIdentityField string `yaml:"user_identity_field"`
+}
+
+// OKDSettings configure the okd profile (OpenShift projects).
+type OKDSettings struct {
+	CommonSettings `yaml:",inline"`
+	// NamespacePrefix and AllocationPrefix precede the slug: <namespace_prefix><allocation_prefix><slug>
+	// (defaults waldur- and alloc-).
+	NamespacePrefix  string `yaml:"namespace_prefix"`
+	AllocationPrefix string `yaml:"allocation_prefix"`
+	// CustomerPrefix and ProjectPrefix name the organization and parent annotations:
+	// <namespace_prefix><customer_prefix><customer_slug> (default org-) and
+	// <namespace_prefix><project_prefix><project_slug> (default proj-).
+	CustomerPrefix string `yaml:"customer_prefix"`
+	ProjectPrefix  string `yaml:"project_prefix"`
+	// DefaultRole is the ClusterRole of a Waldur role not in the mapping (default edit).
+	DefaultRole string `yaml:"default_role"`
+	// RoleMapping maps Waldur roles to ClusterRoles, merged over owner→admin, manager→edit, member→view.
+	RoleMapping map[string]string `yaml:"role_mapping"`
+
+	APIURL      Ignored `yaml:"api_url"`
+	Token       Ignored `yaml:"token"`
+	VerifyCert  Ignored `yaml:"verify_cert"`
+	TokenConfig Ignored `yaml:"token_config"`
+}
+
+// RancherSettings configure the rancher profile.
+type RancherSettings struct {
+	CommonSettings `yaml:",inline"`
+	// ClusterID is the downstream cluster's id (e.g. c-m-1234abcd); required.
+	ClusterID string `yaml:"cluster_id"`
+	// ProjectPrefix precedes the slug in the project display name and the namespace (default waldur-).
+	ProjectPrefix string `yaml:"project_prefix"`
+	// DefaultRole is the project role template bound to the Keycloak group (default workloads-manage).
+	DefaultRole string `yaml:"default_role"`
+	// QuotaName names the downstream ResourceQuota (default custom-resource-quota).
+	QuotaName string `yaml:"quota_name"`
+	// BindingNamespace places the ProjectRoleTemplateBinding: "backing" puts it in
+	// the project's backing namespace <cluster_id>-<project> (Rancher 2.9.9, 2.10.5,
+	// 2.11.1, 2.12 and later, the default); "project" in the namespace named after
+	// the project (earlier releases).
+	BindingNamespace string `yaml:"binding_namespace"`
+
+	BackendURL Ignored `yaml:"backend_url"`
+	Username   Ignored `yaml:"username"`
+	Password   Ignored `yaml:"password"`
+	VerifyCert Ignored `yaml:"verify_cert"`
+}
+
+// Namespace roles of the k8s-ut-namespace and namespace profiles, in order.
+const (
+	NSRoleAdmin     = "admin"
+	NSRoleReadWrite = "readwrite"
+	NSRoleReadOnly  = "readonly"
+)
+
+// NamespaceRoles lists the namespace roles in order.
+var NamespaceRoles = []string{NSRoleAdmin, NSRoleReadWrite, NSRoleReadOnly}
+
+// DefaultNSRoleMapping is the site agent's Waldur-role → namespace-role mapping.
+func DefaultNSRoleMapping() map[string]string {
+	return map[string]string{"manager": NSRoleAdmin, "admin": NSRoleAdmin, "member": NSRoleReadWrite}
+}
+
+// defaultDownscaled is the default downscaled limit set, by component type.
+func defaultDownscaled() map[string]int64 {
+	return map[string]int64{"cpu": 1, "ram": 1, "memory": 1, "storage": 1}
+}

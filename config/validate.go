@@ -1,0 +1,314 @@
+package config
+
+import (
+	"fmt"
+	"maps"
+	"net/url"
+	"path"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+var (
+	dns1123Label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
+	// prefixRE matches a prefix that a slug can still complete into a DNS-1123 label.
+	prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	nonSlug  = regexp.MustCompile(`[^a-z0-9]+`)
+)
+
+// MaxLabel is the longest DNS-1123 label.
+const MaxLabel = 63
+
+// IsDNS1123Label reports whether s can name a namespace.
+func IsDNS1123Label(s string) bool { return len(s) <= MaxLabel && dns1123Label.MatchString(s) }
+
+// DirName is the offering's directory name in the output tree: its name
+// lower-cased with every run of other characters turned into a dash.
+func (o *Offering) DirName() string {
+	return strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(o.Name), "-"), "-")
+}
+
+// applyDefaults fills unset top-level values and resolves relative paths against
+// the config file's directory.
+func (c *Config) applyDefaults(file string) {
+	if c.Timezone == "" {
+		c.Timezone = "UTC"
+	}
+	if c.LogLevel == "" {
+		c.LogLevel = "info"
+	}
+	if c.Git.Branch == "" {
+		c.Git.Branch = "main"
+	}
+	if c.Git.Path == "" {
+		c.Git.Path = "waldur"
+	}
+	if c.Git.AuthorName == "" {
+		c.Git.AuthorName = "waldur-gitops"
+	}
+	if c.Git.AuthorEmail == "" {
+		c.Git.AuthorEmail = "waldur-gitops@localhost"
+	}
+	dir := filepath.Dir(file)
+	for i := range c.Offerings {
+		o := &c.Offerings[i]
+		o.BackendType = strings.ToLower(strings.TrimSpace(o.BackendType))
+		for _, p := range []*string{&o.TemplatesDir, &o.WaldurAPITokenFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(dir, *p)
+			}
+		}
+		for k, comp := range o.BackendComponents {
+			if comp.UnitFactor == 0 {
+				comp.UnitFactor = 1
+			}
+			o.BackendComponents[k] = comp
+		}
+	}
+}
+
+// validate checks the decoded config and decodes each offering's backend settings.
+func (c *Config) validate(r *report) {
+	if len(c.Offerings) == 0 && !slices.ContainsFunc(r.problems, func(p Problem) bool { return p.Path == "offerings" }) {
+		r.addf("offerings", nil, "required: list at least one offering")
+	}
+	if _, err := time.LoadLocation(c.Timezone); err != nil {
+		r.addf("timezone", nil, "unknown time zone %q", c.Timezone)
+	}
+	if !slices.Contains([]string{"debug", "info", "warning", "warn", "error", "critical"}, strings.ToLower(c.LogLevel)) {
+		r.addf("log_level", nil, "must be one of debug, info, warning, error; got %q", c.LogLevel)
+	}
+	p := path.Clean(c.Git.Path)
+	if path.IsAbs(c.Git.Path) || p == ".." || strings.HasPrefix(p, "../") {
+		r.addf("git.path", nil, "must be a relative path inside the repository, got %q", c.Git.Path)
+	}
+	names := map[string]int{}
+	for i := range c.Offerings {
+		o := &c.Offerings[i]
+		at := fmt.Sprintf("offerings[%d]", i)
+		o.validate(at, r)
+		if dn := o.DirName(); dn != "" {
+			if j, dup := names[dn]; dup {
+				r.addf(at+".name", nil, "%q collides with offerings[%d].name %q (both give directory %q)", o.Name, j, c.Offerings[j].Name, dn)
+			}
+			names[dn] = i
+		}
+	}
+}
+
+func (o *Offering) validate(at string, r *report) {
+	if strings.TrimSpace(o.Name) == "" {
+		r.addf(at+".name", nil, "required")
+	} else if o.DirName() == "" {
+		r.addf(at+".name", nil, "%q has no letters or digits to name a directory with", o.Name)
+	}
+	if o.WaldurAPIURL == "" {
+		r.addf(at+".waldur_api_url", nil, "required")
+	} else if u, err := url.Parse(o.WaldurAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		r.addf(at+".waldur_api_url", nil, "must be an http or https URL, got %q", o.WaldurAPIURL)
+	}
+	if o.WaldurOfferingUUID == "" {
+		r.addf(at+".waldur_offering_uuid", nil, "required")
+	} else if u, err := waldur.ParseUUID(o.WaldurOfferingUUID); err != nil {
+		r.addf(at+".waldur_offering_uuid", nil, "%v", err)
+	} else {
+		o.WaldurOfferingUUID = string(u)
+	}
+	if o.WaldurAPIToken != "" && o.WaldurAPITokenFile != "" {
+		r.addf(at+".waldur_api_token_file", nil, "set either waldur_api_token or waldur_api_token_file, not both")
+	}
+	for k, comp := range o.BackendComponents {
+		ck := at + ".backend_components." + k
+		if comp.AccountingType != "" && !slices.Contains([]string{"usage", "limit", "one"}, comp.AccountingType) {
+			r.addf(ck+".accounting_type", nil, "must be usage, limit or one, got %q", comp.AccountingType)
+		}
+		if comp.UnitFactor < 0 {
+			r.addf(ck+".unit_factor", nil, "must be positive, got %v", comp.UnitFactor)
+		}
+	}
+	o.decodeSettings(at, r)
+}
+
+// decodeSettings decodes backend_settings into the profile's settings struct, over
+// its defaults, and checks them.
+func (o *Offering) decodeSettings(at string, r *report) {
+	sp := at + ".backend_settings"
+	var target any
+	switch o.BackendType {
+	case "":
+		r.addf(at+".backend_type", nil, "required: one of %s", strings.Join(BackendTypes, ", "))
+		return
+	case BackendK8sUTNamespace:
+		o.Settings.K8sUT = &K8sUTSettings{CRNamespace: "waldur-system", NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, CRUserIdentityField: "email"}
+		target = o.Settings.K8sUT
+	case BackendNamespace:
+		o.Settings.Namespace = &NamespaceSettings{NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, QuotaName: "waldur-quota", UserIdentityField: "username"}
+		target = o.Settings.Namespace
+	case BackendOKD:
+		o.Settings.OKD = &OKDSettings{NamespacePrefix: "waldur-", AllocationPrefix: "alloc-", CustomerPrefix: "org-", ProjectPrefix: "proj-", DefaultRole: "edit"}
+		target = o.Settings.OKD
+	case BackendRancher:
+		o.Settings.Rancher = &RancherSettings{ProjectPrefix: "waldur-", DefaultRole: "workloads-manage", QuotaName: "custom-resource-quota", BindingNamespace: "backing"}
+		target = o.Settings.Rancher
+	default:
+		r.addf(at+".backend_type", nil, "unknown backend type %q: want one of %s", o.BackendType, strings.Join(BackendTypes, ", "))
+		return
+	}
+	if o.BackendSettings.Kind != 0 {
+		decodeNode(&o.BackendSettings, reflect.ValueOf(target).Elem(), sp, r)
+	}
+	c := o.Settings.Common()
+	if c.DownscaledLimits == nil {
+		c.DownscaledLimits = defaultDownscaled()
+	}
+	checkLimits(sp+".paused_limits", c.PausedLimits, r)
+	checkLimits(sp+".downscaled_limits", c.DownscaledLimits, r)
+	checkLabels(sp+".namespace_labels", c.NamespaceLabels, r)
+	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, r)
+	c.Keycloak.applyDefaults()
+	if c.KeycloakEnabled && c.Keycloak.URL == "" {
+		r.addf(sp+".keycloak.keycloak_url", nil, "required when keycloak_enabled is true")
+	}
+	switch s := target.(type) {
+	case *K8sUTSettings:
+		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
+		if !IsDNS1123Label(s.CRNamespace) {
+			r.addf(sp+".cr_namespace", nil, "%q is not a valid namespace name (RFC 1123 label)", s.CRNamespace)
+		}
+		s.RoleMapping = mergeRoles(sp+".role_mapping", DefaultNSRoleMapping(), s.RoleMapping, NamespaceRoles, r)
+		checkOneOf(sp+".default_role", s.DefaultRole, NamespaceRoles, r)
+		s.ComponentQuotaMapping = mergeMap(map[string]string{"cpu": "cpu", "ram": "memory", "storage": "storage", "gpu": "gpu"}, s.ComponentQuotaMapping)
+		checkOneOf(sp+".cr_user_identity_field", s.CRUserIdentityField, IdentityFields, r)
+	case *NamespaceSettings:
+		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
+		s.RoleMapping = mergeRoles(sp+".role_mapping", DefaultNSRoleMapping(), s.RoleMapping, NamespaceRoles, r)
+		checkOneOf(sp+".default_role", s.DefaultRole, NamespaceRoles, r)
+		s.ClusterRoles = mergeMap(map[string]string{NSRoleAdmin: "admin", NSRoleReadWrite: "edit", NSRoleReadOnly: "view"}, s.ClusterRoles)
+		for role := range s.ClusterRoles {
+			checkOneOf(sp+".cluster_roles."+role, role, NamespaceRoles, r)
+		}
+		s.ComponentQuotaMapping = mergeMap(map[string]string{"cpu": "limits.cpu", "ram": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu"}, s.ComponentQuotaMapping)
+		checkOneOf(sp+".user_identity_field", s.UserIdentityField, IdentityFields, r)
+		if !IsDNS1123Label(s.QuotaName) {
+			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
+		}
+		if s.BindGroups == nil {
+			s.BindGroups = &c.KeycloakEnabled
+		}
+		if s.BindUsers == nil {
+			t := true
+			s.BindUsers = &t
+		}
+	case *OKDSettings:
+		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix+s.AllocationPrefix, r)
+		s.RoleMapping = mergeMap(map[string]string{"owner": "admin", "manager": "edit", "member": "view"}, normalizeKeys(sp+".role_mapping", s.RoleMapping, r))
+		if s.DefaultRole == "" {
+			r.addf(sp+".default_role", nil, "must not be empty")
+		}
+	case *RancherSettings:
+		checkPrefix(sp+".project_prefix", s.ProjectPrefix, r)
+		if s.ClusterID == "" {
+			r.addf(sp+".cluster_id", nil, "required: the downstream cluster id, e.g. c-m-1234abcd")
+		} else if !IsDNS1123Label(s.ClusterID) {
+			r.addf(sp+".cluster_id", nil, "%q is not a Rancher cluster id (an RFC 1123 label such as c-m-1234abcd)", s.ClusterID)
+		}
+		if s.DefaultRole == "" {
+			r.addf(sp+".default_role", nil, "must not be empty")
+		}
+		if !IsDNS1123Label(s.QuotaName) {
+			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
+		}
+		checkOneOf(sp+".binding_namespace", s.BindingNamespace, []string{"backing", "project"}, r)
+	}
+}
+
+// IdentityFields are the user attributes a profile can use as a user's identity.
+var IdentityFields = []string{"email", "username", "civil_number", "full_name", "first_name", "last_name"}
+
+func (k *KeycloakSettings) applyDefaults() {
+	if k.URL != "" && !strings.HasSuffix(k.URL, "/") {
+		k.URL += "/"
+	}
+	if k.Realm == "" {
+		k.Realm = "waldur"
+	}
+	if k.UserRealm == "" {
+		k.UserRealm = "master"
+	}
+	if k.ClientID == "" {
+		k.ClientID = "admin-cli"
+	}
+}
+
+// checkPrefix reports a name prefix that no slug can turn into a DNS-1123 label.
+func checkPrefix(at, prefix string, r *report) {
+	switch {
+	case prefix == "":
+	case len(prefix) >= MaxLabel:
+		r.addf(at, nil, "%q is %d characters: it leaves no room for the slug in a %d-character name", prefix, len(prefix), MaxLabel)
+	case !prefixRE.MatchString(prefix):
+		r.addf(at, nil, "%q can only yield names that are not RFC 1123 labels: use lower-case letters, digits and '-', starting with a letter or digit", prefix)
+	}
+}
+
+func checkOneOf(at, v string, allowed []string, r *report) {
+	if !slices.Contains(allowed, v) {
+		r.addf(at, nil, "must be one of %s, got %q", strings.Join(allowed, ", "), v)
+	}
+}
+
+func checkLimits(at string, m map[string]int64, r *report) {
+	for k, v := range m {
+		if v < 0 {
+			r.addf(at+"."+k, nil, "must not be negative, got %d", v)
+		}
+	}
+}
+
+var labelKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
+
+func checkLabels(at string, m map[string]string, r *report) {
+	for k := range m {
+		if !labelKey.MatchString(k) || len(k) > 316 {
+			r.addf(at+"."+k, nil, "%q is not a valid label or annotation key", k)
+		}
+	}
+}
+
+// mergeRoles merges custom Waldur-role → namespace-role entries over the defaults,
+// normalising Waldur role spellings and checking every target role.
+func mergeRoles(at string, defaults, custom map[string]string, allowed []string, r *report) map[string]string {
+	for k, v := range custom {
+		checkOneOf(at+"."+k, v, allowed, r)
+	}
+	return mergeMap(defaults, normalizeKeys(at, custom, r))
+}
+
+// normalizeKeys maps PROJECT.MANAGER-style keys to the short role names and
+// reports two keys that name the same role.
+func normalizeKeys(at string, m map[string]string, r *report) map[string]string {
+	out := make(map[string]string, len(m))
+	from := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		nk := waldur.NormalizeRole(k)
+		if prev, dup := from[nk]; dup {
+			r.addf(at+"."+k, nil, "%q and %q both name the role %q", prev, k, nk)
+			continue
+		}
+		out[nk], from[nk] = m[k], k
+	}
+	return out
+}
+
+func mergeMap(defaults, custom map[string]string) map[string]string {
+	for k, v := range custom {
+		defaults[k] = v
+	}
+	return defaults
+}

@@ -1,0 +1,3 @@
+// Package gitsync will commit the rendered tree to a GitOps repository: one commit
+// per run that changes something, none otherwise. Not implemented yet.
+package gitsync

@@ -1,0 +1,236 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Resource statuses.
+const (
+	StatusActive     = "active"
+	StatusPaused     = "paused"
+	StatusDownscaled = "downscaled"
+)
+
+// offeringInput indexes one offering's state for rendering.
+type offeringInput struct {
+	o      *config.Offering
+	st     *waldur.OfferingState
+	orders map[waldur.UUID][]*waldur.Order
+	users  map[string]*waldur.OfferingUser
+}
+
+func newOfferingInput(o *config.Offering, st *waldur.OfferingState) *offeringInput {
+	in := &offeringInput{o: o, st: st, orders: map[waldur.UUID][]*waldur.Order{}, users: map[string]*waldur.OfferingUser{}}
+	for i := range st.Orders {
+		ord := &st.Orders[i]
+		in.orders[ord.MarketplaceResourceUUID] = append(in.orders[ord.MarketplaceResourceUUID], ord)
+	}
+	for _, l := range in.orders {
+		slices.SortFunc(l, func(a, b *waldur.Order) int { return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID)) })
+	}
+	for i := range st.OfferingUsers {
+		u := &st.OfferingUsers[i]
+		if u.Username != "" {
+			in.users[u.Username] = u
+		}
+	}
+	return in
+}
+
+// lifecycle decides whether a resource is rendered and which executing orders the
+// rendering fulfils. Terminating and Terminated resources are absent; a Creating
+// resource is rendered once its Create (or Restore) order is executing.
+func (in *offeringInput) lifecycle(r *waldur.Resource) (orders []waldur.UUID, render bool) {
+	approved := false
+	for _, o := range in.orders[r.UUID] {
+		if o.State != waldur.OrderExecuting {
+			continue
+		}
+		switch o.Type {
+		case waldur.OrderCreate, waldur.OrderRestore:
+			approved = true
+			orders = append(orders, o.UUID)
+		case waldur.OrderUpdate:
+			orders = append(orders, o.UUID)
+		}
+	}
+	switch r.State {
+	case waldur.ResourceOK, waldur.ResourceErred, waldur.ResourceUpdating:
+		return orders, true
+	case waldur.ResourceCreating:
+		return orders, approved
+	}
+	return nil, false
+}
+
+// updateLimits returns the limits of the newest executing Update order, if any.
+func (in *offeringInput) updateLimits(r *waldur.Resource) waldur.Limits {
+	var l waldur.Limits
+	for _, o := range in.orders[r.UUID] {
+		if o.State == waldur.OrderExecuting && o.Type == waldur.OrderUpdate && len(o.Limits) > 0 {
+			l = o.Limits
+		}
+	}
+	return l
+}
+
+// tenantData builds the profile-independent part of the template data, then lets
+// the profile fill in the rest. Any error leaves the resource out.
+func (in *offeringInput) tenantData(p profile, r *waldur.Resource) (*TenantData, error) {
+	if !r.UUID.Valid() {
+		return nil, fmt.Errorf("resource uuid %q is not a UUID", r.UUID)
+	}
+	d := &TenantData{
+		Offering: OfferingData{Name: in.o.Name, UUID: in.o.WaldurOfferingUUID, BackendType: in.o.BackendType},
+		Resource: ResourceData{
+			UUID: string(r.UUID), UUIDDashed: r.UUID.Dashed(), Name: r.Name, Slug: r.Slug,
+			State: r.State, BackendID: r.BackendID, Status: status(r),
+		},
+		Project:  ScopeData{UUID: string(r.ProjectUUID), UUIDDashed: r.ProjectUUID.Dashed(), Name: r.ProjectName, Slug: r.ProjectSlug, Description: r.ProjectDescription},
+		Customer: ScopeData{UUID: string(r.CustomerUUID), UUIDDashed: r.CustomerUUID.Dashed(), Name: r.CustomerName, Slug: r.CustomerSlug},
+	}
+	limits := r.Limits
+	if u := in.updateLimits(r); u != nil {
+		limits = u
+	}
+	var err error
+	if d.Resource.Limits, err = in.effectiveLimits(limits, d.Resource.Status); err != nil {
+		return nil, err
+	}
+	c := in.o.Settings.Common()
+	d.NamespaceLabels = nilIfEmpty(c.NamespaceLabels)
+	d.NamespaceAnnotations = nilIfEmpty(c.NamespaceAnnotations)
+	if err := p.fill(in, r, d); err != nil {
+		return nil, err
+	}
+	d.Namespace = d.Name
+	return d, nil
+}
+
+func status(r *waldur.Resource) string {
+	switch {
+	case bool(r.Paused):
+		return StatusPaused
+	case bool(r.Downscaled):
+		return StatusDownscaled
+	}
+	return StatusActive
+}
+
+// effectiveLimits parses the limits and applies the status rules: paused gives
+// every component its paused_limits value (default 0), downscaled its
+// downscaled_limits value (default 0 for types not listed).
+func (in *offeringInput) effectiveLimits(l waldur.Limits, st string) (map[string]float64, error) {
+	out := make(map[string]float64, len(l))
+	var bad []string
+	for _, k := range sortedKeys(l) {
+		v, err := l[k].Float()
+		switch {
+		case err != nil:
+			bad = append(bad, fmt.Sprintf("%s=%q is not a number", k, string(l[k])))
+		case v < 0:
+			bad = append(bad, fmt.Sprintf("%s=%s is negative", k, l[k]))
+		}
+		out[k] = v
+	}
+	if len(bad) > 0 {
+		return nil, fmt.Errorf("invalid resource limits: %s", strings.Join(bad, ", "))
+	}
+	c := in.o.Settings.Common()
+	var set map[string]int64
+	switch st {
+	case StatusPaused:
+		set = c.PausedLimits
+	case StatusDownscaled:
+		set = c.DownscaledLimits
+	default:
+		return out, nil
+	}
+	for k := range out {
+		out[k] = float64(set[in.o.ComponentType(k)])
+	}
+	return out, nil
+}
+
+// members returns the resource's team members that have an offering username,
+// with their normalised Waldur role, sorted by username. A resource with
+// restrict_member_access has none.
+func (in *offeringInput) members(r *waldur.Resource, role func(waldurRole string) string) []Member {
+	if r.RestrictMemberAccess {
+		return []Member{}
+	}
+	out := []Member{}
+	for _, m := range in.st.Teams[r.ProjectUUID] {
+		if m.OfferingUserUsername == "" || inactiveUserStates[m.OfferingUserState] {
+			continue
+		}
+		wr := waldur.NormalizeRole(m.Role)
+		email := m.Email
+		if u, ok := in.users[m.OfferingUserUsername]; ok && u.UserEmail != "" {
+			email = u.UserEmail
+		}
+		out = append(out, Member{Username: m.OfferingUserUsername, Email: email, WaldurRole: wr, Role: role(wr)})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Username, b.Username) })
+	return slices.CompactFunc(out, func(a, b Member) bool { return a.Username == b.Username })
+}
+
+// inactiveUserStates are offering-user states whose account is going or gone.
+var inactiveUserStates = map[string]bool{
+	"Requested deletion": true, "Deleting": true, "Deleted": true, "Error deleting": true,
+}
+
+// identity returns the attribute of a member named by field, "" when unknown.
+func (in *offeringInput) identity(m Member, field string) string {
+	u := in.users[m.Username]
+	switch field {
+	case "username":
+		return m.Username
+	case "email":
+		return m.Email
+	}
+	if u == nil {
+		return ""
+	}
+	switch field {
+	case "civil_number":
+		return u.UserCivilNumber
+	case "full_name":
+		return u.UserFullName
+	case "first_name":
+		return u.UserFirstName
+	case "last_name":
+		return u.UserLastName
+	}
+	return ""
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// num formats a quota number without a trailing ".0".
+func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

@@ -1,0 +1,556 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/manifest"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Output targets (the directory level between offering and tenant).
+const (
+	TargetCluster    = "cluster"
+	TargetManagement = "management"
+	TargetDownstream = "downstream"
+)
+
+// profile is what differs between backend types.
+type profile interface {
+	// defaultTarget is the directory of objects whose template names none.
+	defaultTarget() string
+	// targets lists every directory the profile writes to.
+	targets() []string
+	// fill completes the template data, or says why the resource cannot be rendered.
+	fill(in *offeringInput, r *waldur.Resource, d *TenantData) error
+	// claims lists names that must be unique among the offering's resources.
+	claims(d *TenantData) []string
+	// groups lists the Keycloak groups the resource needs.
+	groups(d *TenantData) []Group
+}
+
+func newProfile(o *config.Offering) profile {
+	s := o.Settings
+	switch {
+	case s.K8sUT != nil:
+		return &k8sUTProfile{s: s.K8sUT, o: o}
+	case s.Namespace != nil:
+		return &namespaceProfile{s: s.Namespace, o: o}
+	case s.OKD != nil:
+		return &okdProfile{s: s.OKD, o: o}
+	case s.Rancher != nil:
+		return &rancherProfile{s: s.Rancher, o: o}
+	}
+	panic("render: offering " + o.Name + " has no backend settings")
+}
+
+// namespaceName joins prefix and slug and checks the result is an RFC 1123 label.
+func namespaceName(prefix, slug string) (string, error) {
+	if slug == "" {
+		return "", fmt.Errorf("resource has no slug: its namespace cannot be named")
+	}
+	name := prefix + slug
+	switch {
+	case len(name) > config.MaxLabel:
+		return "", fmt.Errorf("namespace name %q exceeds %d characters (%d)", name, config.MaxLabel, len(name))
+	case !config.IsDNS1123Label(name):
+		return "", fmt.Errorf("namespace name %q is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", name)
+	}
+	return name, nil
+}
+
+// quotaKeyFunc maps a component (key, type) to quota keys and values.
+type quotaKeyFunc func(key, typ string, c config.Component, v float64) (map[string]string, error)
+
+// buildQuota converts the effective limits into a quota map.
+func buildQuota(o *config.Offering, limits map[string]float64, f quotaKeyFunc) (map[string]string, error) {
+	q := map[string]string{}
+	for _, k := range sortedKeys(limits) {
+		kv, err := f(k, o.ComponentType(k), o.BackendComponents[k], limits[k])
+		if err != nil {
+			return nil, err
+		}
+		for qk, qv := range kv {
+			if _, dup := q[qk]; dup {
+				return nil, fmt.Errorf("component %s maps to quota key %s, which another component already sets", k, qk)
+			}
+			q[qk] = qv
+		}
+	}
+	return q, nil
+}
+
+func unmapped(key, typ string) error {
+	return fmt.Errorf("component %s (type %s) has no quota mapping: add it to backend_settings.component_quota_mapping or give it a k8s_resource", key, typ)
+}
+
+// gi formats gibibytes for the types measured in them.
+func withUnit(typ string, v float64) string {
+	switch typ {
+	case "ram", "memory", "storage":
+		return num(v) + "Gi"
+	}
+	return num(v)
+}
+
+// roleMapper returns a function mapping Waldur roles through m, else def.
+func roleMapper(m map[string]string, def string) func(string) string {
+	return func(r string) string {
+		if v, ok := m[r]; ok {
+			return v
+		}
+		return def
+	}
+}
+
+// nsGroups returns the three namespace-role group names of a slug.
+func nsGroups(slug string) *RoleLists {
+	return &RoleLists{
+		Admin:     []string{"ns_" + slug + "_" + config.NSRoleAdmin},
+		ReadWrite: []string{"ns_" + slug + "_" + config.NSRoleReadWrite},
+		ReadOnly:  []string{"ns_" + slug + "_" + config.NSRoleReadOnly},
+	}
+}
+
+func (l *RoleLists) forRole(role string) *[]string {
+	switch role {
+	case config.NSRoleAdmin:
+		return &l.Admin
+	case config.NSRoleReadWrite:
+		return &l.ReadWrite
+	}
+	return &l.ReadOnly
+}
+
+// nsRoleGroups lists the Keycloak groups of the namespace roles with their members.
+func nsRoleGroups(o *config.Offering, d *TenantData) []Group {
+	if d.Groups == nil {
+		return nil
+	}
+	var out []Group
+	for _, role := range config.NamespaceRoles {
+		g := Group{
+			Name:        (*d.Groups.forRole(role))[0],
+			Description: fmt.Sprintf("Namespace %s %s access", d.Resource.Slug, role),
+			Offering:    o.Name,
+			Resources:   []waldur.UUID{waldur.UUID(d.Resource.UUID)},
+			Members:     []string{},
+		}
+		for _, m := range d.Members {
+			if m.Role == role {
+				g.Members = append(g.Members, m.Username)
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// k8sUTProfile renders ManagedNamespace objects for the UT operator.
+type k8sUTProfile struct {
+	s *config.K8sUTSettings
+	o *config.Offering
+}
+
+func (p *k8sUTProfile) defaultTarget() string { return TargetCluster }
+func (p *k8sUTProfile) targets() []string     { return []string{TargetCluster} }
+func (p *k8sUTProfile) claims(d *TenantData) []string {
+	return []string{d.Name}
+}
+func (p *k8sUTProfile) groups(d *TenantData) []Group { return nsRoleGroups(p.o, d) }
+
+func (p *k8sUTProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
+	var err error
+	if d.Name, err = namespaceName(p.s.NamespacePrefix, r.Slug); err != nil {
+		return err
+	}
+	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, _ config.Component, v float64) (map[string]string, error) {
+		field, ok := p.s.ComponentQuotaMapping[typ]
+		switch {
+		case !ok:
+			return nil, unmapped(k, typ)
+		case field == "":
+			return nil, nil
+		}
+		return map[string]string{field: withUnit(typ, v)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	if p.s.KeycloakEnabled {
+		d.Groups = nsGroups(r.Slug)
+	}
+	if p.s.SyncUsersToCR {
+		d.Users = &RoleLists{Admin: []string{}, ReadWrite: []string{}, ReadOnly: []string{}}
+		for _, m := range d.Members {
+			id := in.identity(m, p.s.CRUserIdentityField)
+			if id == "" {
+				continue
+			}
+			if p.s.CRUserIdentityLowercase {
+				id = strings.ToLower(id)
+			}
+			l := d.Users.forRole(m.Role)
+			*l = append(*l, id)
+		}
+		for _, l := range []*[]string{&d.Users.Admin, &d.Users.ReadWrite, &d.Users.ReadOnly} {
+			slices.Sort(*l)
+			*l = slices.Compact(*l)
+		}
+	}
+	d.K8sUT = &K8sUTData{CRNamespace: p.s.CRNamespace}
+	owner := map[string]string{}
+	if r.CustomerUUID != "" {
+		owner["orgID"] = r.CustomerUUID.Dashed()
+	}
+	if r.ProjectUUID != "" {
+		owner["projectID"] = r.ProjectUUID.Dashed()
+	}
+	if len(owner) > 0 {
+		d.K8sUT.Owner = owner
+	}
+	return nil
+}
+
+// namespaceProfile renders plain Kubernetes: Namespace, ResourceQuota, RoleBindings.
+type namespaceProfile struct {
+	s *config.NamespaceSettings
+	o *config.Offering
+}
+
+func (p *namespaceProfile) defaultTarget() string         { return TargetCluster }
+func (p *namespaceProfile) targets() []string             { return []string{TargetCluster} }
+func (p *namespaceProfile) claims(d *TenantData) []string { return []string{d.Name} }
+func (p *namespaceProfile) groups(d *TenantData) []Group  { return nsRoleGroups(p.o, d) }
+func extendedKey(c config.Component) string               { return "requests." + c.K8sResource }
+func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
+	var err error
+	if d.Name, err = namespaceName(p.s.NamespacePrefix, r.Slug); err != nil {
+		return err
+	}
+	d.QuotaName = p.s.QuotaName
+	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, c config.Component, v float64) (map[string]string, error) {
+		if c.K8sResource != "" {
+			return map[string]string{extendedKey(c): num(v)}, nil
+		}
+		field, ok := p.s.ComponentQuotaMapping[typ]
+		switch {
+		case !ok:
+			return nil, unmapped(k, typ)
+		case field == "":
+			return nil, nil
+		}
+		return map[string]string{field: withUnit(typ, v)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	if p.s.KeycloakEnabled {
+		d.Groups = nsGroups(r.Slug)
+	}
+	d.RoleBindings = []RoleBinding{}
+	for _, role := range config.NamespaceRoles {
+		rb := RoleBinding{Name: "waldur-" + role, ClusterRole: p.s.ClusterRoles[role], Subjects: []Subject{}}
+		if *p.s.BindGroups {
+			rb.Subjects = append(rb.Subjects, Subject{APIGroup: rbacGroup, Kind: "Group", Name: p.s.GroupPrefix + "ns_" + r.Slug + "_" + role})
+		}
+		if *p.s.BindUsers {
+			var users []string
+			for _, m := range d.Members {
+				if id := in.identity(m, p.s.UserIdentityField); m.Role == role && id != "" {
+					users = append(users, p.s.UserPrefix+id)
+				}
+			}
+			slices.Sort(users)
+			for _, u := range slices.Compact(users) {
+				rb.Subjects = append(rb.Subjects, Subject{APIGroup: rbacGroup, Kind: "User", Name: u})
+			}
+		}
+		if len(rb.Subjects) > 0 {
+			d.RoleBindings = append(d.RoleBindings, rb)
+		}
+	}
+	return nil
+}
+
+const rbacGroup = "rbac.authorization.k8s.io"
+
+// okdProfile renders OpenShift projects as namespaces with a quota and one
+// RoleBinding per team member.
+type okdProfile struct {
+	s *config.OKDSettings
+	o *config.Offering
+}
+
+func (p *okdProfile) defaultTarget() string         { return TargetCluster }
+func (p *okdProfile) targets() []string             { return []string{TargetCluster} }
+func (p *okdProfile) claims(d *TenantData) []string { return []string{d.Name} }
+func (p *okdProfile) groups(*TenantData) []Group    { return nil }
+
+func (p *okdProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
+	if err := requireSlugs(r); err != nil {
+		return err
+	}
+	var err error
+	if d.Name, err = namespaceName(strings.ToLower(p.s.NamespacePrefix+p.s.AllocationPrefix), strings.ToLower(r.Slug)); err != nil {
+		return err
+	}
+	d.QuotaName = "waldur-quota"
+	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, c config.Component, v float64) (map[string]string, error) {
+		switch {
+		case c.K8sResource != "":
+			return map[string]string{extendedKey(c): num(v)}, nil
+		case typ == "cpu":
+			return map[string]string{"requests.cpu": num(v), "limits.cpu": num(2 * v)}, nil
+		case typ == "memory" || typ == "ram":
+			return map[string]string{"requests.memory": num(v) + "Gi", "limits.memory": num(2*v) + "Gi"}, nil
+		case typ == "storage":
+			return map[string]string{"requests.storage": num(v) + "Gi"}, nil
+		case typ == "pods":
+			return map[string]string{"pods": num(v)}, nil
+		}
+		return nil, unmapped(k, typ)
+	})
+	if err != nil {
+		return err
+	}
+	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	d.OKD = &OKDData{
+		DisplayName:  cmpOr(r.Name, d.Name),
+		Description:  description(r),
+		Organization: p.s.NamespacePrefix + p.s.CustomerPrefix + r.CustomerSlug,
+		Parent:       p.s.NamespacePrefix + p.s.ProjectPrefix + r.ProjectSlug,
+	}
+	ann := map[string]string{
+		"openshift.io/display-name": d.OKD.DisplayName,
+		"openshift.io/description":  d.OKD.Description,
+		"waldur/organization":       d.OKD.Organization,
+		"waldur/parent":             d.OKD.Parent,
+	}
+	for k, v := range d.NamespaceAnnotations {
+		ann[k] = v
+	}
+	d.NamespaceAnnotations = ann
+	d.RoleBindings = []RoleBinding{}
+	for _, m := range d.Members {
+		d.RoleBindings = append(d.RoleBindings, RoleBinding{
+			Name:        objectName("waldur-", m.Username),
+			ClusterRole: m.Role,
+			Subjects:    []Subject{{APIGroup: rbacGroup, Kind: "User", Name: m.Username}},
+		})
+	}
+	return nil
+}
+
+func requireSlugs(r *waldur.Resource) error {
+	var missing []string
+	if r.CustomerSlug == "" {
+		missing = append(missing, "customer_slug")
+	}
+	if r.ProjectSlug == "" {
+		missing = append(missing, "project_slug")
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("resource has unset or missing slug fields: %s", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func description(r *waldur.Resource) string {
+	return fmt.Sprintf("%s (Customer: %s, Project: %s)", r.Name, cmpOr(r.CustomerName, r.CustomerSlug), cmpOr(r.ProjectName, r.ProjectSlug))
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
+
+// objectName turns prefix+s into a valid object name. When s has to be changed
+// to fit (case, characters, length), a hash of s is appended so that different
+// inputs never share a name.
+func objectName(prefix, s string) string {
+	clean := strings.Trim(nonName.ReplaceAllString(strings.ToLower(s), "-"), "-")
+	name := prefix + clean
+	if clean == s && len(name) <= config.MaxLabel {
+		return name
+	}
+	sum := sha256.Sum256([]byte(s))
+	suffix := "-" + hex.EncodeToString(sum[:])[:8]
+	if len(name)+len(suffix) > config.MaxLabel {
+		name = strings.TrimRight(name[:config.MaxLabel-len(suffix)], "-")
+	}
+	return name + suffix
+}
+
+// rancherProfile renders a Rancher Project and binding on the management cluster
+// and the namespace and quota in the downstream cluster.
+type rancherProfile struct {
+	s *config.RancherSettings
+	o *config.Offering
+}
+
+func (p *rancherProfile) defaultTarget() string { return TargetDownstream }
+func (p *rancherProfile) targets() []string     { return []string{TargetDownstream, TargetManagement} }
+func (p *rancherProfile) claims(d *TenantData) []string {
+	return []string{d.Name, "project:" + d.Rancher.ProjectName}
+}
+
+// Pod-security labels the site agent puts on every Rancher namespace.
+var rancherNamespaceLabels = map[string]string{
+	"pod-security.kubernetes.io/enforce":         "restricted",
+	"pod-security.kubernetes.io/enforce-version": "latest",
+}
+
+// rancherProjectFields maps quota keys to Rancher's resourceQuota.limit fields.
+var rancherProjectFields = map[string]string{
+	"limits.cpu": "limitsCpu", "limits.memory": "limitsMemory", "requests.storage": "requestsStorage", "pods": "pods",
+}
+
+func (p *rancherProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
+	if err := requireSlugs(r); err != nil {
+		return err
+	}
+	slug := r.Slug
+	if slug == "" {
+		slug = "resource-" + r.UUID.Dashed()[:8]
+	}
+	var err error
+	if d.Name, err = namespaceName(p.s.ProjectPrefix, slug); err != nil {
+		return err
+	}
+	d.QuotaName = p.s.QuotaName
+	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, c config.Component, v float64) (map[string]string, error) {
+		key := ""
+		switch {
+		case c.K8sResource != "":
+			key = extendedKey(c)
+		case typ == "cpu" || k == "cpu":
+			key = "limits.cpu"
+		case typ == "ram" || k == "memory":
+			key = "limits.memory"
+		case typ == "storage" || k == "storage":
+			key = "requests.storage"
+		case typ == "gpu" || k == "gpu":
+			key = "requests.nvidia.com/gpu"
+		case typ == "pods":
+			key = "pods"
+		default:
+			return nil, unmapped(k, typ)
+		}
+		return map[string]string{key: rancherQuantity(key, v)}, nil
+	})
+	if err != nil {
+		return err
+	}
+	d.Members = in.members(r, func(string) string { return p.s.DefaultRole })
+	rd := &RancherData{
+		ClusterID:    p.s.ClusterID,
+		ProjectName:  p.projectName(r),
+		DisplayName:  d.Name,
+		Description:  description(r),
+		RoleTemplate: p.s.DefaultRole,
+	}
+	rd.ProjectID = p.s.ClusterID + ":" + rd.ProjectName
+	rd.BindingName = objectName("waldur-", p.s.DefaultRole)
+	rd.BindingNamespace = rd.ProjectName
+	if p.s.BindingNamespace == "backing" {
+		rd.BindingNamespace = p.s.ClusterID + "-" + rd.ProjectName
+	}
+	limit := map[string]any{}
+	for qk, field := range rancherProjectFields {
+		if v, ok := d.Quota[qk]; ok {
+			limit[field] = v
+		}
+	}
+	ann := map[string]string{"field.cattle.io/projectId": rd.ProjectID}
+	if len(limit) > 0 {
+		rd.ProjectQuota = map[string]any{"limit": limit}
+		b, err := json.Marshal(rd.ProjectQuota)
+		if err != nil {
+			return err
+		}
+		ann["field.cattle.io/resourceQuota"] = string(b)
+	}
+	if p.s.KeycloakEnabled {
+		rd.ParentGroup = "c_" + truncate(strings.NewReplacer(":", "", "-", "").Replace(p.s.ClusterID), 8)
+		rd.ChildGroup = "project_" + r.ProjectSlug + "_" + p.s.DefaultRole
+		rd.GroupPrincipal = "keycloakoidc_group://" + rd.ChildGroup
+	}
+	d.Rancher = rd
+	labels := map[string]string{}
+	for k, v := range rancherNamespaceLabels {
+		labels[k] = v
+	}
+	for k, v := range d.NamespaceLabels {
+		labels[k] = v
+	}
+	d.NamespaceLabels = labels
+	for k, v := range d.NamespaceAnnotations {
+		ann[k] = v
+	}
+	d.NamespaceAnnotations = ann
+	return nil
+}
+
+// projectName adopts the project named in the resource's backend id
+// (<cluster>:<project>) and otherwise derives p-<12 hex digits of the SHA-256 of
+// the resource UUID>: stable for the resource's life, unrelated to how Waldur
+// generates UUIDs.
+func (p *rancherProfile) projectName(r *waldur.Resource) string {
+	if c, proj, ok := strings.Cut(r.BackendID, ":"); ok && c == p.s.ClusterID && manifest.IsDNS1123Label(proj) {
+		return proj
+	}
+	sum := sha256.Sum256([]byte(r.UUID))
+	return "p-" + hex.EncodeToString(sum[:])[:12]
+}
+
+func (p *rancherProfile) groups(d *TenantData) []Group {
+	rd := d.Rancher
+	if rd.ChildGroup == "" {
+		return nil
+	}
+	res := []waldur.UUID{waldur.UUID(d.Resource.UUID)}
+	child := Group{
+		Name: rd.ChildGroup, Parent: rd.ParentGroup, Offering: p.o.Name, Resources: res, Members: []string{},
+		Description: fmt.Sprintf("Project %s members with role %s", d.Project.Slug, rd.RoleTemplate),
+	}
+	for _, m := range d.Members {
+		child.Members = append(child.Members, m.Username)
+	}
+	return []Group{
+		{Name: rd.ParentGroup, Offering: p.o.Name, Resources: res, Members: []string{}, Description: "Cluster access group for " + rd.ClusterID},
+		child,
+	}
+}
+
+// rancherQuantity formats a quota value the way the site agent's Rancher plugin does.
+func rancherQuantity(key string, v float64) string {
+	switch key {
+	case "limits.cpu":
+		return fmt.Sprintf("%dm", int64(v*1000))
+	case "limits.memory":
+		return fmt.Sprintf("%dMi", int64(v*1024))
+	case "requests.storage":
+		return fmt.Sprintf("%dMi", int64(v)*1024)
+	}
+	return fmt.Sprintf("%d", int64(v))
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

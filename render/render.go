@@ -1,0 +1,366 @@
+// Package render turns Waldur state into the desired state: per-tenant Kubernetes
+// manifests, laid out as a directory tree with one kustomization per tenant, and
+// the Keycloak groups those manifests refer to. Render is a pure function of the
+// state, the config and the templates: it does no I/O, and the same input always
+// gives byte-identical files.
+package render
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"path"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"sigs.k8s.io/kustomize/api/types"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/manifest"
+	"github.com/waldur/waldur-gitops/templates"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// KustomizationFile is the file name of every tenant's kustomization.
+const KustomizationFile = "kustomization.yaml"
+
+// Result is the desired state of every configured offering.
+type Result struct {
+	// Tenants are sorted by Dir.
+	Tenants []*Tenant
+	// Groups are the desired Keycloak groups, sorted by path.
+	Groups []Group
+	// Changes holds a skip entry for every resource left out because of bad input.
+	Changes changeset.Set
+	// Skipped maps the UUID of every resource left out to the reason, so that later
+	// stages keep what already exists for it instead of deleting it.
+	Skipped map[waldur.UUID]string
+}
+
+// Tenant is the rendered output for one Waldur resource in one target directory.
+type Tenant struct {
+	// Offering is the offering's config name.
+	Offering string
+	// Dir is the tenant's directory relative to the output root: <offering>/<target>/<name>.
+	Dir string
+	// Name is the tenant's name (its namespace).
+	Name string
+	// Resource is the Waldur resource's UUID; ResourceName its name.
+	Resource     waldur.UUID
+	ResourceName string
+	// Orders are the executing Create, Restore and Update orders this tenant fulfils.
+	Orders []waldur.UUID
+	// Objects are the rendered objects, in file order.
+	Objects []manifest.Object
+	// Files are the encoded files of the directory, sorted by name, kustomization included.
+	Files []File
+}
+
+// File is one file of a tenant directory.
+type File struct {
+	Name string
+	Data []byte
+}
+
+// Group is one desired Keycloak group.
+type Group struct {
+	// Name of the group; Parent is its parent's name, "" for a top-level group.
+	Name   string
+	Parent string
+	// Description goes into the group's description attribute.
+	Description string
+	// Offering is the config name of the offering that needs the group.
+	Offering string
+	// Resources lists the UUIDs of every resource that needs the group, sorted.
+	Resources []waldur.UUID
+	// Members are the offering usernames that belong in the group, sorted.
+	Members []string
+}
+
+// Path is the group's Keycloak path, /parent/name or /name.
+func (g Group) Path() string {
+	if g.Parent != "" {
+		return "/" + g.Parent + "/" + g.Name
+	}
+	return "/" + g.Name
+}
+
+// Renderer renders configured offerings with their templates.
+type Renderer struct {
+	cfg       *config.Config
+	templates map[string][]*templates.Template
+	workers   int
+}
+
+// New builds a renderer. tpls maps each offering's name to its templates (see
+// LoadTemplates).
+func New(cfg *config.Config, tpls map[string][]*templates.Template) *Renderer {
+	return &Renderer{cfg: cfg, templates: tpls, workers: runtime.GOMAXPROCS(0)}
+}
+
+// LoadTemplates loads the default and site templates of every offering.
+func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error) {
+	out := map[string][]*templates.Template{}
+	for i := range cfg.Offerings {
+		o := &cfg.Offerings[i]
+		t, err := templates.ForOffering(o.BackendType, o.TemplatesDir)
+		if err != nil {
+			return nil, fmt.Errorf("offering %s: %w", o.Name, err)
+		}
+		out[o.Name] = t
+	}
+	return out, nil
+}
+
+// Render renders the state of every configured offering. It fails only when the
+// state does not cover a configured offering; problems with single resources are
+// reported in the result's Changes and Skipped and the rest is rendered.
+func (r *Renderer) Render(st *waldur.State) (*Result, error) {
+	res := &Result{Skipped: map[waldur.UUID]string{}}
+	groups := map[string]*Group{}
+	for i := range r.cfg.Offerings {
+		o := &r.cfg.Offerings[i]
+		ost, ok := st.Offering(o.Name)
+		if !ok {
+			return nil, fmt.Errorf("the Waldur state has no offering %q: refusing to render without it", o.Name)
+		}
+		if ost.OfferingUUID != "" && string(ost.OfferingUUID) != o.WaldurOfferingUUID {
+			return nil, fmt.Errorf("offering %s: the state is of offering %s, the config names %s", o.Name, ost.OfferingUUID, o.WaldurOfferingUUID)
+		}
+		r.renderOffering(o, ost, res, groups)
+	}
+	slices.SortFunc(res.Tenants, func(a, b *Tenant) int { return cmp.Compare(a.Dir, b.Dir) })
+	for _, g := range groups {
+		slices.Sort(g.Members)
+		g.Members = slices.Compact(g.Members)
+		slices.Sort(g.Resources)
+		g.Resources = slices.Compact(g.Resources)
+		res.Groups = append(res.Groups, *g)
+	}
+	slices.SortFunc(res.Groups, func(a, b Group) int { return cmp.Compare(a.Path(), b.Path()) })
+	res.Changes.Sort()
+	return res, nil
+}
+
+// job is one resource on its way through rendering.
+type job struct {
+	res     *waldur.Resource
+	data    *TenantData
+	groups  []Group
+	orders  []waldur.UUID
+	err     error
+	tenants []*Tenant
+}
+
+func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group) {
+	p := newProfile(o)
+	in := newOfferingInput(o, st)
+	resources := slices.Clone(st.Resources)
+	slices.SortStableFunc(resources, func(a, b waldur.Resource) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
+	})
+	// Phase 1, in order: decide what to render and claim names, so that the
+	// first-created resource keeps a contested name.
+	var jobs []*job
+	claimed := map[string]waldur.UUID{}
+	for i := range resources {
+		rs := &resources[i]
+		orders, render := in.lifecycle(rs)
+		if !render {
+			continue
+		}
+		j := &job{res: rs, orders: orders}
+		j.data, j.err = in.tenantData(p, rs)
+		if j.err == nil {
+			for _, name := range p.claims(j.data) {
+				if other, taken := claimed[name]; taken {
+					j.err = fmt.Errorf("name %s is already used by resource %s", name, other)
+					break
+				}
+			}
+		}
+		if j.err == nil {
+			for _, name := range p.claims(j.data) {
+				claimed[name] = rs.UUID
+			}
+			j.groups = p.groups(j.data)
+		}
+		jobs = append(jobs, j)
+	}
+	// Phase 2, in parallel: execute templates and encode files.
+	r.parallel(len(jobs), func(i int) {
+		j := jobs[i]
+		if j.err == nil {
+			j.tenants, j.err = r.buildTenants(o, p, j)
+		}
+	})
+	// Phase 3, in order: collect.
+	for _, j := range jobs {
+		if j.err != nil {
+			res.Skipped[j.res.UUID] = j.err.Error()
+			res.Changes.Add(changeset.Entry{
+				Stage: "render", Kind: "Resource", Action: changeset.Skip, Offering: o.Name,
+				Subject: o.DirName() + "/" + resourceLabel(j.res), Resource: string(j.res.UUID),
+				Reason: j.err.Error(),
+			})
+			continue
+		}
+		res.Tenants = append(res.Tenants, j.tenants...)
+		for _, g := range j.groups {
+			if have, ok := groups[g.Path()]; ok {
+				have.Members = append(have.Members, g.Members...)
+				have.Resources = append(have.Resources, g.Resources...)
+				continue
+			}
+			gc := g
+			groups[g.Path()] = &gc
+		}
+	}
+}
+
+// resourceLabel names a resource in messages: its UUID and, quoted so that no
+// character of it can break a line of output, its name.
+func resourceLabel(r *waldur.Resource) string {
+	if r.Name != "" {
+		return fmt.Sprintf("%s (%q)", r.UUID, r.Name)
+	}
+	return string(r.UUID)
+}
+
+// parallel runs fn for 0..n-1 on the renderer's workers.
+func (r *Renderer) parallel(n int, fn func(i int)) {
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < max(1, r.workers); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				fn(i)
+			}
+		}()
+	}
+	for i := 0; i < n; i++ {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+}
+
+// buildTenants executes the offering's templates for one resource and files the
+// objects into one tenant per target directory.
+func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenant, error) {
+	byTarget := map[string]*Tenant{}
+	var targets []string
+	for _, t := range r.templates[o.Name] {
+		objs, err := t.Execute(j.data, p.defaultTarget())
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if !slices.Contains(p.targets(), obj.Target) && obj.Target != p.defaultTarget() {
+				return nil, fmt.Errorf("template %s: target %q is not one of %s", t.Name, obj.Target, strings.Join(p.targets(), ", "))
+			}
+			mo := manifest.Object(obj.Body)
+			mo.SetStrings("labels", map[string]string{
+				manifest.LabelManagedBy:    manifest.ManagedByValue,
+				manifest.LabelResourceUUID: string(j.res.UUID),
+			})
+			mo.SetStrings("annotations", map[string]string{
+				manifest.AnnotationOffering: o.WaldurOfferingUUID,
+				manifest.AnnotationProject:  string(j.res.ProjectUUID),
+				manifest.AnnotationCustomer: string(j.res.CustomerUUID),
+			})
+			if err := mo.Validate(); err != nil {
+				return nil, fmt.Errorf("template %s produced an invalid %s: %w", t.Name, cmp.Or(mo.Kind(), "object"), err)
+			}
+			tn, ok := byTarget[obj.Target]
+			if !ok {
+				tn = &Tenant{
+					Offering: o.Name, Name: j.data.Name, Resource: j.res.UUID, ResourceName: j.res.Name,
+					Orders: j.orders, Dir: path.Join(o.DirName(), obj.Target, j.data.Name),
+				}
+				byTarget[obj.Target] = tn
+				targets = append(targets, obj.Target)
+			}
+			tn.Objects = append(tn.Objects, mo)
+		}
+	}
+	var out []*Tenant
+	slices.Sort(targets)
+	for _, target := range targets {
+		tn := byTarget[target]
+		if err := tn.encode(); err != nil {
+			return nil, err
+		}
+		out = append(out, tn)
+	}
+	return out, nil
+}
+
+// encode writes one file per object and the kustomization listing them.
+func (t *Tenant) encode() error {
+	names := map[string]bool{}
+	for _, obj := range t.Objects {
+		name := strings.ToLower(obj.Kind()) + "-" + obj.Name() + ".yaml"
+		if names[name] || name == KustomizationFile {
+			return fmt.Errorf("two objects would both be written to %s/%s", t.Dir, name)
+		}
+		names[name] = true
+		data, err := manifest.Encode(map[string]any(obj))
+		if err != nil {
+			return fmt.Errorf("encode %s: %w", obj.ID(), err)
+		}
+		t.Files = append(t.Files, File{Name: name, Data: data})
+	}
+	slices.SortFunc(t.Files, func(a, b File) int { return cmp.Compare(a.Name, b.Name) })
+	k := types.Kustomization{
+		TypeMeta: types.TypeMeta{APIVersion: types.KustomizationVersion, Kind: types.KustomizationKind},
+		MetaData: &types.ObjectMeta{
+			Name:        t.Name,
+			Annotations: map[string]string{manifest.LabelResourceUUID: string(t.Resource)},
+		},
+	}
+	for _, f := range t.Files {
+		k.Resources = append(k.Resources, f.Name)
+	}
+	data, err := encodeJSONModel(k)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", t.Dir, KustomizationFile, err)
+	}
+	t.Files = append(t.Files, File{Name: KustomizationFile, Data: data})
+	slices.SortFunc(t.Files, func(a, b File) int { return cmp.Compare(a.Name, b.Name) })
+	return nil
+}
+
+// encodeJSONModel encodes a typed value through its JSON form.
+func encodeJSONModel(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var g any
+	if err := json.Unmarshal(j, &g); err != nil {
+		return nil, err
+	}
+	return manifest.Encode(g)
+}
+
+// Stream writes every object of every tenant as one YAML stream, in directory order.
+func (res *Result) Stream() []byte {
+	var b bytes.Buffer
+	for _, t := range res.Tenants {
+		for _, f := range t.Files {
+			if f.Name == KustomizationFile {
+				continue
+			}
+			fmt.Fprintf(&b, "---\n# Source: %s/%s\n", t.Dir, f.Name)
+			b.Write(f.Data)
+		}
+	}
+	return b.Bytes()
+}

@@ -1,0 +1,138 @@
+package waldur
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// APIError is a Waldur answer with a non-2xx status.
+type APIError struct {
+	// Method and URL of the request; URL carries no credentials and omits the
+	// field= selection.
+	Method, URL string
+	// StatusCode is the HTTP status.
+	StatusCode int
+	// Detail is the server's message: DRF's "detail", the field errors of a 400,
+	// or the start of a non-JSON body.
+	Detail string
+	// Location is the redirect target of a 3xx answer (redirects are not followed).
+	Location string
+}
+
+// Error implements error.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "waldur %s %s: %d %s", e.Method, e.URL, e.StatusCode, http.StatusText(e.StatusCode))
+	if e.Detail != "" {
+		b.WriteString(": " + e.Detail)
+	}
+	if hint := e.hint(); hint != "" {
+		b.WriteString(" (" + hint + ")")
+	}
+	return b.String()
+}
+
+func (e *APIError) hint() string {
+	switch {
+	case e.StatusCode == http.StatusUnauthorized:
+		return "authentication failed: check waldur_api_token"
+	case e.StatusCode == http.StatusForbidden:
+		return "permission denied: the token's user needs the OFFERING.MANAGER role on the offering"
+	case e.StatusCode >= 300 && e.StatusCode < 400:
+		return fmt.Sprintf("redirect to %q not followed: check waldur_api_url", e.Location)
+	}
+	return ""
+}
+
+// HasStatus reports whether err is (or wraps) an *APIError with one of the codes.
+func HasStatus(err error, codes ...int) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return false
+	}
+	for _, c := range codes {
+		if ae.StatusCode == c {
+			return true
+		}
+	}
+	return false
+}
+
+// IsAuthError reports whether err is a 401 or 403 answer: retrying or continuing
+// with other offerings will not help.
+func IsAuthError(err error) bool {
+	return HasStatus(err, http.StatusUnauthorized, http.StatusForbidden)
+}
+
+// IsNotFound reports whether err is a 404 answer.
+func IsNotFound(err error) bool { return HasStatus(err, http.StatusNotFound) }
+
+// IsConflict reports whether err is a 409 answer (wrong state for a transition).
+func IsConflict(err error) bool { return HasStatus(err, http.StatusConflict) }
+
+// newAPIError builds the error for a non-2xx answer. Any occurrence of the token
+// in the body is masked, in case a proxy echoes request headers.
+func newAPIError(method, shownURL string, resp *http.Response, body []byte, token string) *APIError {
+	detail := errorDetail(body)
+	if token != "" {
+		detail = strings.ReplaceAll(detail, token, "[redacted]")
+	}
+	return &APIError{
+		Method:     method,
+		URL:        shownURL,
+		StatusCode: resp.StatusCode,
+		Detail:     detail,
+		Location:   resp.Header.Get("Location"),
+	}
+}
+
+// errorDetail condenses the error shapes DRF produces: {"detail": "…"},
+// {"field": ["…"]}, ["…"], or a non-JSON (HTML) page.
+func errorDetail(body []byte) string {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return ""
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		return "non-JSON body: " + snippet(bytes.Join(bytes.Fields(body), []byte(" ")), 200)
+	}
+	return flattenDetail(v)
+}
+
+func flattenDetail(v any) string {
+	switch t := v.(type) {
+	case string:
+		return t
+	case []any:
+		parts := make([]string, 0, len(t))
+		for _, x := range t {
+			parts = append(parts, flattenDetail(x))
+		}
+		return strings.Join(parts, " ")
+	case map[string]any:
+		if d, ok := t["detail"]; ok && len(t) == 1 {
+			return flattenDetail(d)
+		}
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		parts := make([]string, 0, len(keys))
+		for _, k := range keys {
+			parts = append(parts, k+": "+flattenDetail(t[k]))
+		}
+		return strings.Join(parts, "; ")
+	case nil:
+		return ""
+	default:
+		b, _ := json.Marshal(t)
+		return string(b)
+	}
+}

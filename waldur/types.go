@@ -1,0 +1,305 @@
+// Package waldur holds the Waldur marketplace data this tool consumes (resources,
+// orders, teams, offering users), a client that reads it from the Waldur REST API,
+// and the snapshot format that records it for offline rendering.
+package waldur
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// UUID is a Waldur UUID in its canonical wire form: 32 lowercase hex characters.
+// It decodes from the dashed form too, so snapshots and configs may use either.
+type UUID string
+
+// ParseUUID normalises s (with or without dashes, any case) to a UUID.
+func ParseUUID(s string) (UUID, error) {
+	h := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", ""))
+	if len(h) != 32 {
+		return "", fmt.Errorf("invalid uuid %q: want 32 hex digits", s)
+	}
+	for _, c := range h {
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return "", fmt.Errorf("invalid uuid %q: %q is not a hex digit", s, c)
+		}
+	}
+	return UUID(h), nil
+}
+
+// Hex returns the 32-hex form.
+func (u UUID) Hex() string { return string(u) }
+
+// Dashed returns the canonical 8-4-4-4-12 form, or the raw value when u is not a
+// well-formed UUID.
+func (u UUID) Dashed() string {
+	s := string(u)
+	if len(s) != 32 {
+		return s
+	}
+	return s[0:8] + "-" + s[8:12] + "-" + s[12:16] + "-" + s[16:20] + "-" + s[20:32]
+}
+
+// UnmarshalJSON accepts null, "" and both UUID spellings. A malformed value is kept
+// as given (lower-cased, dashes removed) so that one bad record can be reported by
+// whoever uses it instead of failing the decoding of a whole page.
+func (u *UUID) UnmarshalJSON(b []byte) error {
+	if bytes.Equal(b, []byte("null")) {
+		*u = ""
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("uuid: %w", err)
+	}
+	if s == "" {
+		*u = ""
+		return nil
+	}
+	p, err := ParseUUID(s)
+	if err != nil {
+		*u = UUID(strings.ToLower(strings.ReplaceAll(s, "-", "")))
+		return nil
+	}
+	*u = p
+	return nil
+}
+
+// Valid reports whether u is 32 lowercase hex digits.
+func (u UUID) Valid() bool {
+	_, err := ParseUUID(string(u))
+	return err == nil && len(u) == 32
+}
+
+// Amount is a numeric value that Waldur may send as a JSON number or as a string
+// ("4", "57.25"). The text is kept as received so that a bad value ("abc", "-1")
+// reaches the renderer, which reports it per resource, instead of failing decoding.
+type Amount string
+
+// UnmarshalJSON accepts numbers, strings and null.
+func (a *Amount) UnmarshalJSON(b []byte) error {
+	b = bytes.TrimSpace(b)
+	switch {
+	case bytes.Equal(b, []byte("null")):
+		*a = ""
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("amount: %w", err)
+		}
+		*a = Amount(strings.TrimSpace(s))
+	default:
+		var n json.Number
+		if err := json.Unmarshal(b, &n); err != nil {
+			return fmt.Errorf("amount: %w", err)
+		}
+		*a = Amount(n.String())
+	}
+	return nil
+}
+
+// MarshalJSON writes the amount as a JSON number when it is one, else as a string,
+// so that a snapshot round-trips exactly what the API sent.
+func (a Amount) MarshalJSON() ([]byte, error) {
+	if a == "" {
+		return []byte("null"), nil
+	}
+	if c := a[0]; (c == '-' || (c >= '0' && c <= '9')) && json.Valid([]byte(a)) {
+		return []byte(a), nil
+	}
+	return json.Marshal(string(a))
+}
+
+// Float parses the amount.
+func (a Amount) Float() (float64, error) {
+	f, err := strconv.ParseFloat(string(a), 64)
+	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+		return 0, fmt.Errorf("%q is not a number", string(a))
+	}
+	return f, nil
+}
+
+// Int parses the amount as a whole number; "4.0" is accepted, "4.5" is not.
+func (a Amount) Int() (int64, error) {
+	if i, err := strconv.ParseInt(string(a), 10, 64); err == nil {
+		return i, nil
+	}
+	f, err := a.Float()
+	if err != nil {
+		return 0, err
+	}
+	if f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		return 0, fmt.Errorf("%q is not a whole number", string(a))
+	}
+	return int64(f), nil
+}
+
+// Limits maps a component type to its amount.
+type Limits map[string]Amount
+
+// Flag is a boolean that also accepts the strings "true"/"false" and null.
+type Flag bool
+
+// UnmarshalJSON accepts true, false, null, "true", "false".
+func (f *Flag) UnmarshalJSON(b []byte) error {
+	switch strings.Trim(strings.ToLower(string(bytes.TrimSpace(b))), `"`) {
+	case "true", "1":
+		*f = true
+	case "false", "0", "null", "":
+		*f = false
+	default:
+		return fmt.Errorf("flag: %s is not a boolean", b)
+	}
+	return nil
+}
+
+// Resource states as Waldur spells them.
+const (
+	ResourceCreating    = "Creating"
+	ResourceOK          = "OK"
+	ResourceErred       = "Erred"
+	ResourceUpdating    = "Updating"
+	ResourceTerminating = "Terminating"
+	ResourceTerminated  = "Terminated"
+)
+
+// Order states and types as Waldur spells them.
+const (
+	OrderPendingProvider = "pending-provider"
+	OrderExecuting       = "executing"
+	OrderDone            = "done"
+	OrderErred           = "erred"
+
+	OrderCreate    = "Create"
+	OrderUpdate    = "Update"
+	OrderTerminate = "Terminate"
+	OrderRestore   = "Restore"
+)
+
+// Resource is a marketplace provider resource (GET /api/marketplace-provider-resources/).
+type Resource struct {
+	UUID                 UUID      `json:"uuid"`
+	Name                 string    `json:"name"`
+	Slug                 string    `json:"slug"`
+	BackendID            string    `json:"backend_id"`
+	State                string    `json:"state"`
+	Limits               Limits    `json:"limits,omitempty"`
+	OfferingUUID         UUID      `json:"offering_uuid"`
+	PlanUUID             UUID      `json:"plan_uuid,omitempty"`
+	ProjectUUID          UUID      `json:"project_uuid"`
+	ProjectName          string    `json:"project_name"`
+	ProjectSlug          string    `json:"project_slug"`
+	ProjectDescription   string    `json:"project_description,omitempty"`
+	CustomerUUID         UUID      `json:"customer_uuid"`
+	CustomerName         string    `json:"customer_name"`
+	CustomerSlug         string    `json:"customer_slug"`
+	Paused               Flag      `json:"paused"`
+	Downscaled           Flag      `json:"downscaled"`
+	RestrictMemberAccess Flag      `json:"restrict_member_access"`
+	EndDate              string    `json:"end_date,omitempty"`
+	Created              time.Time `json:"created"`
+}
+
+// Order is a marketplace order (GET /api/marketplace-orders/).
+type Order struct {
+	UUID                    UUID      `json:"uuid"`
+	Type                    string    `json:"type"`
+	State                   string    `json:"state"`
+	MarketplaceResourceUUID UUID      `json:"marketplace_resource_uuid"`
+	ResourceName            string    `json:"resource_name,omitempty"`
+	ProjectSlug             string    `json:"project_slug,omitempty"`
+	Limits                  Limits    `json:"limits,omitempty"`
+	PlanUUID                UUID      `json:"plan_uuid,omitempty"`
+	Created                 time.Time `json:"created"`
+}
+
+// TeamMember is one entry of GET /api/marketplace-provider-resources/{uuid}/team/.
+type TeamMember struct {
+	UUID                 UUID   `json:"uuid"`
+	Username             string `json:"username"`
+	FullName             string `json:"full_name"`
+	Email                string `json:"email,omitempty"`
+	Role                 string `json:"role"`
+	ExpirationTime       string `json:"expiration_time,omitempty"`
+	OfferingUserUsername string `json:"offering_user_username,omitempty"`
+	OfferingUserState    string `json:"offering_user_state,omitempty"`
+}
+
+// OfferingUser is one entry of GET /api/marketplace-offering-users/.
+type OfferingUser struct {
+	UUID            UUID   `json:"uuid"`
+	Username        string `json:"username,omitempty"`
+	State           string `json:"state,omitempty"`
+	UserUUID        UUID   `json:"user_uuid"`
+	UserUsername    string `json:"user_username,omitempty"`
+	UserEmail       string `json:"user_email,omitempty"`
+	UserFullName    string `json:"user_full_name,omitempty"`
+	UserFirstName   string `json:"user_first_name,omitempty"`
+	UserLastName    string `json:"user_last_name,omitempty"`
+	UserCivilNumber string `json:"user_civil_number,omitempty"`
+	IsRestricted    Flag   `json:"is_restricted"`
+}
+
+// Project roles, normalised to Waldur's legacy short names.
+const (
+	RoleAdmin   = "admin"
+	RoleManager = "manager"
+	RoleMember  = "member"
+)
+
+// NormalizeRole maps both spellings Waldur uses for a role (PROJECT.MANAGER or
+// manager; CUSTOMER.OWNER or owner, …) to the lower-case short name. Unknown
+// names are lower-cased and returned as they are, so custom role mappings can
+// still match them.
+func NormalizeRole(role string) string {
+	r := strings.ToLower(strings.TrimSpace(role))
+	switch r {
+	case "project.admin":
+		return RoleAdmin
+	case "project.manager":
+		return RoleManager
+	case "project.member":
+		return RoleMember
+	case "customer.owner":
+		return "owner"
+	case "customer.manager":
+		return "service_manager"
+	case "customer.support":
+		return "support"
+	}
+	return r
+}
+
+// OfferingState is everything the renderer needs about one offering.
+type OfferingState struct {
+	// Name is the offering's name in the config file; it keys the snapshot.
+	Name         string `json:"name"`
+	OfferingUUID UUID   `json:"offering_uuid"`
+	// Resources in states Creating, OK, Erred, Updating and Terminating.
+	Resources []Resource `json:"resources"`
+	// Orders in states pending-provider and executing.
+	Orders []Order `json:"orders"`
+	// Teams maps a project UUID to the team of that project's resources.
+	Teams map[UUID][]TeamMember `json:"teams"`
+	// OfferingUsers of the offering (is_restricted=false).
+	OfferingUsers []OfferingUser `json:"offering_users"`
+}
+
+// State is the Waldur state of every configured offering.
+type State struct {
+	Offerings []OfferingState `json:"offerings"`
+}
+
+// Offering returns the state recorded for the named offering.
+func (s *State) Offering(name string) (*OfferingState, bool) {
+	for i := range s.Offerings {
+		if s.Offerings[i].Name == name {
+			return &s.Offerings[i], true
+		}
+	}
+	return nil, false
+}

@@ -1,0 +1,303 @@
+package waldurtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// handler answers one operation; it runs with s.mu held.
+type handler func(s *Server, r *http.Request, body []byte, op *operation) *response
+
+// handlers maps the operationIds the fake serves to their handlers.
+var handlers = map[string]handler{
+	"marketplace_provider_resources_list":           (*Server).listResources,
+	"marketplace_provider_resources_retrieve":       (*Server).getResource,
+	"marketplace_provider_resources_team_list":      (*Server).team,
+	"marketplace_provider_resources_set_backend_id": (*Server).setResourceBackendID,
+	"marketplace_orders_list":                       (*Server).listOrders,
+	"marketplace_orders_retrieve":                   (*Server).getOrder,
+	"marketplace_orders_approve_by_provider":        (*Server).approveOrder,
+	"marketplace_orders_reject_by_provider":         (*Server).rejectOrder,
+	"marketplace_orders_set_state_executing":        (*Server).setOrderExecuting,
+	"marketplace_orders_set_state_done":             (*Server).setOrderDone,
+	"marketplace_orders_set_state_erred":            (*Server).setOrderErred,
+	"marketplace_orders_set_backend_id":             (*Server).setOrderBackendID,
+	"marketplace_offering_users_list":               (*Server).listOfferingUsers,
+	"version_retrieve":                              (*Server).version,
+}
+
+// handle authenticates the request and dispatches it by operationId.
+func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
+	if resp := s.authenticate(r); resp != nil {
+		return resp
+	}
+	h, ok := handlers[op.id()]
+	if !ok {
+		s.violation(r, "unimplemented", fmt.Errorf("operation %s is in the subset but waldurtest does not serve it", op.id()))
+		return detail(http.StatusNotImplemented, "Not implemented by waldurtest.")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return h(s, r, body, op)
+}
+
+// authenticate mirrors Waldur's TokenAuthentication: keyword "Token" in any case,
+// exactly two space-separated parts, then the key.
+func (s *Server) authenticate(r *http.Request) *response {
+	parts := strings.Fields(r.Header.Get("Authorization"))
+	var msg string
+	switch {
+	case len(parts) == 0 || !strings.EqualFold(parts[0], "token"):
+		msg = "Authentication credentials were not provided."
+	case len(parts) == 1:
+		msg = "Invalid token header. No credentials provided."
+	case len(parts) > 2:
+		msg = "Invalid token header. Token string should not contain spaces."
+	case parts[1] != s.token:
+		msg = "Invalid token."
+	default:
+		return nil
+	}
+	resp := detail(http.StatusUnauthorized, msg)
+	resp.header.Set("WWW-Authenticate", "Token")
+	return resp
+}
+
+func (s *Server) listResources(r *http.Request, _ []byte, op *operation) *response {
+	return s.list(r, op, s.data.resources.items, resourceFilters)
+}
+
+func (s *Server) listOrders(r *http.Request, _ []byte, op *operation) *response {
+	return s.list(r, op, s.data.orders.items, orderFilters)
+}
+
+func (s *Server) listOfferingUsers(r *http.Request, _ []byte, op *operation) *response {
+	return s.list(r, op, s.data.oUsers.items, offeringUserFilters)
+}
+
+func (s *Server) getResource(r *http.Request, _ []byte, op *operation) *response {
+	return retrieve(r, s.data.resources, op)
+}
+
+func (s *Server) getOrder(r *http.Request, _ []byte, op *operation) *response {
+	return retrieve(r, s.data.orders, op)
+}
+
+func retrieve(r *http.Request, c *collection, op *operation) *response {
+	o, ok := c.get(op.params["uuid"])
+	if !ok {
+		return notFound()
+	}
+	return jsonResponse(http.StatusOK, selectFields(o, r.URL.Query()["field"]))
+}
+
+func notFound() *response { return detail(http.StatusNotFound, "Not found.") }
+
+// team answers the team of a resource's project: a bare list, not paginated.
+func (s *Server) team(_ *http.Request, _ []byte, op *operation) *response {
+	res, ok := s.data.resources.get(op.params["uuid"])
+	if !ok {
+		return notFound()
+	}
+	members := s.data.teams[uuidKey(res["project_uuid"])]
+	if members == nil {
+		members = []object{}
+	}
+	return jsonResponse(http.StatusOK, members)
+}
+
+func (s *Server) version(*http.Request, []byte, *operation) *response {
+	return jsonResponse(http.StatusOK, map[string]string{"version": "8.0.5"})
+}
+
+// decodeBody reads an optional JSON object body.
+func decodeBody(body []byte) (object, *response) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return object{}, nil
+	}
+	var o object
+	if err := json.Unmarshal(body, &o); err != nil {
+		return nil, detail(http.StatusBadRequest, "JSON parse error - "+err.Error())
+	}
+	return o, nil
+}
+
+func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operation) *response {
+	res, ok := s.data.resources.get(op.params["uuid"])
+	if !ok {
+		return notFound()
+	}
+	b, bad := decodeBody(body)
+	if bad != nil {
+		return bad
+	}
+	id, _ := b["backend_id"].(string)
+	if res["backend_id"] == id {
+		return jsonResponse(http.StatusOK, map[string]string{"status": "Resource backend_id is not changed."})
+	}
+	res["backend_id"] = id
+	return jsonResponse(http.StatusOK, map[string]string{"status": "Resource backend_id has been changed."})
+}
+
+// Order state machine (provider side), after waldur-api.md §3.3.
+
+// withOrder looks the order up and checks its state, answering 404 or 409 like
+// Waldur (409 "Valid states for operation: …").
+func (s *Server) withOrder(op *operation, valid ...string) (object, *response) {
+	o, ok := s.data.orders.get(op.params["uuid"])
+	if !ok {
+		return nil, notFound()
+	}
+	if len(valid) > 0 && !slices.Contains(valid, fmt.Sprint(o["state"])) {
+		return nil, detail(http.StatusConflict, "Valid states for operation: "+strings.Join(valid, ", ")+".")
+	}
+	return o, nil
+}
+
+// setResourceState updates the order's resource, if the fake knows it.
+func (s *Server) setResourceState(order object, state string) object {
+	res, ok := s.data.resources.get(fmt.Sprint(order["marketplace_resource_uuid"]))
+	if !ok {
+		return nil
+	}
+	res["state"] = state
+	res["modified"] = now()
+	return res
+}
+
+func now() string { return time.Now().UTC().Format("2006-01-02T15:04:05.000000Z07:00") }
+
+func (s *Server) approveOrder(_ *http.Request, body []byte, op *operation) *response {
+	o, bad := s.withOrder(op, waldur.OrderPendingProvider)
+	if bad != nil {
+		return bad
+	}
+	b, bad := decodeBody(body)
+	if bad != nil {
+		return bad
+	}
+	if attrs, ok := b["attributes"].(map[string]any); ok {
+		merged, _ := o["attributes"].(map[string]any)
+		if merged == nil {
+			merged = object{}
+		}
+		for k, v := range attrs {
+			merged[k] = v
+		}
+		o["attributes"] = merged
+	}
+	o["state"] = waldur.OrderExecuting
+	o["provider_reviewed_at"], o["provider_reviewed_by"] = now(), "waldurtest.provider"
+	switch o["type"] {
+	case waldur.OrderUpdate:
+		s.setResourceState(o, waldur.ResourceUpdating)
+	case waldur.OrderTerminate:
+		s.setResourceState(o, waldur.ResourceTerminating)
+	}
+	return jsonResponse(http.StatusOK, map[string]string{"detail": "Order has been approved and is being processed."})
+}
+
+func (s *Server) rejectOrder(_ *http.Request, body []byte, op *operation) *response {
+	o, bad := s.withOrder(op, waldur.OrderPendingProvider)
+	if bad != nil {
+		return bad
+	}
+	b, bad := decodeBody(body)
+	if bad != nil {
+		return bad
+	}
+	o["state"] = "rejected"
+	if c, ok := b["provider_rejection_comment"].(string); ok {
+		o["provider_rejection_comment"] = c
+	}
+	if o["type"] == waldur.OrderCreate {
+		// Assumed: a rejected creation leaves no live resource behind.
+		s.setResourceState(o, waldur.ResourceTerminated)
+	}
+	return emptyResponse(http.StatusOK)
+}
+
+func (s *Server) setOrderExecuting(_ *http.Request, _ []byte, op *operation) *response {
+	o, bad := s.withOrder(op, "pending-consumer", waldur.OrderPendingProvider, waldur.OrderErred)
+	if bad != nil {
+		return bad
+	}
+	o["state"] = waldur.OrderExecuting
+	return emptyResponse(http.StatusOK)
+}
+
+func (s *Server) setOrderDone(_ *http.Request, _ []byte, op *operation) *response {
+	o, bad := s.withOrder(op, waldur.OrderExecuting)
+	if bad != nil {
+		return bad
+	}
+	o["state"], o["completed_at"] = waldur.OrderDone, now()
+	switch o["type"] {
+	case waldur.OrderCreate, waldur.OrderRestore:
+		s.setResourceState(o, waldur.ResourceOK)
+	case waldur.OrderUpdate:
+		if res := s.setResourceState(o, waldur.ResourceOK); res != nil && o["limits"] != nil {
+			res["limits"] = o["limits"]
+		}
+	case waldur.OrderTerminate:
+		s.setResourceState(o, waldur.ResourceTerminated)
+	}
+	return emptyResponse(http.StatusOK)
+}
+
+// setOrderErred needs both keys in the body (the 2024 server reads them
+// unconditionally and fails with 500 otherwise); only an executing order changes.
+func (s *Server) setOrderErred(_ *http.Request, body []byte, op *operation) *response {
+	o, bad := s.withOrder(op)
+	if bad != nil {
+		return bad
+	}
+	b, bad := decodeBody(body)
+	if bad != nil {
+		return bad
+	}
+	msg, okMsg := b["error_message"]
+	tb, okTB := b["error_traceback"]
+	if !okMsg || !okTB {
+		return &response{status: http.StatusInternalServerError, header: http.Header{"Content-Type": {"text/html"}},
+			body: []byte("<h1>Server Error (500)</h1>\n")}
+	}
+	if o["state"] != waldur.OrderExecuting {
+		return emptyResponse(http.StatusOK)
+	}
+	o["state"], o["error_message"], o["error_traceback"] = waldur.OrderErred, msg, tb
+	switch o["type"] {
+	case waldur.OrderCreate, waldur.OrderUpdate:
+		s.setResourceState(o, waldur.ResourceErred)
+	case waldur.OrderTerminate:
+		s.setResourceState(o, waldur.ResourceOK)
+	}
+	return emptyResponse(http.StatusOK)
+}
+
+func (s *Server) setOrderBackendID(_ *http.Request, body []byte, op *operation) *response {
+	o, bad := s.withOrder(op)
+	if bad != nil {
+		return bad
+	}
+	b, bad := decodeBody(body)
+	if bad != nil {
+		return bad
+	}
+	id, ok := b["backend_id"].(string)
+	if !ok || id == "" {
+		return jsonResponse(http.StatusBadRequest, map[string][]string{"backend_id": {"This field is required."}})
+	}
+	if o["backend_id"] == id {
+		return jsonResponse(http.StatusOK, map[string]string{"status": "Order backend_id is not changed."})
+	}
+	o["backend_id"] = id
+	return jsonResponse(http.StatusOK, map[string]string{"status": "Order backend_id has been changed."})
+}

@@ -1,0 +1,255 @@
+package waldurtest
+
+import (
+	"cmp"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DRF paging settings of Waldur.
+const (
+	defaultPageSize = 10
+	maxPageSize     = 300
+)
+
+// filterKind is how a django-filter query parameter is matched.
+type filterKind int
+
+const (
+	uuidList   filterKind = iota // comma-separated UUIDs
+	uuidSingle                   // one UUID
+	choices                      // repeated key, values from the parameter's enum
+	boolean                      // true/false
+)
+
+// filter maps a query parameter onto a wire key.
+type filter struct {
+	param, key string
+	kind       filterKind
+}
+
+var (
+	resourceFilters = []filter{
+		{"offering_uuid", "offering_uuid", uuidList},
+		{"state", "state", choices},
+		{"project_uuid", "project_uuid", uuidSingle},
+		{"customer_uuid", "customer_uuid", uuidSingle},
+	}
+	orderFilters = []filter{
+		{"offering_uuid", "offering_uuid", uuidSingle},
+		{"state", "state", choices},
+		{"type", "type", choices},
+		{"resource_uuid", "marketplace_resource_uuid", uuidSingle},
+		{"project_uuid", "project_uuid", uuidSingle},
+	}
+	offeringUserFilters = []filter{
+		{"offering_uuid", "offering_uuid", uuidList},
+		{"is_restricted", "is_restricted", boolean},
+		{"state", "state", choices},
+		{"user_uuid", "user_uuid", uuidSingle},
+	}
+)
+
+// list answers a list endpoint: filter, order (o=), page, select fields. Like
+// every handler it runs with s.mu held.
+func (s *Server) list(r *http.Request, op *operation, items []object, filters []filter) *response {
+	q := r.URL.Query()
+	var preds []func(object) bool
+	for _, f := range filters {
+		values := q[f.param]
+		if len(values) == 0 || (len(values) == 1 && values[0] == "") {
+			continue
+		}
+		pred, msg := f.compile(values, op)
+		if msg != "" {
+			return jsonResponse(http.StatusBadRequest, map[string][]string{f.param: {msg}})
+		}
+		preds = append(preds, pred)
+	}
+	var matched []object
+	for _, o := range items {
+		if !slices.ContainsFunc(preds, func(p func(object) bool) bool { return !p(o) }) {
+			matched = append(matched, o)
+		}
+	}
+	order(matched, q.Get("o"))
+	lo, hi, header, errResp := s.paginate(r, len(matched))
+	if errResp != nil {
+		return errResp
+	}
+	page := make([]object, 0, hi-lo)
+	for _, o := range matched[lo:hi] {
+		page = append(page, selectFields(o, q["field"]))
+	}
+	resp := jsonResponse(http.StatusOK, page)
+	for k, v := range header {
+		resp.header[k] = v
+	}
+	return resp
+}
+
+// compile turns the filter's query values into a predicate, or returns the
+// django-filter message for a malformed value.
+func (f filter) compile(values []string, op *operation) (func(object) bool, string) {
+	switch f.kind {
+	case uuidList, uuidSingle:
+		want := values[:1]
+		if f.kind == uuidList {
+			want = strings.Split(values[0], ",")
+		}
+		keys := make([]string, 0, len(want))
+		for _, w := range want {
+			if !uuidPattern.MatchString(strings.TrimSpace(w)) {
+				return nil, "Enter a valid UUID."
+			}
+			keys = append(keys, uuidKey(strings.TrimSpace(w)))
+		}
+		return func(o object) bool { return slices.Contains(keys, uuidKey(o[f.key])) }, ""
+	case choices:
+		allowed := paramEnum(op, f.param)
+		for _, v := range values {
+			if len(allowed) > 0 && !slices.Contains(allowed, v) {
+				return nil, fmt.Sprintf("Select a valid choice. %s is not one of the available choices.", v)
+			}
+		}
+		return func(o object) bool { return slices.Contains(values, fmt.Sprint(o[f.key])) }, ""
+	case boolean:
+		want, err := strconv.ParseBool(values[0])
+		if err != nil {
+			return nil, "Enter a valid boolean."
+		}
+		return func(o object) bool { got, _ := o[f.key].(bool); return got == want }, ""
+	}
+	return nil, fmt.Sprintf("unsupported filter kind %d", f.kind)
+}
+
+// paramEnum lists the allowed values of a query parameter from the contract.
+func paramEnum(op *operation, name string) []string {
+	p := op.route.Operation.Parameters.GetByInAndName("query", name)
+	if p == nil || p.Schema == nil || p.Schema.Value == nil {
+		return nil
+	}
+	sch := p.Schema.Value
+	if sch.Items != nil && sch.Items.Value != nil {
+		sch = sch.Items.Value
+	}
+	var out []string
+	for _, e := range sch.Enum {
+		if s, ok := e.(string); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// order sorts by the comma-separated o= keys (a leading "-" reverses); objects
+// that tie keep insertion order.
+func order(items []object, o string) {
+	if o == "" {
+		return
+	}
+	keys := strings.Split(o, ",")
+	slices.SortStableFunc(items, func(a, b object) int {
+		for _, k := range keys {
+			desc := strings.HasPrefix(k, "-")
+			k = strings.TrimPrefix(k, "-")
+			c := compareValues(a[k], b[k])
+			if desc {
+				c = -c
+			}
+			if c != 0 {
+				return c
+			}
+		}
+		return 0
+	})
+}
+
+func compareValues(a, b any) int {
+	as, bs := fmt.Sprint(a), fmt.Sprint(b)
+	ta, errA := time.Parse(time.RFC3339Nano, as)
+	tb, errB := time.Parse(time.RFC3339Nano, bs)
+	if errA == nil && errB == nil {
+		return ta.Compare(tb)
+	}
+	return cmp.Compare(as, bs)
+}
+
+// selectFields keeps only the requested keys (all when none are requested).
+func selectFields(o object, fields []string) object {
+	if len(fields) == 0 {
+		return o
+	}
+	out := object{}
+	for _, f := range fields {
+		if v, ok := o[f]; ok {
+			out[f] = v
+		}
+	}
+	return out
+}
+
+// paginate implements Waldur's LinkHeaderPagination (DRF page-number paging):
+// page is 1-based ("last" allowed), page_size defaults to 10 and is clamped to
+// 300, a page outside the range is 404 "Invalid page.". The headers are
+// X-Result-Count and a Link header with first/prev/next/last built from the
+// absolute request URL, with the page parameter removed from the first link (and
+// from the last and prev links when they point at page 1) and query keys sorted.
+func (s *Server) paginate(r *http.Request, n int) (lo, hi int, header http.Header, errResp *response) {
+	q := r.URL.Query()
+	size := defaultPageSize
+	if v, err := strconv.Atoi(q.Get("page_size")); err == nil && v > 0 {
+		size = min(v, maxPageSize)
+	}
+	pages := max(1, (n+size-1)/size)
+	page := 1
+	switch v := q.Get("page"); v {
+	case "":
+	case "last":
+		page = pages
+	default:
+		p, err := strconv.Atoi(v)
+		if err != nil || p < 1 || p > pages {
+			return 0, 0, nil, detail(http.StatusNotFound, "Invalid page.")
+		}
+		page = p
+	}
+	lo, hi = (page-1)*size, min(page*size, n)
+	header = http.Header{}
+	if s.resultCount {
+		header.Set("X-Result-Count", strconv.Itoa(n))
+	}
+	if s.linkHeader {
+		header.Set("Link", s.links(r, page, pages))
+	}
+	return lo, hi, header, nil
+}
+
+func (s *Server) links(r *http.Request, page, pages int) string {
+	u := url.URL{Scheme: "http", Host: r.Host, Path: s.prefix + r.URL.Path, RawQuery: r.URL.RawQuery}
+	at := func(p int) string {
+		q := u.Query()
+		if p == 1 {
+			q.Del("page")
+		} else {
+			q.Set("page", strconv.Itoa(p))
+		}
+		v := u
+		v.RawQuery = q.Encode()
+		return v.String()
+	}
+	links := []string{fmt.Sprintf("<%s>; rel=\"first\"", at(1))}
+	if page > 1 {
+		links = append(links, fmt.Sprintf("<%s>; rel=\"prev\"", at(page-1)))
+	}
+	if page < pages {
+		links = append(links, fmt.Sprintf("<%s>; rel=\"next\"", at(page+1)))
+	}
+	links = append(links, fmt.Sprintf("<%s>; rel=\"last\"", at(pages)))
+	return strings.Join(links, ", ")
+}

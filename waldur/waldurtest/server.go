@@ -1,0 +1,390 @@
+// Package waldurtest is an in-memory fake of the Waldur REST API for tests: the
+// provider-resource, order, team, offering-user and version endpoints a service
+// provider uses, with Waldur's token authentication, DRF-style paging, filters,
+// field selection and the provider side of the order state machine.
+//
+// Every request the fake receives and every response it sends is validated
+// against the embedded Waldur 8.0.5 OpenAPI subset (kin-openapi); a violation
+// fails the test unless a ViolationHandler says otherwise. Paths outside the
+// subset are reported as violations too, unless allowed with AllowPath.
+package waldurtest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// DefaultToken is the API token the fake accepts unless WithToken sets another.
+const DefaultToken = "3f1c9a7e5b2d4c6e8a0b1c2d3e4f5a6b7c8d9e0f"
+
+// Violation is a request or response that breaks the OpenAPI contract.
+type Violation struct {
+	// Kind is "route" (path or method not in the subset), "request", "response"
+	// or "unimplemented" (in the subset but not served by the fake).
+	Kind         string
+	Method, Path string
+	Err          error
+}
+
+// String describes the violation.
+func (v Violation) String() string {
+	return fmt.Sprintf("%s contract violation on %s %s: %v", v.Kind, v.Method, v.Path, v.Err)
+}
+
+// Fault is an injected failure, answered instead of the real response to the
+// next Count requests whose path (below the server prefix) starts with
+// PathPrefix. Requests are still validated first.
+type Fault struct {
+	Count      int
+	PathPrefix string
+	// Status is the HTTP status to answer; ignored when Drop is set.
+	Status int
+	// RetryAfter, when set, is sent as the Retry-After header.
+	RetryAfter string
+	// Drop closes the connection without answering (a transport error).
+	Drop bool
+}
+
+// Option configures a Server.
+type Option func(*Server)
+
+// WithToken sets the accepted API token.
+func WithToken(token string) Option { return func(s *Server) { s.token = token } }
+
+// WithPathPrefix serves the API below a path prefix such as "/wapi", so the API
+// root is <prefix>/api/.
+func WithPathPrefix(prefix string) Option {
+	return func(s *Server) {
+		if p := strings.Trim(prefix, "/"); p != "" {
+			s.prefix = "/" + p
+		}
+	}
+}
+
+// WithViolationHandler replaces the default reaction to contract violations
+// (t.Errorf). Use it in tests that expect violations or feed schema drift.
+func WithViolationHandler(fn func(Violation)) Option {
+	return func(s *Server) { s.onViolation = fn }
+}
+
+// LogViolations reports violations with t.Logf instead of failing the test; for
+// tests that deliberately serve payloads older or newer servers produce.
+func LogViolations() Option {
+	return func(s *Server) { s.onViolation = func(v Violation) { s.t.Logf("waldurtest (tolerated): %s", v) } }
+}
+
+// AllowPath lets requests to paths outside the subset that start with prefix
+// (below the API root, e.g. "/api/users/me/") pass without a violation; the fake
+// still answers them with 404.
+func AllowPath(prefix string) Option {
+	return func(s *Server) { s.allowed = append(s.allowed, prefix) }
+}
+
+// Server is the fake Waldur. Its methods are safe for concurrent use.
+type Server struct {
+	t           testing.TB
+	http        *httptest.Server
+	contract    *contract
+	token       string
+	prefix      string
+	allowed     []string
+	onViolation func(Violation)
+
+	mu          sync.Mutex
+	data        *store
+	faults      []*Fault
+	delays      map[string]time.Duration
+	hooks       []func(*http.Request, []byte)
+	events      []event
+	violations  []Violation
+	resultCount bool // send X-Result-Count on lists
+	linkHeader  bool // send Link on lists
+}
+
+// event is a request starting (+1) or ending (-1), for MaxInFlight.
+type event struct {
+	path  string
+	delta int
+}
+
+// New starts a fake Waldur on 127.0.0.1 that is closed when the test ends.
+func New(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	c, err := sharedContract()
+	if err != nil {
+		t.Fatalf("waldurtest: %v", err)
+	}
+	s := &Server{
+		t:           t,
+		contract:    c,
+		token:       DefaultToken,
+		delays:      map[string]time.Duration{},
+		resultCount: true,
+		linkHeader:  true,
+	}
+	s.onViolation = func(v Violation) { t.Errorf("waldurtest: %s", v) }
+	for _, o := range opts {
+		o(s)
+	}
+	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
+	s.data = newStore("http://"+s.http.Listener.Addr().String()+s.prefix, t.Fatalf)
+	s.http.Start()
+	t.Cleanup(s.http.Close)
+	return s
+}
+
+// URL is the base URL to configure a client with (without "/api").
+func (s *Server) URL() string { return s.http.URL + s.prefix }
+
+// Token is the API token the server accepts.
+func (s *Server) Token() string { return s.token }
+
+// InjectFault queues an injected failure.
+func (s *Server) InjectFault(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = append(s.faults, &f)
+}
+
+// FailNext answers the next n requests with status (a JSON detail body for 4xx,
+// an HTML page for 5xx, like Django).
+func (s *Server) FailNext(n, status int) { s.InjectFault(Fault{Count: n, Status: status}) }
+
+// SetDelay makes requests whose path starts with pathPrefix take at least d.
+func (s *Server) SetDelay(pathPrefix string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.delays[pathPrefix] = d
+}
+
+// SetPagingHeaders chooses which paging headers lists carry (both by default),
+// to exercise a client's fallbacks.
+func (s *Server) SetPagingHeaders(resultCount, link bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.resultCount, s.linkHeader = resultCount, link
+}
+
+// OnRequest registers a hook called with every request and its body before it is
+// handled. The hook must not retain the request.
+func (s *Server) OnRequest(fn func(r *http.Request, body []byte)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hooks = append(s.hooks, fn)
+}
+
+// Requests counts the requests received whose path (below the server prefix)
+// starts with pathPrefix, injected failures included.
+func (s *Server) Requests(pathPrefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, e := range s.events {
+		if e.delta > 0 && strings.HasPrefix(e.path, pathPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// MaxInFlight is the largest number of requests with the path prefix that were
+// being handled at the same time.
+func (s *Server) MaxInFlight(pathPrefix string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, peak := 0, 0
+	for _, e := range s.events {
+		if strings.HasPrefix(e.path, pathPrefix) {
+			cur += e.delta
+			peak = max(peak, cur)
+		}
+	}
+	return peak
+}
+
+// Violations returns the contract violations seen so far.
+func (s *Server) Violations() []Violation {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Violation(nil), s.violations...)
+}
+
+func (s *Server) violation(r *http.Request, kind string, err error) {
+	v := Violation{Kind: kind, Method: r.Method, Path: r.URL.RequestURI(), Err: err}
+	s.mu.Lock()
+	s.violations = append(s.violations, v)
+	s.mu.Unlock()
+	s.onViolation(v)
+}
+
+// response is an answer assembled before it is validated and written.
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func jsonResponse(status int, v any) *response {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("waldurtest: encode response: %v", err))
+	}
+	return &response{status: status, header: http.Header{"Content-Type": {"application/json"}}, body: b}
+}
+
+func detail(status int, msg string) *response {
+	return jsonResponse(status, map[string]string{"detail": msg})
+}
+
+func emptyResponse(status int) *response {
+	return &response{status: status, header: http.Header{}}
+}
+
+// serve handles one request: record, validate, authenticate, inject faults,
+// dispatch, validate the answer, write it.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	if err != nil {
+		http.Error(w, "read body", http.StatusBadRequest)
+		return
+	}
+	rel, ok := strings.CutPrefix(r.URL.Path, s.prefix)
+	if !ok {
+		s.violation(r, "route", fmt.Errorf("path is outside the server prefix %q", s.prefix))
+		s.write(w, detail(http.StatusNotFound, "Not found."))
+		return
+	}
+	r.URL.Path, r.URL.RawPath = rel, ""
+	defer s.begin(r, body)()
+	if !s.wait(r) {
+		return
+	}
+	op, err := s.contract.match(r)
+	if err != nil {
+		if !s.isAllowed(rel) {
+			s.violation(r, "route", err)
+		}
+		s.write(w, detail(http.StatusNotFound, "Not found."))
+		return
+	}
+	if err := s.contract.checkRequest(r.Context(), r, body, op); err != nil {
+		s.violation(r, "request", err)
+	}
+	if f := s.takeFault(rel); f != nil {
+		s.writeFault(w, f)
+		return
+	}
+	resp := s.handle(r, body, op)
+	if resp.status >= 200 && resp.status < 300 {
+		if err := s.contract.checkResponse(r.Context(), r, body, op, resp); err != nil {
+			s.violation(r, "response", err)
+		}
+	}
+	s.write(w, resp)
+}
+
+// begin records the request, runs hooks and returns the function recording its end.
+func (s *Server) begin(r *http.Request, body []byte) func() {
+	s.mu.Lock()
+	s.events = append(s.events, event{path: r.URL.Path, delta: 1})
+	hooks := append([]func(*http.Request, []byte){}, s.hooks...)
+	s.mu.Unlock()
+	for _, h := range hooks {
+		h(r, body)
+	}
+	return func() {
+		s.mu.Lock()
+		s.events = append(s.events, event{path: r.URL.Path, delta: -1})
+		s.mu.Unlock()
+	}
+}
+
+// wait applies a configured delay; false when the client went away meanwhile.
+func (s *Server) wait(r *http.Request) bool {
+	s.mu.Lock()
+	var d time.Duration
+	for p, v := range s.delays {
+		if strings.HasPrefix(r.URL.Path, p) {
+			d = max(d, v)
+		}
+	}
+	s.mu.Unlock()
+	if d == 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}
+
+func (s *Server) isAllowed(path string) bool {
+	for _, p := range s.allowed {
+		if strings.HasPrefix(path, p) {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *Server) takeFault(path string) *Fault {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, f := range s.faults {
+		if f.Count > 0 && strings.HasPrefix(path, f.PathPrefix) {
+			f.Count--
+			cp := *f
+			if f.Count == 0 {
+				s.faults = append(s.faults[:i], s.faults[i+1:]...)
+			}
+			return &cp
+		}
+	}
+	return nil
+}
+
+func (s *Server) writeFault(w http.ResponseWriter, f *Fault) {
+	if f.Drop {
+		hj, ok := w.(http.Hijacker)
+		if !ok {
+			s.t.Errorf("waldurtest: cannot drop the connection: no http.Hijacker")
+			return
+		}
+		conn, _, err := hj.Hijack()
+		if err == nil {
+			_ = conn.Close()
+		}
+		return
+	}
+	var resp *response
+	if f.Status >= 500 {
+		resp = &response{status: f.Status, header: http.Header{"Content-Type": {"text/html; charset=utf-8"}},
+			body: fmt.Appendf(nil, "<!doctype html>\n<html><body><h1>Server Error (%d)</h1></body></html>\n", f.Status)}
+	} else {
+		resp = detail(f.Status, "Injected failure: "+http.StatusText(f.Status)+".")
+	}
+	if f.RetryAfter != "" {
+		resp.header.Set("Retry-After", f.RetryAfter)
+	}
+	s.write(w, resp)
+}
+
+func (s *Server) write(w http.ResponseWriter, resp *response) {
+	for k, v := range resp.header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.status)
+	_, _ = io.Copy(w, bytes.NewReader(resp.body))
+}

@@ -1,0 +1,379 @@
+package waldurtest
+
+import (
+	"bytes"
+	"embed"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// templates are complete wire objects (invented example data in Waldur's 8.0.5
+// shape, with the keys that the schema declares non-nullable but the examples
+// set to null left out) onto which seeded values are laid.
+//
+//go:embed testdata/templates/*.json
+var templates embed.FS
+
+// object is one API object in wire form.
+type object = map[string]any
+
+// collection keeps objects in insertion order, indexed by uuid.
+type collection struct {
+	items []object
+	pos   map[string]int
+}
+
+func newCollection() *collection { return &collection{pos: map[string]int{}} }
+
+// put adds o, or replaces the object with the same uuid in place.
+func (c *collection) put(o object) {
+	id := uuidKey(o["uuid"])
+	if i, ok := c.pos[id]; ok {
+		c.items[i] = o
+		return
+	}
+	c.pos[id] = len(c.items)
+	c.items = append(c.items, o)
+}
+
+func (c *collection) get(id string) (object, bool) {
+	i, ok := c.pos[uuidKey(id)]
+	if !ok {
+		return nil, false
+	}
+	return c.items[i], true
+}
+
+// uuidKey normalises a uuid value (either spelling) for lookups and filters.
+func uuidKey(v any) string {
+	s, _ := v.(string)
+	return strings.ToLower(strings.ReplaceAll(s, "-", ""))
+}
+
+// store is the fake's state.
+type store struct {
+	fail                      func(format string, args ...any)
+	base                      string
+	resources, orders, oUsers *collection
+	teams                     map[string][]object
+	seq                       int
+}
+
+func newStore(base string, fail func(format string, args ...any)) *store {
+	return &store{fail: fail, base: base, resources: newCollection(), orders: newCollection(), oUsers: newCollection(), teams: map[string][]object{}}
+}
+
+// baseTime is the creation time of seeded objects that set none: one second
+// apart in seeding order.
+var baseTime = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+func (d *store) next() int { d.seq++; return d.seq }
+
+func (d *store) template(name string) object {
+	b, err := templates.ReadFile("testdata/templates/" + name + ".json")
+	if err != nil {
+		panic(fmt.Sprintf("waldurtest: template %s: %v", name, err))
+	}
+	return decodeObject(b)
+}
+
+func decodeObject(b []byte) object {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var o object
+	if err := dec.Decode(&o); err != nil {
+		panic(fmt.Sprintf("waldurtest: decode object: %v", err))
+	}
+	return o
+}
+
+// overlay lays the JSON form of v over o.
+func overlay(o object, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("waldurtest: encode %T: %v", v, err))
+	}
+	for k, x := range decodeObject(b) {
+		o[k] = x
+	}
+}
+
+// Tags that keep generated uuids of different kinds apart.
+const (
+	tagResource = iota + 1
+	tagProject
+	tagCustomer
+	tagOffering
+	tagOrder
+	tagUser
+	tagOfferingUser
+)
+
+// id returns the canonical form of u, or a generated uuid when u is empty.
+func (d *store) id(u waldur.UUID, tag, seq int) string {
+	if u == "" {
+		return fmt.Sprintf("5eed%04x000040008000%012x", tag, seq)
+	}
+	p, err := waldur.ParseUUID(string(u))
+	if err != nil {
+		d.fail("waldurtest: %v (seed malformed uuids with the *JSON methods)", err)
+	}
+	return p.Hex()
+}
+
+func (d *store) created(t time.Time, seq int) string {
+	if t.IsZero() {
+		t = baseTime.Add(time.Duration(seq) * time.Second)
+	}
+	return t.UTC().Format("2006-01-02T15:04:05.000000Z07:00")
+}
+
+func orNull(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func limitsOf(l waldur.Limits) any {
+	if l == nil {
+		return object{}
+	}
+	return l
+}
+
+func (d *store) resourceWire(r waldur.Resource) object {
+	seq := d.next()
+	o := d.template("resource")
+	overlay(o, r)
+	id := d.id(r.UUID, tagResource, seq)
+	project, customer := d.id(r.ProjectUUID, tagProject, seq), d.id(r.CustomerUUID, tagCustomer, seq)
+	offering := d.id(r.OfferingUUID, tagOffering, seq)
+	created := d.created(r.Created, seq)
+	for k, v := range map[string]any{
+		"uuid": id, "url": d.base + "/api/marketplace-resources/" + id + "/",
+		"project_uuid": project, "project": d.base + "/api/projects/" + project + "/",
+		"customer_uuid": customer, "offering_uuid": offering,
+		"offering":  d.base + "/api/marketplace-public-offerings/" + offering + "/",
+		"plan_uuid": orNull(string(r.PlanUUID)), "project_description": r.ProjectDescription,
+		"end_date": orNull(r.EndDate), "limits": limitsOf(r.Limits),
+		"created": created, "modified": created, "attributes": object{"name": r.Name},
+		"state": cmpOr(r.State, waldur.ResourceOK), "slug": cmpOr(r.Slug, fmt.Sprintf("resource-%d", seq)),
+	} {
+		o[k] = v
+	}
+	return o
+}
+
+func (d *store) orderWire(offering waldur.UUID, ord waldur.Order) object {
+	seq := d.next()
+	o := d.template("order")
+	overlay(o, ord)
+	id, off := d.id(ord.UUID, tagOrder, seq), d.id(offering, tagOffering, seq)
+	created := d.created(ord.Created, seq)
+	for k, v := range map[string]any{
+		"uuid": id, "url": d.base + "/api/marketplace-orders/" + id + "/",
+		"offering_uuid": off, "offering": d.base + "/api/marketplace-public-offerings/" + off + "/",
+		"marketplace_resource_uuid": d.id(ord.MarketplaceResourceUUID, tagResource, seq),
+		"plan_uuid":                 orNull(string(ord.PlanUUID)), "limits": limitsOf(ord.Limits),
+		"resource_name": ord.ResourceName, "project_slug": ord.ProjectSlug,
+		"attributes": object{"name": ord.ResourceName},
+		"created":    created, "modified": created,
+		"type": cmpOr(ord.Type, waldur.OrderCreate), "state": cmpOr(ord.State, waldur.OrderPendingProvider),
+		"slug": fmt.Sprintf("order-%d", seq),
+	} {
+		o[k] = v
+	}
+	return o
+}
+
+func (d *store) offeringUserWire(offering waldur.UUID, u waldur.OfferingUser) object {
+	seq := d.next()
+	o := d.template("offering-user")
+	overlay(o, u)
+	id, off := d.id(u.UUID, tagOfferingUser, seq), d.id(offering, tagOffering, seq)
+	user := d.id(u.UserUUID, tagUser, seq)
+	created := d.created(time.Time{}, seq)
+	for k, v := range map[string]any{
+		"uuid": id, "url": d.base + "/api/marketplace-offering-users/" + id + "/",
+		"offering_uuid": off, "offering": d.base + "/api/marketplace-provider-offerings/" + off + "/",
+		"user_uuid": user, "user": d.base + "/api/users/" + user + "/",
+		"username": orNull(u.Username), "user_civil_number": orNull(u.UserCivilNumber),
+		"user_username": u.UserUsername, "user_email": u.UserEmail, "user_full_name": u.UserFullName,
+		"user_first_name": u.UserFirstName, "user_last_name": u.UserLastName,
+		"state": cmpOr(u.State, "OK"), "created": created, "modified": created,
+	} {
+		o[k] = v
+	}
+	return o
+}
+
+func (d *store) teamMemberWire(m waldur.TeamMember) object {
+	id := d.id(m.UUID, tagUser, d.next())
+	o := object{
+		"url": d.base + "/api/users/" + id + "/", "uuid": id, "username": m.Username,
+		"full_name": m.FullName, "role": m.Role, "expiration_time": orNull(m.ExpirationTime),
+		"offering_user_username": orNull(m.OfferingUserUsername), "offering_user_state": orNull(m.OfferingUserState),
+	}
+	if m.Email != "" {
+		o["email"] = m.Email
+	}
+	return o
+}
+
+func cmpOr(v, def string) string {
+	if v == "" {
+		return def
+	}
+	return v
+}
+
+// decodeObjects accepts one JSON object or an array of them.
+func decodeObjects(raw []byte) ([]object, error) {
+	raw = bytes.TrimSpace(raw)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if len(raw) > 0 && raw[0] == '[' {
+		var list []object
+		if err := dec.Decode(&list); err != nil {
+			return nil, err
+		}
+		return list, nil
+	}
+	var o object
+	if err := dec.Decode(&o); err != nil {
+		return nil, err
+	}
+	return []object{o}, nil
+}
+
+// Seeding. The typed methods build complete, schema-valid wire objects from the
+// given values (empty UUIDs and creation times are generated) and return the
+// object's uuid; the *JSON methods store payloads exactly as given, to imitate
+// other server versions.
+
+// AddResource stores a provider resource (state defaults to OK).
+func (s *Server) AddResource(r waldur.Resource) waldur.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o := s.data.resourceWire(r)
+	s.data.resources.put(o)
+	return waldur.UUID(o["uuid"].(string))
+}
+
+// AddOrder stores an order of the offering (type defaults to Create, state to
+// pending-provider).
+func (s *Server) AddOrder(offering waldur.UUID, o waldur.Order) waldur.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.data.orderWire(offering, o)
+	s.data.orders.put(w)
+	return waldur.UUID(w["uuid"].(string))
+}
+
+// AddOfferingUser stores an offering user of the offering (state defaults to OK).
+func (s *Server) AddOfferingUser(offering waldur.UUID, u waldur.OfferingUser) waldur.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.data.offeringUserWire(offering, u)
+	s.data.oUsers.put(w)
+	return waldur.UUID(w["uuid"].(string))
+}
+
+// SetTeam sets the users of a project, as returned by the team endpoint of every
+// resource of the project.
+func (s *Server) SetTeam(project waldur.UUID, members []waldur.TeamMember) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	list := make([]object, 0, len(members))
+	for _, m := range members {
+		list = append(list, s.data.teamMemberWire(m))
+	}
+	s.data.teams[uuidKey(string(project))] = list
+}
+
+// AddResourceJSON stores resources given as a JSON object or array, verbatim.
+func (s *Server) AddResourceJSON(raw []byte) {
+	s.putJSON(raw, func(d *store) *collection { return d.resources })
+}
+
+// AddOrderJSON stores orders given as a JSON object or array, verbatim.
+func (s *Server) AddOrderJSON(raw []byte) {
+	s.putJSON(raw, func(d *store) *collection { return d.orders })
+}
+
+// AddOfferingUserJSON stores offering users given as a JSON object or array, verbatim.
+func (s *Server) AddOfferingUserJSON(raw []byte) {
+	s.putJSON(raw, func(d *store) *collection { return d.oUsers })
+}
+
+// SetTeamJSON sets a project's team from a JSON array, verbatim.
+func (s *Server) SetTeamJSON(project waldur.UUID, raw []byte) {
+	list, err := decodeObjects(raw)
+	if err != nil {
+		s.t.Fatalf("waldurtest: team JSON: %v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.data.teams[uuidKey(string(project))] = list
+}
+
+func (s *Server) putJSON(raw []byte, coll func(*store) *collection) {
+	list, err := decodeObjects(raw)
+	if err != nil {
+		s.t.Fatalf("waldurtest: seed JSON: %v", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range list {
+		coll(s.data).put(o)
+	}
+}
+
+// Inspection.
+
+// Resource returns the stored resource, decoded.
+func (s *Server) Resource(id waldur.UUID) (waldur.Resource, bool) {
+	var r waldur.Resource
+	return r, s.decodeStored(s.data.resources, id, &r)
+}
+
+// Order returns the stored order, decoded.
+func (s *Server) Order(id waldur.UUID) (waldur.Order, bool) {
+	var o waldur.Order
+	return o, s.decodeStored(s.data.orders, id, &o)
+}
+
+// RawOrder returns a copy of the stored order in wire form (nil if unknown).
+func (s *Server) RawOrder(id waldur.UUID) map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.data.orders.get(string(id))
+	if !ok {
+		return nil
+	}
+	b, _ := json.Marshal(o)
+	return decodeObject(b)
+}
+
+func (s *Server) decodeStored(c *collection, id waldur.UUID, v any) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := c.get(string(id))
+	if !ok {
+		return false
+	}
+	b, err := json.Marshal(o)
+	if err == nil {
+		err = json.Unmarshal(b, v)
+	}
+	if err != nil {
+		s.t.Errorf("waldurtest: decode stored %s: %v", id, err)
+		return false
+	}
+	return true
+}

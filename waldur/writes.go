@@ -1,0 +1,71 @@
+package waldur
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+)
+
+// Write calls for order processing. Like reads they are retried on transport
+// errors, 429 and 5xx only; a retried transition that had in fact succeeded
+// answers 409 (IsConflict), which callers should re-check with GetOrder.
+
+// ApproveOrder moves a pending-provider order to executing (approve_by_provider).
+func (c *Client) ApproveOrder(ctx context.Context, order UUID) error {
+	return c.orderAction(ctx, KindOrderApprove, order, "approve_by_provider", struct{}{})
+}
+
+// RejectOrder rejects a pending-provider order, with an optional comment shown to
+// the consumer.
+func (c *Client) RejectOrder(ctx context.Context, order UUID, comment string) error {
+	body := map[string]string{}
+	if comment != "" {
+		body["provider_rejection_comment"] = comment
+	}
+	return c.orderAction(ctx, KindOrderReject, order, "reject_by_provider", body)
+}
+
+// SetOrderDone marks an executing order as done.
+func (c *Client) SetOrderDone(ctx context.Context, order UUID) error {
+	return c.orderAction(ctx, KindOrderDone, order, "set_state_done", nil)
+}
+
+// SetOrderErred marks an executing order as erred. Both keys are always sent:
+// older servers fail with 500 when either is missing.
+func (c *Client) SetOrderErred(ctx context.Context, order UUID, message, traceback string) error {
+	body := map[string]string{"error_message": message, "error_traceback": traceback}
+	return c.orderAction(ctx, KindOrderErred, order, "set_state_erred", body)
+}
+
+// SetResourceBackendID stores the provider's identifier of a resource.
+func (c *Client) SetResourceBackendID(ctx context.Context, resource UUID, backendID string) error {
+	id, err := canonical("resource", resource)
+	if err == nil {
+		_, err = c.do(ctx, call{
+			kind:   KindResourceBackendID,
+			method: http.MethodPost,
+			path:   "marketplace-provider-resources/" + id.Hex() + "/set_backend_id/",
+			body:   map[string]string{"backend_id": backendID},
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("set backend id of resource %s: %w", resource, err)
+	}
+	return nil
+}
+
+func (c *Client) orderAction(ctx context.Context, kind string, order UUID, action string, body any) error {
+	id, err := canonical("order", order)
+	if err == nil {
+		_, err = c.do(ctx, call{
+			kind:   kind,
+			method: http.MethodPost,
+			path:   "marketplace-orders/" + id.Hex() + "/" + action + "/",
+			body:   body,
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("%s order %s: %w", action, order, err)
+	}
+	return nil
+}
