@@ -81,7 +81,7 @@ func (a *app) runRender(cmd *cobra.Command, f renderFlags) error {
 	if err != nil {
 		return withCode(ExitUsage, err)
 	}
-	a.log.Info("rendered", "tenants", len(res.Tenants), "groups", len(res.Groups), "skipped", len(res.Skipped), "duration", time.Since(start).Round(time.Millisecond))
+	a.log.Info("rendered", "tenants", len(res.Tenants), "groups", len(res.Groups), "skipped", len(res.Skipped), "duration", time.Since(start).Round(time.Millisecond).String())
 	changes := res.Changes
 	if f.out != "" {
 		prev, err := localtree.Read(f.out)

@@ -71,7 +71,11 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	if errors.As(err, &ee) {
 		code = ee.code
 	}
-	if code != ExitDiff && code != ExitPartial || ee == nil || ee.err.Error() != "" {
+	switch code {
+	case ExitDiff:
+	case ExitPartial:
+		fmt.Fprintf(stderr, "warning: %v\n", err)
+	default:
 		fmt.Fprintf(stderr, "error: %v\n", err)
 	}
 	return code

@@ -42,7 +42,7 @@ func readState(ctx context.Context, cfg *config.Config, snapshot string, log *sl
 			return nil, withCode(ExitWaldur, err)
 		}
 		log.Info("read Waldur offering", "offering", o.Name, "resources", len(ost.Resources), "orders", len(ost.Orders),
-			"projects", len(ost.Teams), "offering_users", len(ost.OfferingUsers), "duration", time.Since(start).Round(time.Millisecond))
+			"projects", len(ost.Teams), "offering_users", len(ost.OfferingUsers), "duration", time.Since(start).Round(time.Millisecond).String())
 		st.Offerings = append(st.Offerings, *ost)
 	}
 	return st, nil

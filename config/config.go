@@ -48,6 +48,36 @@ func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + s.String() +
 // Reveal returns the credential itself, for the one place that sends it.
 func (s Secret) Reveal() string { return string(s) }
 
+// formatSafely prints v, a method-less copy of a config type, with %v, %+v or %#v
+// whatever the verb. For another verb, such as %s, fmt would print the type's
+// pointer fields (the raw backend_settings, the profile settings) without calling
+// Secret.String and so show the credentials.
+func formatSafely(f fmt.State, verb rune, v any) {
+	switch {
+	case verb == 'v' && f.Flag('#'):
+		fmt.Fprintf(f, "%#v", v)
+	case verb == 'v' && f.Flag('+'):
+		fmt.Fprintf(f, "%+v", v)
+	default:
+		fmt.Fprintf(f, "%v", v)
+	}
+}
+
+type (
+	plainLoaded   Loaded
+	plainOffering Offering
+	plainSettings Settings
+)
+
+// Format prints the config without its credentials, for every verb.
+func (l Loaded) Format(f fmt.State, verb rune) { formatSafely(f, verb, plainLoaded(l)) }
+
+// Format prints the offering without its credentials, for every verb.
+func (o Offering) Format(f fmt.State, verb rune) { formatSafely(f, verb, plainOffering(o)) }
+
+// Format prints the settings without their credentials, for every verb.
+func (s Settings) Format(f fmt.State, verb rune) { formatSafely(f, verb, plainSettings(s)) }
+
 // Config is the whole config file.
 type Config struct {
 	// Offerings are the Waldur offerings this tool renders, in file order.
@@ -129,8 +159,8 @@ type Component struct {
 	// Type is the kind of resource the component meters (cpu, ram, storage, gpu, …);
 	// default: the component's key.
 	Type string `yaml:"type"`
-	// K8sResource names an extended resource (e.g. nvidia.com/gpu-h100); the rancher
-	// and namespace profiles then quota requests.<k8s_resource>.
+	// K8sResource names an extended resource (e.g. nvidia.com/gpu-h100); the
+	// namespace, okd and rancher profiles then quota requests.<k8s_resource>.
 	K8sResource    string  `yaml:"k8s_resource"`
 	MeasuredUnit   string  `yaml:"measured_unit"`
 	AccountingType string  `yaml:"accounting_type"`

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -62,7 +63,7 @@ func Write(dir string, t render.Tree) error {
 	}
 	defer os.RemoveAll(tmp)
 	for p, data := range t {
-		if strings.Contains(p, "..") || filepath.IsAbs(p) {
+		if clean := path.Clean(p); path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
 			return fmt.Errorf("write tree: refusing path %q", p)
 		}
 		full := filepath.Join(tmp, filepath.FromSlash(p))

@@ -10,7 +10,10 @@ import (
 	"testing"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+var (
+	update   = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
+	plainLen = flag.Int("plainlen", 4, "TestPlainSafeExhaustive checks strings up to this length (5 takes about a minute)")
+)
 
 // trickyStrings are strings a careless encoder would write so that a YAML reader
 // takes them for something else, or cannot read them at all.
@@ -66,13 +69,13 @@ func TestEncodeStringsRoundTrip(t *testing.T) {
 	}
 }
 
-// TestPlainSafeExhaustive checks every string of up to five characters over an
+// TestPlainSafeExhaustive checks every string of up to -plainlen characters over an
 // alphabet chosen to build numbers, dates, base prefixes, booleans and
 // indicators: whenever the encoder would write one unquoted, both readers must
 // read the same string back. (Quoted strings are covered by the tests above.)
 func TestPlainSafeExhaustive(t *testing.T) {
 	alphabet := "018bBoOxXeE_.:-+ #ny~a/"
-	maxLen := 5
+	maxLen := *plainLen
 	if testing.Short() {
 		maxLen = 3
 	}

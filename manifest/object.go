@@ -112,13 +112,14 @@ func (o Object) Validate() error {
 	case len(name) > 253 || !subdomainRE.MatchString(name):
 		errs = append(errs, fmt.Sprintf("metadata.name %q is not a valid object name (RFC 1123 subdomain)", name))
 	}
-	if ns, ok := o.Metadata()["namespace"]; ok {
+	md, _ := o["metadata"].(map[string]any) // read only: Validate does not add metadata
+	if ns, ok := md["namespace"]; ok {
 		if s, _ := ns.(string); !IsDNS1123Label(s) {
 			errs = append(errs, fmt.Sprintf("metadata.namespace %v is not a valid namespace name", ns))
 		}
 	}
 	for _, field := range []string{"labels", "annotations"} {
-		raw, ok := o.Metadata()[field]
+		raw, ok := md[field]
 		if !ok {
 			continue
 		}

@@ -51,24 +51,24 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	case <-ctx.Done():
 		return nil, fmt.Errorf("waldur %s %s: %w", cl.method, shown, ctx.Err())
 	}
+	fail := func(err error) (*reply, error) {
+		c.stats.failed(cl.kind)
+		return nil, err
+	}
 	resp, err := c.http.Do(req)
 	if err != nil {
 		closeBody(resp)
-		c.stats.failed(cl.kind)
-		return nil, fmt.Errorf("waldur %s %s: %w", cl.method, shown, transportCause(ctx, err))
+		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown, transportCause(ctx, err)))
 	}
 	defer closeBody(resp)
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	switch {
 	case err != nil:
-		c.stats.failed(cl.kind)
-		return nil, fmt.Errorf("waldur %s %s: read response: %w", cl.method, shown, transportCause(ctx, err))
+		return fail(fmt.Errorf("waldur %s %s: read response: %w", cl.method, shown, transportCause(ctx, err)))
 	case len(body) > maxBodyBytes:
-		c.stats.failed(cl.kind)
-		return nil, fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown, maxBodyBytes)
+		return fail(fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown, maxBodyBytes))
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		c.stats.failed(cl.kind)
-		return nil, newAPIError(cl.method, shown, resp, body, c.opts.Token)
+		return fail(newAPIError(cl.method, shown, resp, body, c.opts.Token))
 	}
 	return &reply{header: resp.Header, body: body, url: shown}, nil
 }

@@ -27,7 +27,8 @@ type CallStats struct {
 	Requests map[string]int `json:"requests"`
 	// Retries is the number of repeated attempts per call kind.
 	Retries map[string]int `json:"retries,omitempty"`
-	// Errors is the number of calls per kind that finally failed.
+	// Errors is the number of calls per kind that finally failed with a transport
+	// error or a non-2xx answer.
 	Errors map[string]int `json:"errors,omitempty"`
 }
 

@@ -5,8 +5,17 @@
 //
 // Every request the fake receives and every response it sends is validated
 // against the embedded Waldur 8.0.5 OpenAPI subset (kin-openapi); a violation
-// fails the test unless a ViolationHandler says otherwise. Paths outside the
-// subset are reported as violations too, unless allowed with AllowPath.
+// fails the test (t.Errorf) unless WithViolationHandler or LogViolations says
+// otherwise. Paths outside the subset are reported as violations too, unless
+// allowed with AllowPath.
+//
+// Typical use:
+//
+//	srv := waldurtest.New(t)
+//	srv.AddResource(waldur.Resource{OfferingUUID: off, ProjectUUID: p})
+//	srv.SetTeam(p, []waldur.TeamMember{{Username: "ana", Role: "PROJECT.ADMIN"}})
+//	opts := waldur.DefaultClientOptions()
+//	opts.BaseURL, opts.Token = srv.URL(), srv.Token()
 package waldurtest
 
 import (
@@ -248,8 +257,9 @@ func emptyResponse(status int) *response {
 	return &response{status: status, header: http.Header{}}
 }
 
-// serve handles one request: record, validate, authenticate, inject faults,
-// dispatch, validate the answer, write it.
+// serve handles one request: record it and run hooks, apply delays, route and
+// validate it, answer an injected fault or authenticate and dispatch it,
+// validate the answer, write it.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	if err != nil {
