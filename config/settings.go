@@ -116,8 +116,9 @@ type NamespaceSettings struct {
 	BindUsers *bool `yaml:"bind_users"`
 	// UserPrefix precedes user names in RoleBinding subjects (the API server's --oidc-username-prefix).
 	UserPrefix string `yaml:"user_prefix"`
-	// UserIdentityField names the user attribute bound: username (the offering
-	// username, default) or email.
+	// UserIdentityField names the user attribute bound as the User subject:
+	// username (the offering username, the default), email, civil_number,
+	// full_name, first_name or last_name.
 	UserIdentityField string `yaml:"user_identity_field"`
 }
 

@@ -12,21 +12,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
 var (
-	dns1123Label = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]*[a-z0-9])?$`)
 	// prefixRE matches a prefix that a slug can still complete into a DNS-1123 label.
 	prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	nonSlug  = regexp.MustCompile(`[^a-z0-9]+`)
+	// nsPrefixTail matches a prefix part that follows another prefix.
+	nsPrefixTail = regexp.MustCompile(`^[a-z0-9-]+$`)
+	nonSlug      = regexp.MustCompile(`[^a-z0-9]+`)
 )
-
-// MaxLabel is the longest DNS-1123 label.
-const MaxLabel = 63
-
-// IsDNS1123Label reports whether s can name a namespace.
-func IsDNS1123Label(s string) bool { return len(s) <= MaxLabel && dns1123Label.MatchString(s) }
 
 // DirName is the offering's directory name in the output tree: its name
 // lower-cased with every run of other characters turned into a dash.
@@ -169,8 +165,8 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	}
 	checkLimits(sp+".paused_limits", c.PausedLimits, r)
 	checkLimits(sp+".downscaled_limits", c.DownscaledLimits, r)
-	checkLabels(sp+".namespace_labels", c.NamespaceLabels, r)
-	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, r)
+	checkLabels(sp+".namespace_labels", c.NamespaceLabels, true, r)
+	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, false, r)
 	c.Keycloak.applyDefaults()
 	if c.KeycloakEnabled && c.Keycloak.URL == "" {
 		r.addf(sp+".keycloak.keycloak_url", nil, "required when keycloak_enabled is true")
@@ -178,7 +174,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	switch s := target.(type) {
 	case *K8sUTSettings:
 		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
-		if !IsDNS1123Label(s.CRNamespace) {
+		if !manifest.IsDNS1123Label(s.CRNamespace) {
 			r.addf(sp+".cr_namespace", nil, "%q is not a valid namespace name (RFC 1123 label)", s.CRNamespace)
 		}
 		s.RoleMapping = mergeRoles(sp+".role_mapping", DefaultNSRoleMapping(), s.RoleMapping, NamespaceRoles, r)
@@ -195,7 +191,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		}
 		s.ComponentQuotaMapping = mergeMap(map[string]string{"cpu": "limits.cpu", "ram": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu"}, s.ComponentQuotaMapping)
 		checkOneOf(sp+".user_identity_field", s.UserIdentityField, IdentityFields, r)
-		if !IsDNS1123Label(s.QuotaName) {
+		if !manifest.IsDNS1123Label(s.QuotaName) {
 			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
 		}
 		if s.BindGroups == nil {
@@ -206,7 +202,12 @@ func (o *Offering) decodeSettings(at string, r *report) {
 			s.BindUsers = &t
 		}
 	case *OKDSettings:
-		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix+s.AllocationPrefix, r)
+		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
+		if s.NamespacePrefix == "" {
+			checkPrefix(sp+".allocation_prefix", s.AllocationPrefix, r)
+		} else if a := s.AllocationPrefix; a != "" && !nsPrefixTail.MatchString(a) {
+			r.addf(sp+".allocation_prefix", nil, "%q can only yield names that are not RFC 1123 labels: use lower-case letters, digits and '-'", a)
+		}
 		s.RoleMapping = mergeMap(map[string]string{"owner": "admin", "manager": "edit", "member": "view"}, normalizeKeys(sp+".role_mapping", s.RoleMapping, r))
 		if s.DefaultRole == "" {
 			r.addf(sp+".default_role", nil, "must not be empty")
@@ -215,13 +216,13 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		checkPrefix(sp+".project_prefix", s.ProjectPrefix, r)
 		if s.ClusterID == "" {
 			r.addf(sp+".cluster_id", nil, "required: the downstream cluster id, e.g. c-m-1234abcd")
-		} else if !IsDNS1123Label(s.ClusterID) {
+		} else if !manifest.IsDNS1123Label(s.ClusterID) {
 			r.addf(sp+".cluster_id", nil, "%q is not a Rancher cluster id (an RFC 1123 label such as c-m-1234abcd)", s.ClusterID)
 		}
 		if s.DefaultRole == "" {
 			r.addf(sp+".default_role", nil, "must not be empty")
 		}
-		if !IsDNS1123Label(s.QuotaName) {
+		if !manifest.IsDNS1123Label(s.QuotaName) {
 			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
 		}
 		checkOneOf(sp+".binding_namespace", s.BindingNamespace, []string{"backing", "project"}, r)
@@ -250,8 +251,8 @@ func (k *KeycloakSettings) applyDefaults() {
 func checkPrefix(at, prefix string, r *report) {
 	switch {
 	case prefix == "":
-	case len(prefix) >= MaxLabel:
-		r.addf(at, nil, "%q is %d characters: it leaves no room for the slug in a %d-character name", prefix, len(prefix), MaxLabel)
+	case len(prefix) >= manifest.MaxLabel:
+		r.addf(at, nil, "%q is %d characters: it leaves no room for the slug in a %d-character name", prefix, len(prefix), manifest.MaxLabel)
 	case !prefixRE.MatchString(prefix):
 		r.addf(at, nil, "%q can only yield names that are not RFC 1123 labels: use lower-case letters, digits and '-', starting with a letter or digit", prefix)
 	}
@@ -271,12 +272,13 @@ func checkLimits(at string, m map[string]int64, r *report) {
 	}
 }
 
-var labelKey = regexp.MustCompile(`^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$`)
-
-func checkLabels(at string, m map[string]string, r *report) {
-	for k := range m {
-		if !labelKey.MatchString(k) || len(k) > 316 {
+// checkLabels reports invalid keys and, for labels, invalid values.
+func checkLabels(at string, m map[string]string, values bool, r *report) {
+	for k, v := range m {
+		if !manifest.IsQualifiedName(k) {
 			r.addf(at+"."+k, nil, "%q is not a valid label or annotation key", k)
+		} else if values && !manifest.IsLabelValue(v) {
+			r.addf(at+"."+k, nil, "%q is not a valid label value (at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit)", v)
 		}
 	}
 }

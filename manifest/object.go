@@ -136,7 +136,7 @@ func (o Object) Validate() error {
 			switch {
 			case !isStr:
 				errs = append(errs, fmt.Sprintf("metadata.%s[%s] is not a string", field, k))
-			case field == "labels" && (len(s) > 63 || !labelValueRE.MatchString(s)):
+			case field == "labels" && !IsLabelValue(s):
 				errs = append(errs, fmt.Sprintf("metadata.labels[%s] value %q is not a valid label value", k, s))
 			}
 		}
@@ -147,8 +147,14 @@ func (o Object) Validate() error {
 	return nil
 }
 
+// MaxLabel is the longest RFC 1123 label, and so the longest namespace name.
+const MaxLabel = 63
+
 // IsDNS1123Label reports whether s is a valid RFC 1123 label of at most 63 characters.
-func IsDNS1123Label(s string) bool { return len(s) <= 63 && labelRE.MatchString(s) }
+func IsDNS1123Label(s string) bool { return len(s) <= MaxLabel && labelRE.MatchString(s) }
+
+// IsLabelValue reports whether s is a valid label value.
+func IsLabelValue(s string) bool { return len(s) <= MaxLabel && labelValueRE.MatchString(s) }
 
 // IsQualifiedName reports whether s is a valid label or annotation key:
 // an optional DNS subdomain prefix and '/', then a name of at most 63 characters.

@@ -57,9 +57,9 @@ func namespaceName(prefix, slug string) (string, error) {
 	}
 	name := prefix + slug
 	switch {
-	case len(name) > config.MaxLabel:
-		return "", fmt.Errorf("namespace name %q exceeds %d characters (%d)", name, config.MaxLabel, len(name))
-	case !config.IsDNS1123Label(name):
+	case len(name) > manifest.MaxLabel:
+		return "", fmt.Errorf("namespace name %q exceeds %d characters (%d)", name, manifest.MaxLabel, len(name))
+	case !manifest.IsDNS1123Label(name):
 		return "", fmt.Errorf("namespace name %q is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", name)
 	}
 	return name, nil
@@ -383,13 +383,13 @@ var nonName = regexp.MustCompile(`[^a-z0-9-]+`)
 func objectName(prefix, s string) string {
 	clean := strings.Trim(nonName.ReplaceAllString(strings.ToLower(s), "-"), "-")
 	name := prefix + clean
-	if clean == s && len(name) <= config.MaxLabel {
+	if clean == s && len(name) <= manifest.MaxLabel {
 		return name
 	}
 	sum := sha256.Sum256([]byte(s))
 	suffix := "-" + hex.EncodeToString(sum[:])[:8]
-	if len(name)+len(suffix) > config.MaxLabel {
-		name = strings.TrimRight(name[:config.MaxLabel-len(suffix)], "-")
+	if len(name)+len(suffix) > manifest.MaxLabel {
+		name = strings.TrimRight(name[:manifest.MaxLabel-len(suffix)], "-")
 	}
 	return name + suffix
 }

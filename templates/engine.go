@@ -12,7 +12,8 @@
 //   - "{{ value .Quota }}" yields the value itself (a map, list, number, …).
 //   - "{{ optional .Labels }}" does the same but drops the key (or list item)
 //     when the value is missing: nil or an empty string. An empty, non-nil list or
-//     map is kept.
+//     map is kept. Written like this (not in a pipeline), a nil pointer or a map
+//     without the key along the path also counts as missing.
 //
 // A document may carry a top-level "x-render" mapping, removed from the output:
 //
@@ -24,6 +25,7 @@ package templates
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -97,11 +99,29 @@ type expr struct {
 	tmpl *template.Template
 }
 
-const (
-	markValue    = "\x00value\x00"
-	markOptional = "\x00optional\x00"
-	markEnd      = "\x00"
+// value and optional cannot hand a value through text/template, which prints
+// everything: they print it as JSON between markers, which eval recognises when
+// they make up the whole output. The markers hold a random key of digits chosen
+// at start-up, so that no data (a name holding NUL bytes, say) can forge one, and
+// a marker mangled by a later function (upper, printf) is still recognised, as an
+// error.
+var (
+	markKey      = randomDigits(16)
+	markValue    = "\x00" + markKey + "value\x00"
+	markOptional = "\x00" + markKey + "optional\x00"
+	markEnd      = "\x00" + markKey + "end\x00"
 )
+
+// randomDigits returns n random bytes as 3n decimal digits.
+func randomDigits(n int) string {
+	b := make([]byte, n)
+	rand.Read(b) // never fails: crypto/rand crashes the program instead
+	var s strings.Builder
+	for _, c := range b {
+		fmt.Fprintf(&s, "%03d", c)
+	}
+	return s.String()
+}
 
 var funcs = template.FuncMap{
 	"value":      func(v any) (string, error) { return marker(markValue, v) },
@@ -338,7 +358,7 @@ var errOmit = errors.New("omit")
 func (e *expr) eval(data any) (any, error) {
 	if e.path != nil {
 		v, err := lookup(reflect.ValueOf(data), e.path)
-		if errors.Is(err, errNilPath) && e.mode == optionalMode {
+		if (errors.Is(err, errNilPath) || errors.Is(err, errNoKey)) && e.mode == optionalMode {
 			return nil, errOmit
 		}
 		if err != nil {
@@ -367,7 +387,7 @@ func (e *expr) eval(data any) (any, error) {
 	}
 	out := b.String()
 	for _, m := range []string{markValue, markOptional} {
-		if strings.HasPrefix(out, m) && strings.HasSuffix(out, markEnd) && strings.Count(out, markEnd) == 3 {
+		if strings.HasPrefix(out, m) && strings.HasSuffix(out, markEnd) && strings.Count(out, markKey) == 2 {
 			var g any
 			dec := json.NewDecoder(strings.NewReader(out[len(m) : len(out)-len(markEnd)]))
 			dec.UseNumber()
@@ -381,7 +401,7 @@ func (e *expr) eval(data any) (any, error) {
 			return g, nil
 		}
 	}
-	if strings.Contains(out, "\x00") {
+	if strings.Contains(out, markKey) {
 		return nil, fmt.Errorf("%s: value and optional must make up the whole scalar", e.src)
 	}
 	return out, nil
@@ -400,7 +420,7 @@ func (e *expr) truthy(data any) (bool, error) {
 		s = strings.TrimSpace(s)
 		return s != "" && s != "false" && s != "0" && s != "<no value>", nil
 	}
-	return !isEmpty(v) && v != false && v != int64(0), nil
+	return !isEmpty(v) && v != false && v != int64(0) && v != float64(0), nil
 }
 
 // Object is one object a template produced and the output target it goes to.

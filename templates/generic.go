@@ -8,8 +8,13 @@ import (
 	"strings"
 )
 
-// errNilPath reports a nil pointer, interface or map met before the end of a path.
-var errNilPath = errors.New("is nil")
+// errNilPath reports a nil pointer or interface met before the end of a path;
+// errNoKey a key a map (nil or not) does not hold. optional treats both as a
+// missing value.
+var (
+	errNilPath = errors.New("is nil")
+	errNoKey   = errors.New("map has no key")
+)
 
 // lookup follows a chain of struct fields and string map keys from v.
 func lookup(v reflect.Value, path []string) (reflect.Value, error) {
@@ -22,9 +27,14 @@ func lookup(v reflect.Value, path []string) (reflect.Value, error) {
 		}
 		switch v.Kind() {
 		case reflect.Struct:
-			f := v.FieldByName(name)
-			if !f.IsValid() {
+			// Unexported fields stay out of reach, as in text/template.
+			sf, ok := v.Type().FieldByName(name)
+			if !ok || !sf.IsExported() {
 				return reflect.Value{}, fmt.Errorf("no field %s in %s", name, v.Type())
+			}
+			f, err := v.FieldByIndexErr(sf.Index)
+			if err != nil { // through a nil embedded pointer
+				return reflect.Value{}, fmt.Errorf("%s %w", "."+strings.Join(path[:i+1], "."), errNilPath)
 			}
 			v = f
 		case reflect.Map:
@@ -33,7 +43,7 @@ func lookup(v reflect.Value, path []string) (reflect.Value, error) {
 			}
 			f := v.MapIndex(reflect.ValueOf(name).Convert(v.Type().Key()))
 			if !f.IsValid() {
-				return reflect.Value{}, fmt.Errorf("map has no key %q", name)
+				return reflect.Value{}, fmt.Errorf("%w %q", errNoKey, name)
 			}
 			v = f
 		default:

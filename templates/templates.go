@@ -12,7 +12,7 @@ var defaultFS embed.FS
 
 // Defaults returns the embedded templates of a backend type, sorted by file name.
 func Defaults(backendType string) ([]*Template, error) {
-	if _, err := defaultFS.ReadDir(backendType); err != nil {
+	if _, err := defaultFS.ReadDir(backendType); err != nil || backendType == "." {
 		return nil, fmt.Errorf("no default templates for backend type %q", backendType)
 	}
 	return LoadFS(defaultFS, backendType, "default:")

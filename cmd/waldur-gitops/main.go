@@ -3,6 +3,7 @@ package main
 
 import (
 	"os"
+	_ "time/tzdata" // the config's timezone must resolve in images without zoneinfo
 
 	"github.com/waldur/waldur-gitops/cli"
 )
