@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/synth"
@@ -50,10 +52,8 @@ func (f *fixture) renderer() *render.Renderer { return render.New(f.cfg.Config, 
 // check fails unless res rendered every generated tenant.
 func (f *fixture) check(tb testing.TB, res *render.Result) {
 	tb.Helper()
-	if len(res.Skipped) > 0 {
-		for uuid, why := range res.Skipped {
-			tb.Fatalf("%d resources skipped, e.g. %s: %s", len(res.Skipped), uuid, why)
-		}
+	for uuid, why := range res.Skipped {
+		tb.Fatalf("%d resources skipped, e.g. %s: %s", len(res.Skipped), uuid, why)
 	}
 	seen := map[waldur.UUID]bool{}
 	for _, t := range res.Tenants {
@@ -62,6 +62,54 @@ func (f *fixture) check(tb testing.TB, res *render.Result) {
 	if len(seen) != f.opts.Tenants {
 		tb.Fatalf("rendered %d resources, want %d", len(seen), f.opts.Tenants)
 	}
+}
+
+// phases adds up the time spent in named phases of a benchmark loop.
+type phases struct {
+	names []string
+	total map[string]time.Duration
+}
+
+func (p *phases) start() time.Time { return time.Now() }
+
+// lap books the time since t to phase name and returns now.
+func (p *phases) lap(name string, t time.Time) time.Time {
+	now := time.Now()
+	if p.total == nil {
+		p.total = map[string]time.Duration{}
+	}
+	if _, ok := p.total[name]; !ok {
+		p.names = append(p.names, name)
+	}
+	p.total[name] += now.Sub(t)
+	return now
+}
+
+// report writes each phase's mean in ms and the render phase's share of all.
+func (p *phases) report(b *testing.B) {
+	var all time.Duration
+	for _, name := range p.names {
+		all += p.total[name]
+		b.ReportMetric(float64(p.total[name].Microseconds())/1e3/float64(b.N), name+"-ms")
+	}
+	if all > 0 {
+		b.ReportMetric(float64(p.total["render"])/float64(all), "render-share")
+	}
+}
+
+// liveHeap returns the heap in use after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// totalAlloc returns the bytes allocated by the process so far.
+func totalAlloc() uint64 {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.TotalAlloc
 }
 
 func mib(bytes uint64) float64 { return float64(bytes) / (1 << 20) }

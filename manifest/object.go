@@ -11,13 +11,12 @@ import (
 
 // Labels and annotations every rendered object carries.
 const (
-	LabelManagedBy         = "app.kubernetes.io/managed-by"
-	ManagedByValue         = "waldur-gitops"
-	LabelResourceUUID      = "waldur.io/resource-uuid"
-	AnnotationOffering     = "waldur.io/offering-uuid"
-	AnnotationProject      = "waldur.io/project-uuid"
-	AnnotationCustomer     = "waldur.io/customer-uuid"
-	AnnotationResourceName = "waldur.io/resource-name"
+	LabelManagedBy     = "app.kubernetes.io/managed-by"
+	ManagedByValue     = "waldur-gitops"
+	LabelResourceUUID  = "waldur.io/resource-uuid"
+	AnnotationOffering = "waldur.io/offering-uuid"
+	AnnotationProject  = "waldur.io/project-uuid"
+	AnnotationCustomer = "waldur.io/customer-uuid"
 )
 
 // Object is one Kubernetes object in generic form.
@@ -68,7 +67,9 @@ func (o Object) Metadata() map[string]any {
 }
 
 // SetStrings merges kv into the string map at metadata.<field> (labels or
-// annotations); the values in kv win.
+// annotations); the values in kv win. A field that is absent or null becomes a
+// new map; one that holds something else is left alone for Validate to report,
+// rather than silently replaced.
 func (o Object) SetStrings(field string, kv map[string]string) {
 	if len(kv) == 0 {
 		return
@@ -76,6 +77,9 @@ func (o Object) SetStrings(field string, kv map[string]string) {
 	md := o.Metadata()
 	m, ok := md[field].(map[string]any)
 	if !ok {
+		if md[field] != nil {
+			return
+		}
 		m = make(map[string]any, len(kv))
 		md[field] = m
 	}

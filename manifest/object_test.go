@@ -80,6 +80,34 @@ func TestIsQualifiedName(t *testing.T) {
 	}
 }
 
+func TestIsLabelValue(t *testing.T) {
+	cases := map[string]bool{
+		"":                       true, // an empty value is allowed
+		"a":                      true,
+		"Research":               true,
+		"a.b_c-D9":               true,
+		"0":                      true,
+		strings.Repeat("v", 63):  true,
+		strings.Repeat("v", 64):  false,
+		"-a":                     false,
+		"a-":                     false,
+		"_a":                     false,
+		"a.":                     false,
+		"a b":                    false,
+		"a/b":                    false,
+		"a:b":                    false,
+		"ä":                      false,
+		"a\n":                    false,
+		"restricted":             true,
+		"4a5b6c7d-0000-4000-800": true,
+	}
+	for s, want := range cases {
+		if got := IsLabelValue(s); got != want {
+			t.Errorf("IsLabelValue(%q) = %v, want %v", s, got, want)
+		}
+	}
+}
+
 // obj builds a valid object and lets a test change it.
 func obj(change func(o Object, md map[string]any)) Object {
 	md := map[string]any{
@@ -267,6 +295,21 @@ func TestSetStrings(t *testing.T) {
 	bare.SetStrings("labels", map[string]string{"a": "b"})
 	if !reflect.DeepEqual(bare["metadata"], map[string]any{"labels": map[string]any{"a": "b"}}) {
 		t.Errorf("metadata = %v", bare["metadata"])
+	}
+	// Null labels become a map; labels that are not a mapping stay as they are,
+	// so that Validate reports them instead of the template's mistake vanishing.
+	null := Object{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{"name": "x", "labels": nil}}
+	null.SetStrings("labels", map[string]string{"a": "b"})
+	if !reflect.DeepEqual(null.Metadata()["labels"], map[string]any{"a": "b"}) {
+		t.Errorf("null labels: %v", null.Metadata()["labels"])
+	}
+	wrong := Object{"apiVersion": "v1", "kind": "X", "metadata": map[string]any{"name": "x", "labels": "tier=a"}}
+	wrong.SetStrings("labels", map[string]string{"a": "b"})
+	if wrong.Metadata()["labels"] != "tier=a" {
+		t.Errorf("labels replaced: %v", wrong.Metadata()["labels"])
+	}
+	if err := wrong.Validate(); err == nil || err.Error() != "metadata.labels is not a mapping" {
+		t.Errorf("Validate: %v", err)
 	}
 	// An empty kv does not even create metadata.
 	empty := Object{"kind": "X"}

@@ -254,6 +254,9 @@ func compileNode(n *yaml.Node) (*node, error) {
 			if strings.Contains(k.Value, "{{") {
 				return nil, fmt.Errorf("line %d: key %q: keys cannot be templated; emit a whole mapping with value", k.Line, k.Value)
 			}
+			if k.Tag == "!!merge" { // it would come out as a literal "<<" key
+				return nil, fmt.Errorf("line %d: merge keys (<<) are not supported", k.Line)
+			}
 			if slices.Contains(out.keys, k.Value) {
 				return nil, fmt.Errorf("line %d: duplicate key %q", k.Line, k.Value)
 			}

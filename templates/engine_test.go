@@ -136,6 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{"templated key", object("data:\n  \"{{ .Name }}\": x\n"), `, document 1: data: line 6: key "{{ .Name }}": keys cannot be templated; emit a whole mapping with value`},
 		{"unquoted expression", object("data:\n  a: {{ .Name }}\n"), ", document 1: data: a: line 6: mapping keys must be strings"},
 		{"complex key", object("data:\n  ? [a]\n  : b\n"), ", document 1: data: line 6: mapping keys must be strings"},
+		{"merge key", object("base: &b {a: 1}\ndata:\n  <<: *b\n"), ", document 1: data: line 7: merge keys (<<) are not supported"},
 		{"duplicate key", object("data:\n  a: 1\n  a: 2\n"), `, document 1: data: line 7: duplicate key "a"`},
 		{"unknown directive", "x-render:\n  foreach: x\n" + object(""), ", document 1: x-render.foreach: unknown directive (known: target, when, forEach)"},
 		{"x-render not a mapping", "x-render: yes\n" + object(""), ", document 1: x-render must be a mapping"},
