@@ -70,6 +70,21 @@ func (in *offeringInput) lifecycle(r *waldur.Resource) (orders []waldur.UUID, re
 	return nil, false
 }
 
+// terminations records the resources being terminated and their Terminate orders.
+func (in *offeringInput) terminations(into map[waldur.UUID][]waldur.UUID) {
+	for i := range in.st.Resources {
+		r := &in.st.Resources[i]
+		if _, seen := into[r.UUID]; !seen && (r.State == waldur.ResourceTerminating || r.State == waldur.ResourceTerminated) {
+			into[r.UUID] = nil
+		}
+	}
+	for _, o := range in.st.Orders {
+		if o.Type == waldur.OrderTerminate && (o.State == waldur.OrderPendingProvider || o.State == waldur.OrderExecuting) {
+			into[o.MarketplaceResourceUUID] = append(into[o.MarketplaceResourceUUID], o.UUID)
+		}
+	}
+}
+
 // updateLimits returns the limits of the newest executing Update order, if any.
 func (in *offeringInput) updateLimits(r *waldur.Resource) waldur.Limits {
 	var l waldur.Limits

@@ -39,6 +39,11 @@ type Result struct {
 	// Skipped maps the UUID of every resource left out to the reason, so that later
 	// stages keep what already exists for it instead of deleting it.
 	Skipped map[waldur.UUID]string
+	// Terminations maps the UUID of every resource Waldur is terminating (a
+	// Terminate order pending or executing, or the resource in state Terminating)
+	// to its Terminate orders. Removing such a tenant is expected; removing any
+	// other is what the mass-deletion guard counts.
+	Terminations map[waldur.UUID][]waldur.UUID
 }
 
 // Tenant is the rendered output for one Waldur resource in one target directory.
@@ -120,7 +125,7 @@ func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error)
 // state does not cover a configured offering; problems with single resources are
 // reported in the result's Changes and Skipped and the rest is rendered.
 func (r *Renderer) Render(st *waldur.State) (*Result, error) {
-	res := &Result{Skipped: map[waldur.UUID]string{}}
+	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}}
 	groups := map[string]*Group{}
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
@@ -159,6 +164,7 @@ type job struct {
 func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group) {
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
+	in.terminations(res.Terminations)
 	resources := slices.Clone(st.Resources)
 	slices.SortStableFunc(resources, func(a, b waldur.Resource) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))

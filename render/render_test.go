@@ -227,7 +227,12 @@ func TestSkippedTenantIsKept(t *testing.T) {
 	other.Limits = limits("cpu", "not a number") // now bad: keep what exists
 	good.Limits = limits("cpu", 2)               // changed
 	added := resource(4, "delta", limits("cpu", 1))
-	res := mustRender(t, cfg, state([]waldur.Resource{good, other, added}, nil))
+	gone.State = waldur.ResourceTerminating
+	terminate := waldur.Order{UUID: "0d000000000040008000000000000003", Type: waldur.OrderTerminate, State: waldur.OrderExecuting, MarketplaceResourceUUID: gone.UUID}
+	res := mustRender(t, cfg, state([]waldur.Resource{good, other, added, gone}, []waldur.Order{terminate}))
+	if orders, ok := res.Terminations[gone.UUID]; !ok || len(orders) != 1 || orders[0] != terminate.UUID {
+		t.Errorf("Terminations = %v, want gamma with its Terminate order", res.Terminations)
+	}
 	if _, ok := res.Skipped[other.UUID]; !ok {
 		t.Fatalf("beta was not skipped: %v", res.Skipped)
 	}
@@ -240,6 +245,9 @@ func TestSkippedTenantIsKept(t *testing.T) {
 	got := map[string]changeset.Action{}
 	for _, e := range res.Compare(prev, next).Entries {
 		got[filepath.Base(e.Subject)] = e.Action
+		if e.Action == changeset.Delete && (e.Resource != string(gone.UUID) || len(e.Orders) != 1 || e.Orders[0] != string(terminate.UUID)) {
+			t.Errorf("delete entry %+v does not carry gamma's Terminate order", e)
+		}
 	}
 	want := map[string]changeset.Action{
 		"waldur-alpha": changeset.Update, "waldur-beta": changeset.Unchanged,

@@ -83,8 +83,9 @@ func tenantResource(t Tree, dir string) waldur.UUID {
 }
 
 // Compare lists, per tenant directory, what replacing prev with next does:
-// create, update, unchanged or delete. Entries carry the tenant's resource and,
-// for the result's own tenants, the orders they fulfil.
+// create, update, unchanged or delete. Entries carry the tenant's resource and
+// the orders they fulfil: the executing Create, Restore and Update orders of
+// rendered tenants, the Terminate orders of deleted ones.
 func (res *Result) Compare(prev, next Tree) changeset.Set {
 	var cs changeset.Set
 	byDir := map[string]*Tenant{}
@@ -113,6 +114,11 @@ func (res *Result) Compare(prev, next Tree) changeset.Set {
 			e.Action = changeset.Update
 		}
 		e.Resource = string(tenantResource(tree, d))
+		if e.Action == changeset.Delete {
+			for _, o := range res.Terminations[waldur.UUID(e.Resource)] {
+				e.Orders = append(e.Orders, string(o))
+			}
+		}
 		if tn, ok := byDir[d]; ok {
 			e.Offering = tn.Offering
 			for _, o := range tn.Orders {
