@@ -88,6 +88,11 @@ type Config struct {
 	Timezone string `yaml:"timezone"`
 	// LogLevel is debug, info, warning or error (default info).
 	LogLevel string `yaml:"log_level"`
+	// DeletionGuard limits how many tenants one run may remove without a Waldur
+	// Terminate order behind them.
+	DeletionGuard DeletionGuard `yaml:"deletion_guard"`
+	// Report names a file the run report (JSON) is written to after every run.
+	Report string `yaml:"report"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`
@@ -95,6 +100,16 @@ type Config struct {
 	ReportingPeriods          Ignored `yaml:"reporting_periods"`
 	ExposeBackendErrorDetails Ignored `yaml:"expose_backend_error_details"`
 	LogShipping               Ignored `yaml:"log_shipping"`
+}
+
+// DeletionGuard is the mass-deletion circuit breaker's policy.
+type DeletionGuard struct {
+	// MaxFraction is the share of existing tenants that may go without a
+	// Terminate order (default 0.1).
+	MaxFraction *float64 `yaml:"max_fraction"`
+	// MinCount is the number of such removals below which the share is not
+	// checked (default 5).
+	MinCount *int `yaml:"min_count"`
 }
 
 // Git is the target GitOps repository.

@@ -48,6 +48,17 @@ func (c *Config) applyDefaults(file string) {
 	if c.Git.AuthorName == "" {
 		c.Git.AuthorName = "waldur-gitops"
 	}
+	if c.DeletionGuard.MaxFraction == nil {
+		f := 0.1
+		c.DeletionGuard.MaxFraction = &f
+	}
+	if c.DeletionGuard.MinCount == nil {
+		n := 5
+		c.DeletionGuard.MinCount = &n
+	}
+	if c.Report != "" && !filepath.IsAbs(c.Report) {
+		c.Report = filepath.Join(filepath.Dir(file), c.Report)
+	}
 	if c.Git.AuthorEmail == "" {
 		c.Git.AuthorEmail = "waldur-gitops@localhost"
 	}
@@ -79,6 +90,12 @@ func (c *Config) validate(r *report) {
 	}
 	if !slices.Contains([]string{"debug", "info", "warning", "warn", "error", "critical"}, strings.ToLower(c.LogLevel)) {
 		r.addf("log_level", nil, "must be one of debug, info, warning, error; got %q", c.LogLevel)
+	}
+	if f := *c.DeletionGuard.MaxFraction; f < 0 || f > 1 {
+		r.addf("deletion_guard.max_fraction", nil, "must be between 0 and 1, got %v", f)
+	}
+	if *c.DeletionGuard.MinCount < 1 {
+		r.addf("deletion_guard.min_count", nil, "must be at least 1, got %d", *c.DeletionGuard.MinCount)
 	}
 	p := path.Clean(c.Git.Path)
 	if path.IsAbs(c.Git.Path) || p == ".." || strings.HasPrefix(p, "../") {

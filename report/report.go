@@ -1,0 +1,130 @@
+// Package report builds the run report every command that changes something
+// leaves behind: per-stage durations, API calls and errors, the change set, the
+// commit made (if any), as JSON for machines and as a one-screen summary.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waldur/waldur-gitops/changeset"
+)
+
+// Schema identifies the report format.
+const Schema = "waldur-gitops/run-report/v1"
+
+// Run is the report of one run.
+type Run struct {
+	Schema   string    `json:"schema"`
+	Version  string    `json:"version"`
+	Command  string    `json:"command"`
+	DryRun   bool      `json:"dry_run"`
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	// Stages are in the order they ran.
+	Stages []Stage `json:"stages"`
+	// Commit is the SHA of the commit this run pushed, empty when none.
+	Commit string `json:"commit,omitempty"`
+	// Counts are the numbers of entries per stage and action.
+	Counts map[string]map[changeset.Action]int `json:"counts"`
+	// Changes lists every entry, skipped resources included.
+	Changes []changeset.Entry `json:"changes"`
+	// ExitCode is the process exit code the run ends with.
+	ExitCode int `json:"exit_code"`
+}
+
+// Stage is one stage of the pipeline.
+type Stage struct {
+	Name            string  `json:"name"`
+	DurationSeconds float64 `json:"duration_seconds"`
+	// Calls counts API calls by kind (e.g. "resources.list"), where the stage makes any.
+	Calls map[string]int `json:"calls,omitempty"`
+	// Error is the stage's failure, empty on success.
+	Error string `json:"error,omitempty"`
+}
+
+// New starts a report.
+func New(command, version string, dryRun bool, now time.Time) *Run {
+	return &Run{Schema: Schema, Command: command, Version: version, DryRun: dryRun, Started: now.UTC(), Counts: map[string]map[changeset.Action]int{}}
+}
+
+// Record runs one stage, timing it and keeping its changes, calls and error.
+// The stage's error is returned unchanged.
+func (r *Run) Record(name string, fn func() (changeset.Set, map[string]int, error)) error {
+	start := time.Now()
+	cs, calls, err := fn()
+	st := Stage{Name: name, DurationSeconds: time.Since(start).Seconds(), Calls: calls}
+	if err != nil {
+		st.Error = err.Error()
+	}
+	r.Stages = append(r.Stages, st)
+	r.Add(cs)
+	return err
+}
+
+// Add keeps entries produced outside Record.
+func (r *Run) Add(cs changeset.Set) {
+	for _, e := range cs.Entries {
+		if r.Counts[e.Stage] == nil {
+			r.Counts[e.Stage] = map[changeset.Action]int{}
+		}
+		r.Counts[e.Stage][e.Action]++
+	}
+	r.Changes = append(r.Changes, cs.Entries...)
+}
+
+// Finish stamps the end time and exit code.
+func (r *Run) Finish(exitCode int, now time.Time) {
+	r.ExitCode = exitCode
+	r.Finished = now.UTC()
+	if r.Changes == nil {
+		r.Changes = []changeset.Entry{}
+	}
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Run) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteSummary writes the one-screen human summary: a line per stage, the
+// changes that are not "unchanged", and the commit.
+func (r *Run) WriteSummary(w io.Writer) error {
+	var b strings.Builder
+	mode := ""
+	if r.DryRun {
+		mode = " (dry run)"
+	}
+	fmt.Fprintf(&b, "waldur-gitops %s%s: %s\n", r.Command, mode, r.Finished.Sub(r.Started).Round(time.Millisecond))
+	for _, st := range r.Stages {
+		cs := changeset.Set{Entries: slices.DeleteFunc(slices.Clone(r.Changes), func(e changeset.Entry) bool { return e.Stage != st.Name })}
+		status := cs.Summary()
+		if st.Error != "" {
+			status = "FAILED: " + st.Error
+		}
+		fmt.Fprintf(&b, "  %-9s %6.2fs  %s\n", st.Name, st.DurationSeconds, status)
+	}
+	shown := 0
+	for _, e := range r.Changes {
+		if e.Action == changeset.Unchanged {
+			continue
+		}
+		if shown == 40 {
+			fmt.Fprintf(&b, "  … see the JSON report for the rest\n")
+			break
+		}
+		fmt.Fprintf(&b, "  %s\n", e)
+		shown++
+	}
+	if r.Commit != "" {
+		fmt.Fprintf(&b, "commit %s\n", r.Commit)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

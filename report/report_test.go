@@ -1,0 +1,63 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waldur/waldur-gitops/changeset"
+)
+
+func TestRecordAndWrite(t *testing.T) {
+	t0 := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
+	r := New("sync", "v1", false, t0)
+	_ = r.Record("render", func() (changeset.Set, map[string]int, error) {
+		return changeset.Set{Entries: []changeset.Entry{
+			{Stage: "render", Kind: "Tenant", Subject: "o/cluster/a", Action: changeset.Create},
+			{Stage: "render", Kind: "Tenant", Subject: "o/cluster/b", Action: changeset.Unchanged},
+		}}, nil, nil
+	})
+	err := r.Record("git", func() (changeset.Set, map[string]int, error) {
+		return changeset.Set{}, map[string]int{"push": 2}, errors.New("push rejected")
+	})
+	if err == nil || err.Error() != "push rejected" {
+		t.Fatalf("Record returned %v", err)
+	}
+	r.Commit = "abc123"
+	r.Finish(6, t0.Add(1500*time.Millisecond))
+
+	var js bytes.Buffer
+	if err := r.WriteJSON(&js); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if back["schema"] != Schema || back["exit_code"].(float64) != 6 || back["commit"] != "abc123" {
+		t.Errorf("json: %v", back)
+	}
+	stages := back["stages"].([]any)
+	if len(stages) != 2 || stages[1].(map[string]any)["error"] != "push rejected" || stages[1].(map[string]any)["calls"].(map[string]any)["push"].(float64) != 2 {
+		t.Errorf("stages: %v", stages)
+	}
+	if back["counts"].(map[string]any)["render"].(map[string]any)["create"].(float64) != 1 {
+		t.Errorf("counts: %v", back["counts"])
+	}
+
+	var sum bytes.Buffer
+	if err := r.WriteSummary(&sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"waldur-gitops sync: 1.5s", "render", "+1 =1", "git", "FAILED: push rejected", "+ Tenant o/cluster/a", "commit abc123"} {
+		if !strings.Contains(sum.String(), want) {
+			t.Errorf("summary lacks %q:\n%s", want, sum.String())
+		}
+	}
+	if strings.Contains(sum.String(), "o/cluster/b") {
+		t.Errorf("summary lists unchanged tenants:\n%s", sum.String())
+	}
+}
