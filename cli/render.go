@@ -22,6 +22,8 @@ type renderFlags struct {
 	output   string
 }
 
+func init() { register((*app).renderCommand) }
+
 func (a *app) renderCommand() *cobra.Command {
 	var f renderFlags
 	cmd := &cobra.Command{

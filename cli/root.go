@@ -91,9 +91,19 @@ func (a *app) rootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "config file (YAML)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warning, error (default: the config's log_level, else info)")
-	root.AddCommand(a.renderCommand(), a.snapshotCommand(), a.versionCommand())
+	for _, c := range commands {
+		root.AddCommand(c(a))
+	}
 	return root
 }
+
+// commands holds the subcommand constructors; every command's file registers
+// its own in init, so adding a command touches no other file.
+var commands []func(*app) *cobra.Command
+
+func register(c func(*app) *cobra.Command) { commands = append(commands, c) }
+
+func init() { register((*app).versionCommand) }
 
 // loadConfig reads the config named by --config and sets up logging.
 func (a *app) loadConfig() (*config.Loaded, error) {

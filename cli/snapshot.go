@@ -14,6 +14,8 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
+func init() { register((*app).snapshotCommand) }
+
 func (a *app) snapshotCommand() *cobra.Command {
 	var out string
 	cmd := &cobra.Command{
