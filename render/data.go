@@ -42,6 +42,14 @@ type TenantData struct {
 	Item any
 }
 
+// backendID is the id Waldur records for the resource.
+func (d *TenantData) backendID() string {
+	if d.Rancher != nil {
+		return d.Rancher.ProjectID
+	}
+	return d.Name
+}
+
 // WithItem returns a copy of d with Item set, for forEach templates.
 func (d *TenantData) WithItem(item any) any {
 	c := *d

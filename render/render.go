@@ -54,6 +54,9 @@ type Tenant struct {
 	Dir string
 	// Name is the tenant's name (its namespace).
 	Name string
+	// BackendID is what Waldur records as the resource's backend id: the namespace
+	// name, or <cluster>:<project> for Rancher.
+	BackendID string
 	// Resource is the Waldur resource's UUID; ResourceName its name.
 	Resource     waldur.UUID
 	ResourceName string
@@ -287,7 +290,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 			tn, ok := byTarget[obj.Target]
 			if !ok {
 				tn = &Tenant{
-					Offering: o.Name, Name: j.data.Name, Resource: j.res.UUID, ResourceName: j.res.Name,
+					Offering: o.Name, Name: j.data.Name, BackendID: j.data.backendID(), Resource: j.res.UUID, ResourceName: j.res.Name,
 					Orders: j.orders, Dir: path.Join(o.DirName(), obj.Target, j.data.Name),
 				}
 				byTarget[obj.Target] = tn
