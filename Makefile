@@ -13,11 +13,11 @@ help: ## list the targets
 build: ## build bin/waldur-gitops
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/waldur-gitops
 
-test: ## run the whole test suite (what CI runs)
-	$(GO) test -race -count=1 $(PKGS)
+test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min)
+	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
-test-short: ## run the tests without the race detector
-	$(GO) test -count=1 $(PKGS)
+test-short: ## run the fast tests: no race detector, no real kube-apiserver
+	$(GO) test -short -count=1 $(PKGS)
 
 lint: ## go vet and a gofmt check
 	$(GO) vet $(PKGS)
@@ -27,8 +27,11 @@ lint: ## go vet and a gofmt check
 fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
-bench: ## run the benchmarks (see BENCHMARKS.md)
+bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 3x -count 1 -timeout 30m
+	$(GO) test ./gitsync -run '^$$' -bench . -benchtime 3x -count 1 -timeout 60m
+	$(GO) test ./apply -run '^$$' -bench Apply1000 -benchtime 3x -count 1 -benchmem -timeout 30m
+	$(GO) test ./keycloak -run '^$$' -bench BenchmarkKeycloak -benchtime 1x -timeout 30m
 
 fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 	$(GO) test ./render -run '^$$' -fuzz FuzzRender -fuzztime 60s

@@ -26,12 +26,14 @@ func BenchmarkRender(b *testing.B) {
 			base := liveHeap()
 			b.ReportAllocs()
 			var res *render.Result
+			cpu := cpuTime()
 			for b.Loop() {
 				var err error
 				if res, err = r.Render(f.state); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpuTime()-cpu)
 			f.check(b, res)
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			perTenant[n] = sec / float64(n)
@@ -61,12 +63,14 @@ func BenchmarkRenderBackends(b *testing.B) {
 			r := f.renderer()
 			b.ReportAllocs()
 			var res *render.Result
+			cpu := cpuTime()
 			for b.Loop() {
 				var err error
 				if res, err = r.Render(f.state); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, cpuTime()-cpu)
 			f.check(b, res)
 			sec := b.Elapsed().Seconds() / float64(b.N)
 			b.ReportMetric(float64(n)/sec, "tenants/s")

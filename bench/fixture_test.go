@@ -97,6 +97,19 @@ func (p *phases) report(b *testing.B) {
 	}
 }
 
+// reportCPU reports the CPU time (all threads, GC included) per iteration and
+// how many cores that kept busy on average. CPU time is steadier than wall time
+// on a shared machine, and says what a render costs whatever the core count.
+func reportCPU(b *testing.B, cpu time.Duration) {
+	if cpu <= 0 || b.N == 0 {
+		return
+	}
+	b.ReportMetric(float64(cpu.Microseconds())/1e3/float64(b.N), "cpu-ms/op")
+	if e := b.Elapsed(); e > 0 {
+		b.ReportMetric(float64(cpu)/float64(e), "cores")
+	}
+}
+
 // liveHeap returns the heap in use after a full collection.
 func liveHeap() uint64 {
 	runtime.GC()

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -17,9 +18,11 @@ import (
 
 // renderFlags are the flags of the render command.
 type renderFlags struct {
-	snapshot string
-	out      string
-	output   string
+	snapshot       string
+	out            string
+	output         string
+	dryRun         bool
+	allowMassPrune bool
 }
 
 func init() { register((*app).renderCommand) }
@@ -35,13 +38,21 @@ a snapshot with --snapshot) and renders the desired manifests.
 With --out DIR the tree is written to DIR atomically (a failed run leaves DIR as
 it was) and a per-tenant summary of what changed is printed; without it the
 manifests are printed as one YAML stream. Resources that cannot be rendered are
-listed on stderr and the exit code is 3; the others are rendered.`,
+listed on stderr and the exit code is 3; the others are rendered.
+
+With --dry-run the rendered tree is compared with git.path on git.branch of the
+GitOps repository (git.url): the unified diff and a per-tenant summary are
+printed (the change set as JSON with --output json), nothing is written
+anywhere, and the exit code is 0 without differences, 1 with, 2 or more on
+error (7 when the deletion guard would refuse the sync).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runRender(cmd, f) },
 	}
 	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "render from this snapshot file instead of the Waldur API")
 	cmd.Flags().StringVarP(&f.out, "out", "o", "", "write the tree to this directory (replaced atomically)")
 	cmd.Flags().StringVar(&f.output, "output", "yaml", "output format: yaml (human) or json (machines)")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compare with the GitOps repository and show the diff; exit 1 on differences")
+	cmd.Flags().BoolVar(&f.allowMassPrune, "allow-mass-prune", false, "with --dry-run: show the plan as sync --allow-mass-prune would make it")
 	return cmd
 }
 
@@ -65,6 +76,15 @@ type tenantJSON struct {
 func (a *app) runRender(cmd *cobra.Command, f renderFlags) error {
 	if !slices.Contains([]string{"yaml", "json"}, f.output) {
 		return withCode(ExitUsage, fmt.Errorf("--output must be yaml or json, got %q", f.output))
+	}
+	if f.dryRun {
+		if f.out != "" {
+			return withCode(ExitUsage, errors.New("--dry-run compares with the GitOps repository and writes nothing: drop --out"))
+		}
+		return a.runSync(cmd.Context(), "render", syncFlags{snapshot: f.snapshot, dryRun: true, allowMassPrune: f.allowMassPrune, json: f.output == "json"})
+	}
+	if f.allowMassPrune {
+		return withCode(ExitUsage, errors.New("--allow-mass-prune only goes with --dry-run here (or with sync)"))
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {

@@ -19,14 +19,22 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 )
 
-// Exit codes, documented in docs/cli.md.
+// Exit codes, documented in README.md.
 const (
-	ExitOK      = 0
-	ExitDiff    = 1 // dry-run found differences
-	ExitUsage   = 2 // bad flags or config
-	ExitPartial = 3 // some resources were skipped, the rest succeeded
-	ExitWaldur  = 4 // reading Waldur failed
-	ExitRender  = 5 // rendering or writing the output failed
+	ExitOK          = 0
+	ExitDiff        = 1  // dry-run found differences
+	ExitUsage       = 2  // bad flags or config
+	ExitPartial     = 3  // some resources were skipped, the rest succeeded
+	ExitWaldur      = 4  // reading Waldur failed
+	ExitRender      = 5  // rendering or writing the output failed
+	ExitGit         = 6  // fetching, committing or pushing to the GitOps repository failed
+	ExitGuard       = 7  // the mass-deletion guard refused the run
+	ExitKeycloak    = 8  // reconciling the Keycloak groups failed (Keycloak unavailable or refusing)
+	ExitCluster     = 9  // reading a cluster failed (report)
+	ExitCheckFailed = 10 // diagnose: at least one check failed
+	// ExitApply: an apply failed, wholly or for some tenants: a cluster
+	// unreachable, a CRD missing, an object rejected, a field-manager conflict.
+	ExitApply = 11
 )
 
 // exitError carries an exit code through cobra.

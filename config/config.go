@@ -123,6 +123,31 @@ type Git struct {
 	// AuthorName and AuthorEmail sign commits (default waldur-gitops, waldur-gitops@localhost).
 	AuthorName  string `yaml:"author_name"`
 	AuthorEmail string `yaml:"author_email"`
+
+	// Username is the HTTPS user name sent with a password or a token.
+	Username string `yaml:"username"`
+	// PasswordFile and PasswordEnv name a file or an environment variable holding
+	// the HTTPS password of Username.
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+	// TokenFile and TokenEnv name a file or an environment variable holding an
+	// HTTPS access token (sent as the password of Username, else of x-access-token).
+	TokenFile string `yaml:"token_file"`
+	TokenEnv  string `yaml:"token_env"`
+	// SSHKeyFile is the private key for ssh URLs; KnownHostsFile the host keys
+	// the server is checked against.
+	SSHKeyFile     string `yaml:"ssh_key_file"`
+	KnownHostsFile string `yaml:"known_hosts_file"`
+	// SigningKeyFile is the key commits are signed with, of SigningKeyType ssh
+	// or openpgp; no signature without it.
+	SigningKeyFile string `yaml:"signing_key_file"`
+	SigningKeyType string `yaml:"signing_key_type"`
+	// PushRetries bounds how often a push that lost a race with another writer
+	// is retried on the new tip (default 3).
+	PushRetries *int `yaml:"push_retries"`
+	// FluxShards is the number of Flux shard entry points generated per offering
+	// target (default 0: none).
+	FluxShards int `yaml:"flux_shards"`
 }
 
 // Offering is one Waldur offering and the backend it renders for.
@@ -148,9 +173,20 @@ type Offering struct {
 	VerifySSL *bool `yaml:"verify_ssl"`
 	// TemplatesDir names a directory of extra per-tenant templates (relative to the config file).
 	TemplatesDir string `yaml:"templates_dir"`
+	// AutoApprove approves the offering's pending-provider orders whose
+	// resources render, and rejects those that cannot (default true, as the site agent).
+	AutoApprove *bool `yaml:"auto_approve"`
+	// OrderDoneOn says when an order is set done: "commit" (its manifests are
+	// pushed, the default) or "applied" (also seen in the cluster).
+	OrderDoneOn string `yaml:"order_done_on"`
+	// OrderDoneTimeoutSeconds bounds the wait for "applied" per run (default 300).
+	OrderDoneTimeoutSeconds *int `yaml:"order_done_timeout_seconds"`
 
 	// Settings is BackendSettings decoded and defaulted.
 	Settings Settings `yaml:"-"`
+	// configDir is the config file's directory, which relative paths in
+	// backend_settings are resolved against.
+	configDir string
 
 	WebsocketUseTLS               Ignored `yaml:"websocket_use_tls"`
 	StompEnabled                  Ignored `yaml:"stomp_enabled"`
@@ -182,6 +218,9 @@ type Component struct {
 	Label          string  `yaml:"label"`
 	UnitFactor     float64 `yaml:"unit_factor"`
 	Limit          float64 `yaml:"limit"`
+	// MeasuredFrom names the ResourceQuota status.used key (e.g. requests.cpu)
+	// that a usage component is measured from, in unit-hours.
+	MeasuredFrom string `yaml:"measured_from"`
 
 	UnitFactorReporting Ignored `yaml:"unit_factor_reporting"`
 	Description         Ignored `yaml:"description"`

@@ -139,6 +139,7 @@ offerings:
 		{"Keys of every backend type", *o[0].Settings.Common()},
 		{"Keys of every backend type", *o[3].Settings.Common()},
 		{"keycloak", o[1].Settings.Common().Keycloak},
+		{"keycloak_groups", o[3].Settings.Common().KeycloakGroups},
 		{"k8s-ut-namespace", *o[0].Settings.K8sUT},
 		{"namespace", *o[1].Settings.Namespace},
 		{"okd", *o[2].Settings.OKD},

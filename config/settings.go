@@ -42,8 +42,13 @@ type CommonSettings struct {
 	Keycloak KeycloakSettings `yaml:"keycloak"`
 	// KeycloakUseUserID looks users up by Keycloak id first (default true).
 	KeycloakUseUserID *bool `yaml:"keycloak_use_user_id"`
-	// KubeconfigPath is the cluster the apply and report commands talk to.
+	// KeycloakGroups names the offering's Keycloak groups (see config/keycloak.go).
+	KeycloakGroups KeycloakGroupSettings `yaml:"keycloak_groups"`
+	// KubeconfigPath is the cluster the apply and report commands talk to
+	// (relative to the config file; default: $KUBECONFIG, ~/.kube/config, in-cluster).
 	KubeconfigPath string `yaml:"kubeconfig_path"`
+	// KubeconfigContext picks a context of that kubeconfig (default: its current context).
+	KubeconfigContext string `yaml:"kubeconfig_context"`
 
 	CustomerPrefix           Ignored `yaml:"customer_prefix"`
 	CheckBackendIDUniqueness Ignored `yaml:"check_backend_id_uniqueness"`
@@ -63,6 +68,21 @@ type KeycloakSettings struct {
 	Username  string `yaml:"keycloak_username"`
 	Password  Secret `yaml:"keycloak_password"`
 	SSLVerify *bool  `yaml:"keycloak_ssl_verify"`
+	// ClientSecret is the secret of a confidential client_id: with a user name it
+	// is sent along with the password, without one the client logs in by itself
+	// (client credentials).
+	ClientSecret Secret `yaml:"client_secret"`
+	// RequestsPerSecond caps the calls to Keycloak (default 100; 0: no cap).
+	RequestsPerSecond *float64 `yaml:"requests_per_second"`
+	// Concurrency is the number of calls in flight at once (default 4).
+	Concurrency *int `yaml:"concurrency"`
+	// PageSize is the number of groups or members asked for per call (default 100).
+	PageSize *int `yaml:"page_size"`
+	// TimeoutSeconds bounds every call (default 30).
+	TimeoutSeconds *int `yaml:"timeout_seconds"`
+	// MaxRetries is how often a call that failed with a 5xx answer, a 429 or a
+	// transport error is retried, with exponential backoff (default 5).
+	MaxRetries *int `yaml:"max_retries"`
 }
 
 // K8sUTSettings configure the k8s-ut-namespace profile (ManagedNamespace CRs).
@@ -161,6 +181,11 @@ type RancherSettings struct {
 	// 2.11.1, 2.12 and later, the default); "project" in the namespace named after
 	// the project (earlier releases).
 	BindingNamespace string `yaml:"binding_namespace"`
+	// ManagementKubeconfigPath and ManagementKubeconfigContext name the Rancher
+	// management (local) cluster that the Project and ProjectRoleTemplateBinding
+	// are applied to; unset, they go where kubeconfig_path points.
+	ManagementKubeconfigPath    string `yaml:"management_kubeconfig_path"`
+	ManagementKubeconfigContext string `yaml:"management_kubeconfig_context"`
 
 	BackendURL Ignored `yaml:"backend_url"`
 	Username   Ignored `yaml:"username"`

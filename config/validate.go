@@ -63,14 +63,17 @@ func (c *Config) applyDefaults(file string) {
 		c.Git.AuthorEmail = "waldur-gitops@localhost"
 	}
 	dir := filepath.Dir(file)
+	c.Git.applyDefaults(dir)
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
+		o.configDir = dir
 		o.BackendType = strings.ToLower(strings.TrimSpace(o.BackendType))
 		for _, p := range []*string{&o.TemplatesDir, &o.WaldurAPITokenFile} {
 			if *p != "" && !filepath.IsAbs(*p) {
 				*p = filepath.Join(dir, *p)
 			}
 		}
+		o.applyOrderDefaults()
 		for k, comp := range o.BackendComponents {
 			if comp.UnitFactor == 0 {
 				comp.UnitFactor = 1
@@ -101,6 +104,7 @@ func (c *Config) validate(r *report) {
 	if path.IsAbs(c.Git.Path) || p == ".." || strings.HasPrefix(p, "../") {
 		r.addf("git.path", nil, "must be a relative path inside the repository, got %q", c.Git.Path)
 	}
+	c.Git.validate(r)
 	names := map[string]int{}
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
@@ -146,6 +150,7 @@ func (o *Offering) validate(at string, r *report) {
 		}
 	}
 	o.decodeSettings(at, r)
+	o.validateOrders(at, r)
 }
 
 // decodeSettings decodes backend_settings into the profile's settings struct, over
@@ -177,6 +182,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		decodeNode(&o.BackendSettings, reflect.ValueOf(target).Elem(), sp, r)
 	}
 	c := o.Settings.Common()
+	o.resolveKubeconfigs(sp, r)
 	if c.DownscaledLimits == nil {
 		c.DownscaledLimits = defaultDownscaled()
 	}
@@ -184,10 +190,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	checkLimits(sp+".downscaled_limits", c.DownscaledLimits, r)
 	checkLabels(sp+".namespace_labels", c.NamespaceLabels, true, r)
 	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, false, r)
-	c.Keycloak.applyDefaults()
-	if c.KeycloakEnabled && c.Keycloak.URL == "" {
-		r.addf(sp+".keycloak.keycloak_url", nil, "required when keycloak_enabled is true")
-	}
+	c.validateKeycloak(sp, o.BackendType, r)
 	switch s := target.(type) {
 	case *K8sUTSettings:
 		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
@@ -248,21 +251,6 @@ func (o *Offering) decodeSettings(at string, r *report) {
 
 // IdentityFields are the user attributes a profile can use as a user's identity.
 var IdentityFields = []string{"email", "username", "civil_number", "full_name", "first_name", "last_name"}
-
-func (k *KeycloakSettings) applyDefaults() {
-	if k.URL != "" && !strings.HasSuffix(k.URL, "/") {
-		k.URL += "/"
-	}
-	if k.Realm == "" {
-		k.Realm = "waldur"
-	}
-	if k.UserRealm == "" {
-		k.UserRealm = "master"
-	}
-	if k.ClientID == "" {
-		k.ClientID = "admin-cli"
-	}
-}
 
 // checkPrefix reports a name prefix that no slug can turn into a DNS-1123 label.
 func checkPrefix(at, prefix string, r *report) {
@@ -330,4 +318,37 @@ func mergeMap(defaults, custom map[string]string) map[string]string {
 		defaults[k] = v
 	}
 	return defaults
+}
+
+// resolveKubeconfigs resolves the kubeconfig paths of backend_settings against
+// the config file's directory, like every other path in the file, and checks
+// that a context is not given without something to pick it from.
+func (o *Offering) resolveKubeconfigs(at string, r *report) {
+	paths := []*string{&o.Settings.Common().KubeconfigPath}
+	if s := o.Settings.Rancher; s != nil {
+		paths = append(paths, &s.ManagementKubeconfigPath)
+	}
+	for _, p := range paths {
+		if *p != "" && !filepath.IsAbs(*p) && o.configDir != "" {
+			*p = filepath.Join(o.configDir, *p)
+		}
+	}
+	for _, kv := range []struct{ key, v string }{
+		{"kubeconfig_path", o.Settings.Common().KubeconfigPath},
+		{"kubeconfig_context", o.Settings.Common().KubeconfigContext},
+	} {
+		if kv.v != strings.TrimSpace(kv.v) {
+			r.addf(at+"."+kv.key, nil, "%q has leading or trailing white space", kv.v)
+		}
+	}
+	if s := o.Settings.Rancher; s != nil {
+		for _, kv := range []struct{ key, v string }{
+			{"management_kubeconfig_path", s.ManagementKubeconfigPath},
+			{"management_kubeconfig_context", s.ManagementKubeconfigContext},
+		} {
+			if kv.v != strings.TrimSpace(kv.v) {
+				r.addf(at+"."+kv.key, nil, "%q has leading or trailing white space", kv.v)
+			}
+		}
+	}
 }

@@ -45,8 +45,9 @@ func newOfferingInput(o *config.Offering, st *waldur.OfferingState) *offeringInp
 }
 
 // lifecycle decides whether a resource is rendered and which executing orders the
-// rendering fulfils. Terminating and Terminated resources are absent; a Creating
-// resource is rendered once its Create (or Restore) order is executing.
+// rendering fulfils. Terminating and Terminated resources, and resources with an
+// executing Terminate order, are absent; a Creating resource is rendered once its
+// Create (or Restore) order is executing.
 func (in *offeringInput) lifecycle(r *waldur.Resource) (orders []waldur.UUID, render bool) {
 	approved := false
 	for _, o := range in.orders[r.UUID] {
@@ -59,6 +60,8 @@ func (in *offeringInput) lifecycle(r *waldur.Resource) (orders []waldur.UUID, re
 			orders = append(orders, o.UUID)
 		case waldur.OrderUpdate:
 			orders = append(orders, o.UUID)
+		case waldur.OrderTerminate:
+			return nil, false
 		}
 	}
 	switch r.State {

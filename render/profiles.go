@@ -109,15 +109,6 @@ func roleMapper(m map[string]string, def string) func(string) string {
 	}
 }
 
-// nsGroups returns the three namespace-role group names of a slug.
-func nsGroups(slug string) *RoleLists {
-	return &RoleLists{
-		Admin:     []string{"ns_" + slug + "_" + config.NSRoleAdmin},
-		ReadWrite: []string{"ns_" + slug + "_" + config.NSRoleReadWrite},
-		ReadOnly:  []string{"ns_" + slug + "_" + config.NSRoleReadOnly},
-	}
-}
-
 func (l *RoleLists) forRole(role string) *[]string {
 	switch role {
 	case config.NSRoleAdmin:
@@ -185,7 +176,9 @@ func (p *k8sUTProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData
 	}
 	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
 	if p.s.KeycloakEnabled {
-		d.Groups = nsGroups(r.Slug)
+		if d.Groups, err = nsGroupNames(p.o, d); err != nil {
+			return err
+		}
 	}
 	if p.s.SyncUsersToCR {
 		d.Users = &RoleLists{Admin: []string{}, ReadWrite: []string{}, ReadOnly: []string{}}
@@ -253,14 +246,20 @@ func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *Tenant
 		return err
 	}
 	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	var groups *RoleLists
+	if p.s.KeycloakEnabled || *p.s.BindGroups {
+		if groups, err = nsGroupNames(p.o, d); err != nil {
+			return err
+		}
+	}
 	if p.s.KeycloakEnabled {
-		d.Groups = nsGroups(r.Slug)
+		d.Groups = groups
 	}
 	d.RoleBindings = []RoleBinding{}
 	for _, role := range config.NamespaceRoles {
 		rb := RoleBinding{Name: "waldur-" + role, ClusterRole: p.s.ClusterRoles[role], Subjects: []Subject{}}
 		if *p.s.BindGroups {
-			rb.Subjects = append(rb.Subjects, Subject{APIGroup: rbacGroup, Kind: "Group", Name: p.s.GroupPrefix + "ns_" + r.Slug + "_" + role})
+			rb.Subjects = append(rb.Subjects, Subject{APIGroup: rbacGroup, Kind: "Group", Name: p.s.GroupPrefix + (*groups.forRole(role))[0]})
 		}
 		if *p.s.BindUsers {
 			var users []string
@@ -484,8 +483,9 @@ func (p *rancherProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantDa
 		ann["field.cattle.io/resourceQuota"] = string(b)
 	}
 	if p.s.KeycloakEnabled {
-		rd.ParentGroup = "c_" + truncate(strings.NewReplacer(":", "", "-", "").Replace(p.s.ClusterID), 8)
-		rd.ChildGroup = "project_" + r.ProjectSlug + "_" + p.s.DefaultRole
+		if rd.ParentGroup, rd.ChildGroup, err = rancherGroupNames(p.o, d); err != nil {
+			return err
+		}
 		rd.GroupPrincipal = "keycloakoidc_group://" + rd.ChildGroup
 	}
 	d.Rancher = rd

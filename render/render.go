@@ -32,7 +32,8 @@ const KustomizationFile = "kustomization.yaml"
 type Result struct {
 	// Tenants are sorted by Dir.
 	Tenants []*Tenant
-	// Groups are the desired Keycloak groups, sorted by path.
+	// Groups are the desired Keycloak groups of each offering, sorted by path,
+	// then offering. Two offerings may need a group of the same path.
 	Groups []Group
 	// Changes holds a skip entry for every resource left out because of bad input.
 	Changes changeset.Set
@@ -62,6 +63,9 @@ type Tenant struct {
 	ResourceName string
 	// Orders are the executing Create, Restore and Update orders this tenant fulfils.
 	Orders []waldur.UUID
+	// Limits are the effective limits by component key: the resource's, or its
+	// executing Update order's, after the paused and downscaled rules.
+	Limits map[string]float64
 	// Objects are the rendered objects, in file order.
 	Objects []manifest.Object
 	// Files are the encoded files of the directory, sorted by name, kustomization included.
@@ -149,7 +153,9 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		g.Resources = slices.Compact(g.Resources)
 		res.Groups = append(res.Groups, *g)
 	}
-	slices.SortFunc(res.Groups, func(a, b Group) int { return cmp.Compare(a.Path(), b.Path()) })
+	slices.SortFunc(res.Groups, func(a, b Group) int {
+		return cmp.Or(cmp.Compare(a.Path(), b.Path()), cmp.Compare(a.Offering, b.Offering))
+	})
 	res.Changes.Sort()
 	return res, nil
 }
@@ -220,13 +226,16 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		}
 		res.Tenants = append(res.Tenants, j.tenants...)
 		for _, g := range j.groups {
-			if have, ok := groups[g.Path()]; ok {
+			// Per offering: offerings may use different Keycloak realms, and
+			// each looks its members up in its own way.
+			key := o.Name + "\x00" + g.Path()
+			if have, ok := groups[key]; ok {
 				have.Members = append(have.Members, g.Members...)
 				have.Resources = append(have.Resources, g.Resources...)
 				continue
 			}
 			gc := g
-			groups[g.Path()] = &gc
+			groups[key] = &gc
 		}
 	}
 }
@@ -291,6 +300,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 			if !ok {
 				tn = &Tenant{
 					Offering: o.Name, Name: j.data.Name, BackendID: j.data.backendID(), Resource: j.res.UUID, ResourceName: j.res.Name,
+					Limits: j.data.Resource.Limits,
 					Orders: j.orders, Dir: path.Join(o.DirName(), obj.Target, j.data.Name),
 				}
 				byTarget[obj.Target] = tn

@@ -306,3 +306,22 @@ func TestSiteTemplates(t *testing.T) {
 		})
 	}
 }
+
+// TestExecutingTerminateRemovesTenant checks that a resource still OK in Waldur
+// but with an executing Terminate order is no longer rendered, and is recorded
+// as a termination.
+func TestExecutingTerminateRemovesTenant(t *testing.T) {
+	cfg := mustConfig(t, "namespace", "", "")
+	keep, drop := resource(1, "keep", limits("cpu", 1)), resource(2, "drop", limits("cpu", 1))
+	term := waldur.Order{UUID: "0d000000000040008000000000000009", Type: waldur.OrderTerminate, State: waldur.OrderExecuting, MarketplaceResourceUUID: drop.UUID}
+	res := mustRender(t, cfg, state([]waldur.Resource{keep, drop}, []waldur.Order{term}))
+	if len(res.Tenants) != 1 || res.Tenants[0].Resource != keep.UUID {
+		t.Fatalf("rendered %d tenants, want only keep", len(res.Tenants))
+	}
+	if got := res.Terminations[drop.UUID]; len(got) != 1 || got[0] != term.UUID {
+		t.Errorf("Terminations[drop] = %v", got)
+	}
+	if lim := res.Tenants[0].Limits["cpu"]; lim != 1 {
+		t.Errorf("tenant limits = %v", res.Tenants[0].Limits)
+	}
+}

@@ -19,6 +19,10 @@ const (
 	KindTeam              = "team"
 	KindOfferingUsersList = "offering_users.list"
 	KindVersion           = "version"
+	KindUsagesList        = "usages.list"
+	KindUsageSet          = "usages.set"
+	KindOfferingGet       = "offerings.get"
+	KindUserMe            = "users.me"
 )
 
 // CallStats counts the API traffic of a client, for the run report.

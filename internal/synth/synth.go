@@ -95,7 +95,7 @@ func Snapshot(opts Options) *waldur.Snapshot {
 	return &waldur.Snapshot{
 		Format:      waldur.SnapshotFormat,
 		ToolVersion: "synth",
-		TakenAt:     Base.AddDate(2, 0, 0),
+		TakenAt:     Base.AddDate(2, 1, 0),
 		State:       *Generate(opts),
 	}
 }
@@ -204,6 +204,7 @@ type generator struct {
 	support []*user
 	seen    map[waldur.UUID]bool // users already listed as offering users
 	clock   time.Time
+	step    int // mean minutes between two resources
 	serial  int // resource serial, for unique slugs
 }
 
@@ -213,6 +214,7 @@ func generateOffering(opts Options, o Offering) waldur.OfferingState {
 		o:     o,
 		seen:  map[waldur.UUID]bool{},
 		clock: Base,
+		step:  max(1, 2*365*24*60/(o.Tenants+1)),
 	}
 	g.st = waldur.OfferingState{
 		Name:          o.Name,
@@ -238,9 +240,10 @@ func (g *generator) newUser() *user {
 	return newUser(g.r, g.users)
 }
 
-// tick advances the clock by a few minutes to a few hours.
+// tick advances the clock by a random step that spreads the offering's
+// resources over about two years after Base.
 func (g *generator) tick() time.Time {
-	g.clock = g.clock.Add(time.Duration(between(g.r, 5, 600)) * time.Minute)
+	g.clock = g.clock.Add(time.Duration(between(g.r, 1, 2*g.step-1)) * time.Minute)
 	return g.clock
 }
 
@@ -437,7 +440,7 @@ func (g *generator) addResource(cust, proj scope, state, orderType, orderState s
 	case waldur.OrderCreate:
 		ord.Limits = res.Limits
 	case waldur.OrderUpdate:
-		ord.Created = res.Created.AddDate(0, 0, between(r, 1, 300))
+		ord.Created = res.Created.Add(time.Duration(between(r, 1, 30*24)) * time.Hour)
 		ord.Limits = g.limits()
 	}
 	g.st.Orders = append(g.st.Orders, ord)

@@ -52,6 +52,9 @@ func loadContract() (*contract, error) {
 	if err := doc.Validate(loader.Context, openapi3.DisableExamplesValidation()); err != nil {
 		return nil, fmt.Errorf("validate openapi subset: %w", err)
 	}
+	if err := widenUsageAmount(doc); err != nil {
+		return nil, err
+	}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("route openapi subset: %w", err)
@@ -63,6 +66,19 @@ func loadContract() (*contract, error) {
 			openapi3.WithStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(uuidPattern.String())),
 		},
 	}, nil
+}
+
+// widenUsageAmount declares ComponentUsage.usage a number. The schema says
+// integer, but the column behind it is decimal(20,2) and real servers answer
+// fractional amounts (waldur-api.md §6.3); a fake held to the letter could not
+// return what set_usage stored.
+func widenUsageAmount(doc *openapi3.T) error {
+	cu := doc.Components.Schemas["ComponentUsage"]
+	if cu == nil || cu.Value == nil || cu.Value.Properties["usage"] == nil || cu.Value.Properties["usage"].Value == nil {
+		return errors.New("openapi subset: ComponentUsage.usage not found")
+	}
+	cu.Value.Properties["usage"].Value.Type = &openapi3.Types{openapi3.TypeNumber}
+	return nil
 }
 
 // operation is a request matched to the contract.

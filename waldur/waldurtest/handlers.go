@@ -31,6 +31,8 @@ var handlers = map[string]handler{
 	"marketplace_orders_set_backend_id":             (*Server).setOrderBackendID,
 	"marketplace_offering_users_list":               (*Server).listOfferingUsers,
 	"version_retrieve":                              (*Server).version,
+	"marketplace_component_usages_list":             (*Server).listUsages,
+	"marketplace_component_usages_set_usage":        (*Server).setUsage,
 }
 
 // handle authenticates the request and dispatches it by operationId.

@@ -25,6 +25,7 @@ const (
 	uuidSingle                   // one UUID
 	choices                      // repeated key, values from the parameter's enum
 	boolean                      // true/false
+	exact                        // one value, compared as a string
 )
 
 // filter maps a query parameter onto a wire key.
@@ -118,6 +119,8 @@ func (f filter) compile(values []string, op *operation) (func(object) bool, stri
 			}
 		}
 		return func(o object) bool { return slices.Contains(values, fmt.Sprint(o[f.key])) }, ""
+	case exact:
+		return func(o object) bool { return fmt.Sprint(o[f.key]) == values[0] }, ""
 	case boolean:
 		want, err := strconv.ParseBool(values[0])
 		if err != nil {

@@ -1,13 +1,19 @@
 // Package waldurtest is an in-memory fake of the Waldur REST API for tests: the
-// provider-resource, order, team, offering-user and version endpoints a service
-// provider uses, with Waldur's token authentication, DRF-style paging, filters,
-// field selection and the provider side of the order state machine.
+// provider-resource, order, team, offering-user, component-usage and version
+// endpoints a service provider uses, with Waldur's token authentication,
+// DRF-style paging, filters, field selection, the provider side of the order
+// state machine and set_usage's rules (one record per resource, component and
+// billing month; only for resources in OK, Updating or Terminating).
 //
 // Every request the fake receives and every response it sends is validated
 // against the embedded Waldur 8.0.5 OpenAPI subset (kin-openapi); a violation
 // fails the test (t.Errorf) unless WithViolationHandler or LogViolations says
 // otherwise. Paths outside the subset are reported as violations too, unless
-// allowed with AllowPath.
+// allowed with AllowPath; two such real endpoints (users/me and the provider
+// offering, see extensions.go) are served on allowed paths, unvalidated. One
+// deliberate deviation from the subset:
+// ComponentUsage.usage is checked as a number, not an integer, because Waldur
+// stores and returns fractional amounts there.
 //
 // Typical use:
 //
@@ -91,8 +97,9 @@ func LogViolations() Option {
 }
 
 // AllowPath lets requests to paths outside the subset that start with prefix
-// (below the API root, e.g. "/api/users/me/") pass without a violation; the fake
-// still answers them with 404.
+// (below the API root, e.g. "/api/users/me/") pass without a violation. The fake
+// serves the few such endpoints it knows (see extensions.go) and answers the
+// others with 404; faults apply to them as to any other path.
 func AllowPath(prefix string) Option {
 	return func(s *Server) { s.allowed = append(s.allowed, prefix) }
 }
@@ -161,6 +168,13 @@ func (s *Server) InjectFault(f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults drops every queued fault.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
 }
 
 // FailNext answers the next n requests with status (a JSON detail body for 4xx,
@@ -281,6 +295,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		if !s.isAllowed(rel) {
 			s.violation(r, "route", err)
+		} else if f := s.takeFault(rel); f != nil {
+			s.writeFault(w, f)
+			return
+		} else if resp := s.serveExtension(r); resp != nil {
+			s.write(w, resp)
+			return
 		}
 		s.write(w, detail(http.StatusNotFound, "Not found."))
 		return

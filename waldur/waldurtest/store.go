@@ -56,15 +56,22 @@ func uuidKey(v any) string {
 
 // store is the fake's state.
 type store struct {
-	fail                      func(format string, args ...any)
-	base                      string
-	resources, orders, oUsers *collection
-	teams                     map[string][]object
-	seq                       int
+	fail                              func(format string, args ...any)
+	base                              string
+	resources, orders, oUsers, usages *collection
+	teams                             map[string][]object
+	offerings                         map[string]waldur.ProviderOffering
+	components                        map[string][]waldur.OfferingComponent
+	user                              waldur.User
+	seq                               int
 }
 
 func newStore(base string, fail func(format string, args ...any)) *store {
-	return &store{fail: fail, base: base, resources: newCollection(), orders: newCollection(), oUsers: newCollection(), teams: map[string][]object{}}
+	return &store{
+		fail: fail, base: base,
+		resources: newCollection(), orders: newCollection(), oUsers: newCollection(), usages: newCollection(),
+		teams: map[string][]object{}, offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
+	}
 }
 
 // baseTime is the creation time of seeded objects that set none: one second
@@ -111,6 +118,7 @@ const (
 	tagOrder
 	tagUser
 	tagOfferingUser
+	tagUsage
 )
 
 // id returns the canonical form of u, or a generated uuid when u is empty.

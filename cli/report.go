@@ -1,0 +1,146 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/usage"
+)
+
+// reportFlags are the flags of the report command.
+type reportFlags struct {
+	kubeconfig string
+	dryRun     bool
+	output     string
+}
+
+// openUsageCluster opens the cluster measured usage is read from; tests
+// replace it.
+var openUsageCluster = func(s kube.Source) (usage.Cluster, error) { return kube.Open(s) }
+
+// reportNow is the report's clock; tests replace it.
+var reportNow = time.Now
+
+func init() { register((*app).reportCommand) }
+
+func (a *app) reportCommand() *cobra.Command {
+	var f reportFlags
+	cmd := &cobra.Command{
+		Use:   "report --config C [--kubeconfig K] [--dry-run]",
+		Short: "Report component usage to Waldur (set_usage)",
+		Long: `Report posts the month-to-date usage of every resource in state OK, Updating
+or Terminating, dated the first instant of the billing month in the config's
+time zone:
+
+  - components with accounting_type limit: the allocation in effect (the limit
+    the renderer puts into the quota); a lower value than the month's is never
+    reported;
+  - components with accounting_type usage and measured_from: unit-hours of that
+    ResourceQuota status.used key in the tenant's namespaces (core-hours,
+    GiB-hours, count-hours), accumulated between reports. The running total and
+    the last sample are kept in Waldur's usage record, so nothing is stored
+    locally. The cluster is --kubeconfig, else backend_settings.kubeconfig_path
+    and kubeconfig_context, else client-go's default rules.
+
+Values that did not change are not posted. Run it periodically (every 15 to 60
+minutes): the last sample is assumed to hold until the next report. With
+--dry-run nothing is posted and the exit code is 1 when something would be.
+See docs/orders.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runReport(cmd.Context(), f) },
+	}
+	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "read measured usage from this cluster for every offering, instead of the config's kubeconfig keys")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute and show the reports, post nothing (exit 1 if anything would be posted)")
+	cmd.Flags().StringVar(&f.output, "output", "text", "output format: text (summary) or json (the run report)")
+	return cmd
+}
+
+func (a *app) runReport(ctx context.Context, f reportFlags) error {
+	if f.output != "text" && f.output != "json" {
+		return withCode(ExitUsage, fmt.Errorf("--output must be text or json, got %q", f.output))
+	}
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	loc, err := time.LoadLocation(cfg.Timezone)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("timezone: %w", err))
+	}
+	rp := &usage.Reporter{Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
+	for i := range cfg.Offerings {
+		o := &cfg.Offerings[i]
+		c, err := newWaldurClient(o, a.log)
+		if err != nil {
+			return withCode(ExitUsage, err)
+		}
+		uo := &usage.Offering{Config: o, Waldur: c}
+		if hasMeasured(o) {
+			src := kube.Source{Path: f.kubeconfig}
+			if src.Path == "" {
+				cs := o.Settings.Common()
+				src = kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext}
+			}
+			cl, err := openUsageCluster(src)
+			switch {
+			case err != nil && src.Path == "":
+				// Nothing names a cluster and client-go finds none: report
+				// the allocations only.
+				a.log.Warn("measured components are not reported: no kubeconfig", "offering", o.Name, "error", err)
+			case err != nil:
+				return withCode(ExitUsage, fmt.Errorf("offering %s: measured components need a cluster: %w", o.Name, err))
+			default:
+				uo.Cluster = cl
+			}
+		}
+		rp.Offerings = append(rp.Offerings, uo)
+	}
+	rep := report.New("report", version.String(), f.dryRun, time.Now())
+	var runErr error
+	if err := rep.Record(usage.EntryStage, func() (changeset.Set, map[string]int, error) { return rp.Run(ctx) }); err != nil {
+		var re *usage.ReadError
+		var ce *usage.ClusterError
+		switch {
+		case errors.As(err, &re):
+			runErr = withCode(ExitWaldur, err)
+		case errors.As(err, &ce):
+			runErr = withCode(ExitCluster, err)
+		default:
+			runErr = withCode(ExitPartial, err)
+		}
+	}
+	changes := changeset.Set{Entries: rep.Changes}
+	if runErr == nil && f.dryRun && changes.Changed() {
+		runErr = withCode(ExitDiff, errors.New("the dry run would post usage"))
+	}
+	rep.Finish(exitCode(runErr), time.Now())
+	if f.output == "json" {
+		if err := rep.WriteJSON(a.stdout); err != nil && runErr == nil {
+			runErr = withCode(ExitRender, err)
+		}
+		return runErr
+	}
+	if err := rep.WriteSummary(a.stdout); err != nil && runErr == nil {
+		runErr = withCode(ExitRender, err)
+	}
+	return runErr
+}
+
+// hasMeasured reports whether an offering has a component measured in the cluster.
+func hasMeasured(o *config.Offering) bool {
+	for _, c := range o.BackendComponents {
+		if c.AccountingType == "usage" && c.MeasuredFrom != "" {
+			return true
+		}
+	}
+	return false
+}

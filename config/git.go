@@ -1,0 +1,214 @@
+package config
+
+import (
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Transports of a git.url, as GitTransport returns them.
+const (
+	GitHTTPS = "https"
+	GitHTTP  = "http"
+	GitSSH   = "ssh"
+	GitFile  = "file"
+)
+
+// Signing key types.
+const (
+	SigningSSH     = "ssh"
+	SigningOpenPGP = "openpgp"
+)
+
+// DefaultTokenUser is the HTTPS user name sent with a token when git.username is
+// not set. GitHub, GitLab, Gitea and Forgejo accept any user name with a token;
+// Bitbucket wants x-token-auth.
+const DefaultTokenUser = "x-access-token"
+
+// scpLike matches the scp-style ssh address user@host:path (the user optional).
+var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+:[^/\\]?`)
+
+// Transport names how the repository is reached: GitHTTPS, GitHTTP, GitSSH or
+// GitFile; "" when the URL is empty or not understood.
+func (g *Git) Transport() string {
+	u := g.URL
+	switch {
+	case u == "":
+		return ""
+	case strings.Contains(u, "://"):
+		p, err := url.Parse(u)
+		if err != nil {
+			return ""
+		}
+		switch p.Scheme {
+		case "https":
+			return GitHTTPS
+		case "http":
+			return GitHTTP
+		case "ssh":
+			return GitSSH
+		case "file":
+			return GitFile
+		}
+		return ""
+	case strings.HasPrefix(u, "/") || strings.HasPrefix(u, "."):
+		return GitFile
+	case scpLike.MatchString(u):
+		return GitSSH
+	}
+	return GitFile
+}
+
+// HTTPCredentials returns the user name and password (or token) sent to an
+// https remote, read from the configured file or environment variable. Both are
+// empty when none is configured.
+func (g *Git) HTTPCredentials() (string, Secret, error) {
+	var (
+		secret Secret
+		err    error
+	)
+	user := g.Username
+	switch {
+	case g.PasswordFile != "":
+		secret, err = readSecretFile("git.password_file", g.PasswordFile)
+	case g.PasswordEnv != "":
+		secret, err = readSecretEnv("git.password_env", g.PasswordEnv)
+	case g.TokenFile != "":
+		secret, err = readSecretFile("git.token_file", g.TokenFile)
+	case g.TokenEnv != "":
+		secret, err = readSecretEnv("git.token_env", g.TokenEnv)
+	default:
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	if user == "" {
+		user = DefaultTokenUser
+	}
+	return user, secret, nil
+}
+
+func readSecretFile(key, file string) (Secret, error) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", key, err)
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%s %s is empty", key, file)
+	}
+	return Secret(s), nil
+}
+
+func readSecretEnv(key, name string) (Secret, error) {
+	s := strings.TrimSpace(os.Getenv(name))
+	if s == "" {
+		return "", fmt.Errorf("%s: the environment variable %s is not set or empty", key, name)
+	}
+	return Secret(s), nil
+}
+
+// Retries returns how many times a push that lost a race is retried.
+func (g *Git) Retries() int {
+	if g.PushRetries == nil {
+		return 3
+	}
+	return *g.PushRetries
+}
+
+// applyDefaults resolves the git files against the config file's directory.
+func (g *Git) applyDefaults(dir string) {
+	if g.PushRetries == nil {
+		n := 3
+		g.PushRetries = &n
+	}
+	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	if g.Transport() == GitFile && !strings.Contains(g.URL, "://") && !filepath.IsAbs(g.URL) {
+		g.URL = filepath.Join(dir, g.URL)
+	}
+}
+
+// validate checks the repository address, the credentials fit its transport,
+// and the signing and retry settings.
+func (g *Git) validate(r *report) {
+	tr := g.Transport()
+	if g.URL != "" {
+		if tr == "" {
+			r.addf("git.url", nil, "%q is not a repository address: use https://…, ssh://…, user@host:path, file://… or a local path", g.URL)
+		} else if strings.Contains(g.URL, "://") {
+			if u, err := url.Parse(g.URL); err == nil && u.User != nil {
+				if _, has := u.User.Password(); has {
+					// The value is not repeated: it holds a credential.
+					r.addf("git.url", nil, "must not contain a password: put it in git.password_file, git.password_env, git.token_file or git.token_env")
+				}
+			}
+		}
+	}
+	var secrets []string
+	for _, k := range []struct{ key, v string }{
+		{"password_file", g.PasswordFile}, {"password_env", g.PasswordEnv},
+		{"token_file", g.TokenFile}, {"token_env", g.TokenEnv},
+	} {
+		if k.v != "" {
+			secrets = append(secrets, k.key)
+		}
+	}
+	if len(secrets) > 1 {
+		r.addf("git."+secrets[1], nil, "set only one of password_file, password_env, token_file and token_env (also set: %s)", secrets[0])
+	}
+	if (g.PasswordFile != "" || g.PasswordEnv != "") && g.Username == "" {
+		r.addf("git.username", nil, "required with a password")
+	}
+	for _, k := range []struct{ key, v string }{{"password_env", g.PasswordEnv}, {"token_env", g.TokenEnv}} {
+		if k.v != "" && !envName.MatchString(k.v) {
+			r.addf("git."+k.key, nil, "%q is not an environment variable name", k.v)
+		}
+	}
+	httpKeys := g.Username != "" || len(secrets) > 0
+	sshKeys := g.SSHKeyFile != "" || g.KnownHostsFile != ""
+	switch tr {
+	case GitHTTPS, GitHTTP:
+		if sshKeys {
+			r.addf("git.ssh_key_file", nil, "ssh_key_file and known_hosts_file are only used with ssh URLs; git.url is %s", tr)
+		}
+	case GitSSH:
+		if httpKeys {
+			r.addf("git.username", nil, "username, password and token keys are only used with https URLs; git.url is ssh (the user goes in the URL)")
+		}
+		if g.SSHKeyFile == "" {
+			r.addf("git.ssh_key_file", nil, "required with an ssh URL")
+		}
+		if g.KnownHostsFile == "" {
+			r.addf("git.known_hosts_file", nil, "required with an ssh URL: the server's host key is always checked")
+		}
+	case GitFile:
+		if httpKeys || sshKeys {
+			r.addf("git.url", nil, "a local repository takes no credentials")
+		}
+	}
+	switch {
+	case g.SigningKeyFile != "" && g.SigningKeyType == "":
+		r.addf("git.signing_key_type", nil, "required with signing_key_file: ssh or openpgp")
+	case g.SigningKeyFile == "" && g.SigningKeyType != "":
+		r.addf("git.signing_key_file", nil, "required with signing_key_type")
+	case g.SigningKeyType != "" && !slices.Contains([]string{SigningSSH, SigningOpenPGP}, g.SigningKeyType):
+		r.addf("git.signing_key_type", nil, "must be ssh or openpgp, got %q", g.SigningKeyType)
+	}
+	if n := *g.PushRetries; n < 0 || n > 20 {
+		r.addf("git.push_retries", nil, "must be between 0 and 20, got %d", n)
+	}
+	if g.FluxShards < 0 || g.FluxShards > 1000 {
+		r.addf("git.flux_shards", nil, "must be between 0 and 1000, got %d", g.FluxShards)
+	}
+}
+
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

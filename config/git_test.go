@@ -1,0 +1,120 @@
+package config_test
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/config"
+)
+
+// The git keys that fit the URL's transport are accepted, resolved and read.
+func TestGitKeys(t *testing.T) {
+	tests := []struct {
+		name, git, transport string
+	}{
+		{"https with a token file", "{url: 'https://git.example.org/t.git', token_file: tok}", config.GitHTTPS},
+		{"http with a password", "{url: 'http://127.0.0.1:8080/t.git', username: bot, password_env: GIT_PW}", config.GitHTTP},
+		{"ssh URL", "{url: 'ssh://git@git.example.org:2222/t.git', ssh_key_file: id, known_hosts_file: kh}", config.GitSSH},
+		{"scp-style address", "{url: 'git@github.com:org/tenants.git', ssh_key_file: id, known_hosts_file: kh}", config.GitSSH},
+		{"local path", "{url: ../repos/t.git}", config.GitFile},
+		{"file URL", "{url: 'file:///srv/git/t.git'}", config.GitFile},
+		{"signing and retries", "{url: /srv/t.git, signing_key_file: key, signing_key_type: ssh, push_retries: 0, flux_shards: 16}", config.GitFile},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeConfig(t, "git: "+tc.git+"\n"+oneOffering("namespace", "", ""))
+			l := mustLoad(t, path)
+			if got := l.Git.Transport(); got != tc.transport {
+				t.Errorf("transport %q, want %q", got, tc.transport)
+			}
+			dir := filepath.Dir(path)
+			for _, f := range []string{l.Git.TokenFile, l.Git.SSHKeyFile, l.Git.KnownHostsFile, l.Git.SigningKeyFile} {
+				if f != "" && filepath.Dir(f) != dir {
+					t.Errorf("%s is not resolved against the config's directory", f)
+				}
+			}
+			if l.Git.Transport() == config.GitFile && !strings.Contains(l.Git.URL, "://") && !filepath.IsAbs(l.Git.URL) {
+				t.Errorf("local path %s is not absolute", l.Git.URL)
+			}
+		})
+	}
+	l := mustParse(t, oneOffering("namespace", "", ""))
+	if *l.Git.PushRetries != 3 || l.Git.Retries() != 3 || l.Git.FluxShards != 0 {
+		t.Errorf("defaults: push_retries %d, flux_shards %d", *l.Git.PushRetries, l.Git.FluxShards)
+	}
+}
+
+func TestGitProblems(t *testing.T) {
+	tests := []struct {
+		name, git, path, message string
+	}{
+		{"password in the URL", "{url: 'https://bot:hunter2@git.example.org/t.git'}", "git.url", "must not contain a password"},
+		{"git protocol", "{url: 'git://git.example.org/t.git'}", "git.url", "is not a repository address"},
+		{"two secrets", "{url: 'https://h/t.git', token_file: a, password_file: b, username: u}", "git.token_file", "set only one of"},
+		{"password without user", "{url: 'https://h/t.git', password_file: a}", "git.username", "required with a password"},
+		{"bad env name", "{url: 'https://h/t.git', token_env: 'GIT TOKEN'}", "git.token_env", "not an environment variable name"},
+		{"ssh key with https", "{url: 'https://h/t.git', ssh_key_file: id}", "git.ssh_key_file", "only used with ssh URLs"},
+		{"token with ssh", "{url: 'git@h:o/t.git', token_env: T, ssh_key_file: id, known_hosts_file: kh}", "git.username", "only used with https URLs"},
+		{"ssh without key", "{url: 'ssh://git@h/t.git', known_hosts_file: kh}", "git.ssh_key_file", "required with an ssh URL"},
+		{"ssh without known_hosts", "{url: 'ssh://git@h/t.git', ssh_key_file: id}", "git.known_hosts_file", "host key is always checked"},
+		{"credentials for a local path", "{url: /srv/t.git, token_env: T}", "git.url", "takes no credentials"},
+		{"signing key without type", "{signing_key_file: k}", "git.signing_key_type", "required with signing_key_file"},
+		{"signing type without key", "{signing_key_type: ssh}", "git.signing_key_file", "required with signing_key_type"},
+		{"unknown signing type", "{signing_key_file: k, signing_key_type: x509}", "git.signing_key_type", "must be ssh or openpgp"},
+		{"negative retries", "{push_retries: -1}", "git.push_retries", "between 0 and 20"},
+		{"too many shards", "{flux_shards: 5000}", "git.flux_shards", "between 0 and 1000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ve, problems := mustFail(t, "git: "+tc.git+"\n"+oneOffering("namespace", "", ""))
+			p := findProblem(t, problems, tc.path)
+			if !strings.Contains(p.Message, tc.message) {
+				t.Errorf("%s: %q, want %q", tc.path, p.Message, tc.message)
+			}
+			if strings.Contains(ve.Error(), "hunter2") {
+				t.Errorf("the error shows the password: %v", ve)
+			}
+		})
+	}
+}
+
+// Credentials come from the file or the environment variable, never printed.
+func TestGitCredentials(t *testing.T) {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "tok"), "  s3cret-token-77\n")
+	writeFile(t, filepath.Join(dir, "empty"), "\n")
+	t.Setenv("GIT_PW_TEST", "s3cret-pw-88")
+	tests := []struct {
+		name     string
+		g        config.Git
+		user     string
+		secret   string
+		errorHas string
+	}{
+		{"none", config.Git{}, "", "", ""},
+		{"token file, default user", config.Git{TokenFile: filepath.Join(dir, "tok")}, config.DefaultTokenUser, "s3cret-token-77", ""},
+		{"token env with user", config.Git{TokenEnv: "GIT_PW_TEST", Username: "oauth2"}, "oauth2", "s3cret-pw-88", ""},
+		{"password env", config.Git{PasswordEnv: "GIT_PW_TEST", Username: "bot"}, "bot", "s3cret-pw-88", ""},
+		{"empty file", config.Git{TokenFile: filepath.Join(dir, "empty")}, "", "", "is empty"},
+		{"missing file", config.Git{PasswordFile: filepath.Join(dir, "nope"), Username: "bot"}, "", "", "read git.password_file"},
+		{"unset env", config.Git{TokenEnv: "GIT_PW_UNSET_TEST"}, "", "", "GIT_PW_UNSET_TEST is not set"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			user, secret, err := tc.g.HTTPCredentials()
+			if tc.errorHas != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.errorHas) {
+					t.Fatalf("err %v, want %q", err, tc.errorHas)
+				}
+				return
+			}
+			if err != nil || user != tc.user || secret.Reveal() != tc.secret {
+				t.Errorf("got %q %q %v", user, secret.Reveal(), err)
+			}
+			if tc.secret != "" && strings.Contains(secret.String(), tc.secret) {
+				t.Error("the secret prints")
+			}
+		})
+	}
+}

@@ -1,0 +1,315 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Defaults of the Keycloak connection settings.
+const (
+	DefaultKeycloakRequestsPerSecond = 100
+	DefaultKeycloakConcurrency       = 4
+	DefaultKeycloakPageSize          = 100
+	DefaultKeycloakTimeoutSeconds    = 30
+	DefaultKeycloakMaxRetries        = 5
+)
+
+// Group-name presets.
+const (
+	// GroupPresetSiteAgent names groups as the Python site agent does.
+	GroupPresetSiteAgent = "site-agent"
+	// GroupPresetMastermind names Rancher groups as Waldur Mastermind's own
+	// Rancher integration does.
+	GroupPresetMastermind = "mastermind"
+)
+
+// GroupPresets lists the group-name presets.
+var GroupPresets = []string{GroupPresetSiteAgent, GroupPresetMastermind}
+
+// The patterns of each preset.
+var groupPresetPatterns = map[string]KeycloakGroupSettings{
+	GroupPresetSiteAgent:  {Namespace: "ns_{slug}_{role}", Parent: "c_{cluster_id_short}", Child: "project_{project_slug}_{role}"},
+	GroupPresetMastermind: {Namespace: "ns_{slug}_{role}", Parent: "c_{cluster_uuid}", Child: "p_{project_uuid}_{role}"},
+}
+
+// KeycloakGroupSettings name the Keycloak groups of an offering and say what may
+// be done to groups that exist already.
+type KeycloakGroupSettings struct {
+	// Preset fills the patterns that are not set: site-agent (default) or mastermind.
+	Preset string `yaml:"preset"`
+	// Namespace names the three role groups of a k8s-ut-namespace or namespace
+	// tenant (default ns_{slug}_{role}).
+	Namespace string `yaml:"namespace"`
+	// Parent names the cluster-level parent group of a rancher offering
+	// (default c_{cluster_id_short}).
+	Parent string `yaml:"parent"`
+	// Child names the group under Parent that a rancher project's role binding
+	// refers to (default project_{project_slug}_{role}).
+	Child string `yaml:"child"`
+	// ClusterUUID is the Waldur Mastermind cluster UUID, {cluster_uuid} in the
+	// patterns, in its 32-hex form once loaded.
+	ClusterUUID string `yaml:"cluster_uuid"`
+	// AdoptExisting takes over a group that exists with a desired name but without
+	// the waldur-gitops marker: it gets the marker, and its members are then
+	// reconciled like those of a group waldur-gitops created.
+	AdoptExisting bool `yaml:"adopt_existing"`
+}
+
+// GroupVars are the variables a group-name pattern can use, with what they hold.
+var GroupVars = map[string]string{
+	"slug":             "the resource slug",
+	"resource_uuid":    "the resource UUID (32 hex digits)",
+	"namespace":        "the tenant's namespace name",
+	"role":             "the namespace role (admin, readwrite, readonly), or the rancher default_role",
+	"project_slug":     "the Waldur project slug",
+	"project_uuid":     "the Waldur project UUID (32 hex digits)",
+	"customer_slug":    "the Waldur organisation slug",
+	"customer_uuid":    "the Waldur organisation UUID (32 hex digits)",
+	"offering_uuid":    "the offering UUID (32 hex digits)",
+	"cluster_id":       "the rancher cluster_id",
+	"cluster_id_short": "the rancher cluster_id without ':' and '-', cut to 8 characters",
+	"cluster_uuid":     "keycloak_groups.cluster_uuid",
+}
+
+// rancherOnlyVars are the variables only rancher offerings have.
+var rancherOnlyVars = []string{"cluster_id", "cluster_id_short", "cluster_uuid"}
+
+// MaxGroupName is the longest group name Keycloak stores.
+const MaxGroupName = 255
+
+// GroupPattern is a group-name pattern: literal text with {variable} references.
+type GroupPattern string
+
+// Vars returns the variables the pattern refers to, in order, or why the pattern
+// is not valid.
+func (p GroupPattern) Vars() ([]string, error) {
+	var vars []string
+	s := string(p)
+	if s == "" {
+		return nil, fmt.Errorf("must not be empty")
+	}
+	for s != "" {
+		open := strings.IndexAny(s, "{}")
+		if open < 0 {
+			return vars, checkLiteral(s)
+		}
+		if err := checkLiteral(s[:open]); err != nil {
+			return nil, err
+		}
+		if s[open] == '}' {
+			return nil, fmt.Errorf("%q has a '}' without a '{'", string(p))
+		}
+		end := strings.IndexByte(s[open:], '}')
+		if end < 0 {
+			return nil, fmt.Errorf("%q has a '{' without a '}'", string(p))
+		}
+		name := s[open+1 : open+end]
+		if _, ok := GroupVars[name]; !ok {
+			return nil, fmt.Errorf("%q refers to {%s}, which is not one of %s", string(p), name, groupVarList())
+		}
+		vars = append(vars, name)
+		s = s[open+end+1:]
+	}
+	return vars, nil
+}
+
+// checkLiteral rejects characters a group name must not have: '/' separates
+// the parts of a Keycloak group path, and space or control characters make
+// names that cannot be told apart in logs and claims.
+func checkLiteral(s string) error {
+	for _, r := range s {
+		switch {
+		case r == '/':
+			return fmt.Errorf("must not contain '/': Keycloak separates group paths with it")
+		case r == '{' || r == '}':
+			return fmt.Errorf("unbalanced braces")
+		case unicode.IsSpace(r) || unicode.IsControl(r):
+			return fmt.Errorf("must not contain white space or control characters")
+		}
+	}
+	return nil
+}
+
+// Expand fills the pattern's variables from vars. A variable that is unset or
+// empty, or a value with '/', is an error: the group cannot be named.
+func (p GroupPattern) Expand(vars map[string]string) (string, error) {
+	names, err := p.Vars()
+	if err != nil {
+		return "", fmt.Errorf("group name pattern %s", err)
+	}
+	out := string(p)
+	for _, name := range names {
+		v := vars[name]
+		switch {
+		case v == "":
+			return "", fmt.Errorf("group name pattern %q: {%s} is empty for this resource", string(p), name)
+		case strings.ContainsAny(v, "/"):
+			return "", fmt.Errorf("group name pattern %q: {%s} is %q, which contains '/'", string(p), name, v)
+		}
+		out = strings.Replace(out, "{"+name+"}", v, 1)
+	}
+	if len(out) > MaxGroupName {
+		return "", fmt.Errorf("group name %q is longer than %d characters", out, MaxGroupName)
+	}
+	return out, nil
+}
+
+func groupVarList() string {
+	var names []string
+	for k := range GroupVars {
+		names = append(names, "{"+k+"}")
+	}
+	slices.Sort(names)
+	return strings.Join(names, ", ")
+}
+
+// KeycloakTarget is the Keycloak realm an offering's groups live in; offerings
+// with the same target are reconciled together.
+func (c *CommonSettings) KeycloakTarget() string {
+	return strings.TrimRight(c.Keycloak.URL, "/") + " realm " + c.Keycloak.Realm
+}
+
+// UseUserID reports whether Keycloak users are looked up by id first.
+func (c *CommonSettings) UseUserID() bool { return c.KeycloakUseUserID == nil || *c.KeycloakUseUserID }
+
+// VerifiesSSL reports whether Keycloak's certificate is checked.
+func (k *KeycloakSettings) VerifiesSSL() bool { return k.SSLVerify == nil || *k.SSLVerify }
+
+func (k *KeycloakSettings) applyDefaults() {
+	if k.URL != "" && !strings.HasSuffix(k.URL, "/") {
+		k.URL += "/"
+	}
+	if k.Realm == "" {
+		k.Realm = "waldur"
+	}
+	if k.UserRealm == "" {
+		k.UserRealm = "master"
+	}
+	if k.ClientID == "" {
+		k.ClientID = "admin-cli"
+	}
+	setDefault(&k.RequestsPerSecond, DefaultKeycloakRequestsPerSecond)
+	setDefault(&k.Concurrency, DefaultKeycloakConcurrency)
+	setDefault(&k.PageSize, DefaultKeycloakPageSize)
+	setDefault(&k.TimeoutSeconds, DefaultKeycloakTimeoutSeconds)
+	setDefault(&k.MaxRetries, DefaultKeycloakMaxRetries)
+}
+
+func setDefault[T int | float64](p **T, v T) {
+	if *p == nil {
+		*p = &v
+	}
+}
+
+// validateKeycloak defaults and checks the keycloak and keycloak_groups keys of
+// backend_settings at sp.
+func (c *CommonSettings) validateKeycloak(sp, backend string, r *report) {
+	k := &c.Keycloak
+	k.applyDefaults()
+	kp := sp + ".keycloak"
+	if c.KeycloakEnabled && k.URL == "" {
+		r.addf(kp+".keycloak_url", nil, "required when keycloak_enabled is true")
+	}
+	if v := *k.RequestsPerSecond; v < 0 {
+		r.addf(kp+".requests_per_second", nil, "must not be negative (0 turns the limit off), got %v", v)
+	}
+	if v := *k.Concurrency; v < 1 || v > 64 {
+		r.addf(kp+".concurrency", nil, "must be between 1 and 64, got %d", v)
+	}
+	if v := *k.PageSize; v < 1 || v > 1000 {
+		r.addf(kp+".page_size", nil, "must be between 1 and 1000, got %d", v)
+	}
+	if v := *k.TimeoutSeconds; v < 1 || v > 600 {
+		r.addf(kp+".timeout_seconds", nil, "must be between 1 and 600, got %d", v)
+	}
+	if v := *k.MaxRetries; v < 0 || v > 20 {
+		r.addf(kp+".max_retries", nil, "must be between 0 and 20, got %d", v)
+	}
+	if k.Password != "" && k.Username == "" {
+		r.addf(kp+".keycloak_password", nil, "set keycloak_username too: a password alone cannot log in")
+	}
+
+	g := &c.KeycloakGroups
+	gp := sp + ".keycloak_groups"
+	if g.Preset == "" {
+		g.Preset = GroupPresetSiteAgent
+	}
+	preset, ok := groupPresetPatterns[g.Preset]
+	if !ok {
+		r.addf(gp+".preset", nil, "must be one of %s, got %q", strings.Join(GroupPresets, ", "), g.Preset)
+		preset = groupPresetPatterns[GroupPresetSiteAgent]
+	}
+	rancher := backend == BackendRancher
+	// Keys set for a backend type that has no such groups are mistakes.
+	for _, f := range []struct {
+		key, value string
+		applies    bool
+	}{
+		{"namespace", g.Namespace, backend == BackendK8sUTNamespace || backend == BackendNamespace},
+		{"parent", g.Parent, rancher},
+		{"child", g.Child, rancher},
+		{"cluster_uuid", g.ClusterUUID, rancher},
+	} {
+		if f.value != "" && !f.applies {
+			r.addf(gp+"."+f.key, nil, "has no effect for backend type %s", backend)
+		}
+	}
+	if g.ClusterUUID != "" {
+		if u, err := waldur.ParseUUID(g.ClusterUUID); err != nil {
+			r.addf(gp+".cluster_uuid", nil, "%v", err)
+		} else {
+			g.ClusterUUID = string(u)
+		}
+	}
+	if g.Namespace == "" {
+		g.Namespace = preset.Namespace
+	}
+	if g.Parent == "" {
+		g.Parent = preset.Parent
+	}
+	if g.Child == "" {
+		g.Child = preset.Child
+	}
+	identifying := map[string][]string{
+		"namespace": {"slug", "resource_uuid", "namespace"},
+		"child":     {"project_slug", "project_uuid", "slug", "resource_uuid", "namespace"},
+	}
+	for _, f := range []struct {
+		key     string
+		pattern string
+		check   bool
+	}{
+		{"namespace", g.Namespace, !rancher},
+		{"parent", g.Parent, rancher},
+		{"child", g.Child, rancher},
+	} {
+		if !f.check {
+			continue
+		}
+		vars, err := GroupPattern(f.pattern).Vars()
+		if err != nil {
+			r.addf(gp+"."+f.key, nil, "%v", err)
+			continue
+		}
+		if !rancher {
+			for _, v := range vars {
+				if slices.Contains(rancherOnlyVars, v) {
+					r.addf(gp+"."+f.key, nil, "{%s} is only known for backend type rancher", v)
+				}
+			}
+		}
+		if f.key == "namespace" && !slices.Contains(vars, "role") {
+			r.addf(gp+"."+f.key, nil, "%q must contain {role}: each namespace role needs its own group", f.pattern)
+		}
+		if ids := identifying[f.key]; ids != nil && !slices.ContainsFunc(vars, func(v string) bool { return slices.Contains(ids, v) }) {
+			r.addf(gp+"."+f.key, nil, "%q must contain one of {%s}: otherwise unrelated tenants share the group", f.pattern, strings.Join(ids, "}, {"))
+		}
+		if slices.Contains(vars, "cluster_uuid") && g.ClusterUUID == "" {
+			r.addf(gp+".cluster_uuid", nil, "required: the %s pattern %q uses {cluster_uuid}", f.key, f.pattern)
+		}
+	}
+}

@@ -1,0 +1,35 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/config"
+)
+
+func TestOrderAndUsageKeys(t *testing.T) {
+	l := mustParse(t, oneOffering("namespace", "", ""))
+	o := l.Offerings[0]
+	if !o.AutoApproves() || o.OrderDoneOn != config.DoneOnCommit || o.DoneTimeoutSeconds() != 300 {
+		t.Errorf("defaults: auto %v done_on %q timeout %d", o.AutoApproves(), o.OrderDoneOn, o.DoneTimeoutSeconds())
+	}
+	l = mustParse(t, oneOffering("namespace", "", "    auto_approve: false\n    order_done_on: Applied\n    order_done_timeout_seconds: 60\n"+
+		"    backend_components:\n      cpu_hours: {accounting_type: usage, measured_from: requests.nvidia.com/gpu}\n"))
+	o = l.Offerings[0]
+	if o.AutoApproves() || o.OrderDoneOn != config.DoneOnApplied || o.DoneTimeoutSeconds() != 60 || o.BackendComponents["cpu_hours"].MeasuredFrom != "requests.nvidia.com/gpu" {
+		t.Errorf("set: %+v", o)
+	}
+
+	_, problems := mustFail(t, oneOffering("namespace", "", "    order_done_on: pushed\n    order_done_timeout_seconds: 0\n"+
+		"    backend_components:\n      cpu: {accounting_type: limit, measured_from: requests.cpu}\n      gpu_hours: {accounting_type: usage, measured_from: \"not a key\"}\n"))
+	for path, want := range map[string]string{
+		"offerings[0].order_done_on":                              "must be one of commit, applied",
+		"offerings[0].order_done_timeout_seconds":                 "between 1 and 3600",
+		"offerings[0].backend_components.cpu.measured_from":       "only a component with accounting_type usage",
+		"offerings[0].backend_components.gpu_hours.measured_from": "is not a ResourceQuota key",
+	} {
+		if p := findProblem(t, problems, path); !strings.Contains(p.Message, want) {
+			t.Errorf("%s: %q, want %q", path, p.Message, want)
+		}
+	}
+}

@@ -1,0 +1,258 @@
+package diagnose_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/diagnose"
+	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+)
+
+const offering = waldur.UUID("0ff0000000004000800000000000000c")
+
+func run(t *testing.T, checks []diagnose.Check) []diagnose.Result {
+	t.Helper()
+	return diagnose.Run(context.Background(), checks, diagnose.Options{Timeout: 10 * time.Second})
+}
+
+func offeringConfig(t *testing.T, url string, components string) *config.Offering {
+	t.Helper()
+	text := "offerings:\n- name: Plain\n  waldur_api_url: " + url + "\n  waldur_offering_uuid: " + string(offering) +
+		"\n  backend_type: namespace\n  backend_components:\n" + components
+	l, err := config.Parse([]byte(text), filepath.Join(t.TempDir(), "c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &l.Offerings[0]
+}
+
+func waldurClient(t *testing.T, srv *waldurtest.Server, token string) *waldur.Client {
+	t.Helper()
+	opts := waldur.DefaultClientOptions()
+	opts.BaseURL, opts.Token, opts.RetryMax = srv.URL(), token, 0
+	c, err := waldur.NewClient(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestWaldurChecks(t *testing.T) {
+	srv := waldurtest.New(t, waldurtest.AllowPath("/api/users/me/"), waldurtest.AllowPath("/api/marketplace-provider-offerings/"))
+	srv.AddOffering(waldur.ProviderOffering{UUID: offering, Name: "Plain k8s", Type: "Marketplace.Slurm",
+		Components: []waldur.OfferingComponent{{Type: "cpu", BillingType: "limit"}}})
+	srv.SetCurrentUser(waldur.User{Username: "svc-gitops"})
+
+	o := offeringConfig(t, srv.URL(), "    cpu: {accounting_type: limit}\n    setup: {accounting_type: one}\n")
+	rs := run(t, diagnose.WaldurChecks(o, waldurClient(t, srv, srv.Token()), nil))
+	if diagnose.Failed(rs) != 0 || rs[0].Detail != "authenticated as svc-gitops" || !strings.Contains(rs[1].Detail, `"Plain k8s", state Active`) {
+		t.Errorf("healthy: %+v", rs)
+	}
+
+	rs = run(t, diagnose.WaldurChecks(o, waldurClient(t, srv, strings.Repeat("0", 40)), nil))
+	if diagnose.Failed(rs) != 2 || !strings.Contains(rs[0].Detail, "401") || !strings.Contains(rs[0].Detail, "check waldur_api_token") {
+		t.Errorf("bad token: %+v", rs)
+	}
+
+	other := offeringConfig(t, srv.URL(), "    cpu: {accounting_type: limit}\n")
+	other.WaldurOfferingUUID = "0ff0000000004000800000000000dead"
+	rs = run(t, diagnose.WaldurChecks(other, waldurClient(t, srv, srv.Token()), nil))
+	if rs[0].OK == false || rs[1].OK || !strings.Contains(rs[1].Detail, "not its provider") {
+		t.Errorf("unknown offering: %+v", rs)
+	}
+
+	gpu := offeringConfig(t, srv.URL(), "    cpu: {accounting_type: limit}\n    gpu: {accounting_type: limit}\n")
+	rs = run(t, diagnose.WaldurChecks(gpu, waldurClient(t, srv, srv.Token()), nil))
+	if rs[1].OK || !strings.Contains(rs[1].Detail, "components the offering lacks: gpu") {
+		t.Errorf("missing component: %+v", rs)
+	}
+
+	rs = run(t, diagnose.WaldurChecks(o, nil, errors.New("offering Plain: no Waldur token")))
+	if diagnose.Failed(rs) != 2 || rs[0].Detail != "offering Plain: no Waldur token" {
+		t.Errorf("no client: %+v", rs)
+	}
+}
+
+func gitConfig(t *testing.T, url, user, password string) config.Git {
+	t.Helper()
+	t.Setenv("DIAGNOSE_TEST_GIT_PASSWORD", password)
+	return config.Git{URL: url, Branch: "main", Username: user, PasswordEnv: "DIAGNOSE_TEST_GIT_PASSWORD"}
+}
+
+func gitChecks(t *testing.T, g config.Git) []diagnose.Result {
+	t.Helper()
+	remote, err := diagnose.NewGitRemote(g)
+	return run(t, diagnose.GitChecks(g, remote, err))
+}
+
+func TestGitChecks(t *testing.T) {
+	srv := gittest.NewServer(t)
+	url := srv.CreateRepo(t, "tenants.git", "main")
+
+	rs := gitChecks(t, gitConfig(t, url, srv.User(), srv.Password()))
+	if diagnose.Failed(rs) != 0 || !strings.Contains(rs[0].Detail, "branch main does not exist yet") {
+		t.Errorf("empty repository: %+v", rs)
+	}
+	head := gittest.Commit(t, srv.RepoDir("tenants.git"), "main", map[string]string{"README.md": "hi\n"}, "seed")
+	rs = gitChecks(t, gitConfig(t, url, srv.User(), srv.Password()))
+	if diagnose.Failed(rs) != 0 || rs[0].Detail != "branch main at "+head[:12] || !strings.Contains(rs[1].Detail, "push session accepted") {
+		t.Errorf("healthy: %+v", rs)
+	}
+	if srv.Pushes() != 0 {
+		t.Errorf("the write check pushed %d time(s)", srv.Pushes())
+	}
+
+	rs = gitChecks(t, gitConfig(t, url, srv.User(), "wrong-password"))
+	if diagnose.Failed(rs) != 2 || !strings.Contains(rs[0].Detail, "authentication") || strings.Contains(rs[0].Detail, "wrong-password") {
+		t.Errorf("wrong password: %+v", rs)
+	}
+
+	// A host that lets these credentials fetch but not push.
+	target, _ := urlParse(srv.URL())
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	readOnly := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.Contains(r.URL.RawQuery, "service=git-receive-pack") || strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			http.Error(w, "Permission to tenants.git denied", http.StatusForbidden)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(readOnly.Close)
+	rs = gitChecks(t, gitConfig(t, readOnly.URL+"/tenants.git", srv.User(), srv.Password()))
+	if !rs[0].OK || rs[1].OK || !strings.Contains(rs[1].Detail, "open a push session") {
+		t.Errorf("read-only credentials: %+v", rs)
+	}
+
+	// A local repository.
+	local := filepath.Join(t.TempDir(), "local.git")
+	gittest.InitBare(t, local, "main")
+	rs = gitChecks(t, config.Git{URL: local, Branch: "main"})
+	if diagnose.Failed(rs) != 0 {
+		t.Errorf("local: %+v", rs)
+	}
+	rs = gitChecks(t, config.Git{URL: filepath.Join(t.TempDir(), "missing.git"), Branch: "main"})
+	if rs[0].OK {
+		t.Errorf("missing local repository: %+v", rs)
+	}
+}
+
+func urlParse(s string) (*url.URL, error) { return url.Parse(s) }
+
+// keycloakFake answers the token endpoint of realm master and the groups of
+// realm hpc, for user admin with password pw.
+func keycloakFake(t *testing.T) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case r.URL.Path == "/auth/realms/master/protocol/openid-connect/token":
+			_ = r.ParseForm()
+			if r.Form.Get("grant_type") != "password" || r.Form.Get("username") != "admin" || r.Form.Get("password") != "pw" {
+				w.WriteHeader(http.StatusUnauthorized)
+				_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
+				return
+			}
+			_ = json.NewEncoder(w).Encode(map[string]any{"access_token": "tok-123", "expires_in": 60, "token_type": "Bearer"})
+		case r.URL.Path == "/auth/admin/realms/hpc/groups" && r.Header.Get("Authorization") == "Bearer tok-123":
+			_ = json.NewEncoder(w).Encode([]map[string]string{{"id": "g1", "name": "ns_a_admin"}})
+		case strings.HasPrefix(r.URL.Path, "/auth/admin/realms/"):
+			w.WriteHeader(http.StatusNotFound)
+			_ = json.NewEncoder(w).Encode(map[string]string{"error": "Realm not found."})
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+func TestKeycloakChecks(t *testing.T) {
+	kc := keycloakFake(t)
+	settings := func(realm, password string) config.KeycloakSettings {
+		timeout := 5
+		return config.KeycloakSettings{URL: kc.URL + "/auth/", Realm: realm, UserRealm: "master", ClientID: "admin-cli",
+			Username: "admin", Password: config.Secret(password), TimeoutSeconds: &timeout}
+	}
+	check := func(k config.KeycloakSettings) []diagnose.Result {
+		c, err := diagnose.NewKeycloak(k)
+		return run(t, diagnose.KeycloakChecks(k, c, err))
+	}
+	rs := check(settings("hpc", "pw"))
+	if diagnose.Failed(rs) != 0 || rs[0].Detail != "logged in as admin" || rs[1].Detail != "groups readable" {
+		t.Errorf("healthy: %+v", rs)
+	}
+	rs = check(settings("hpc", "nope"))
+	if diagnose.Failed(rs) != 2 || !strings.Contains(rs[0].Detail, "401") || strings.Contains(rs[0].Detail, "nope") {
+		t.Errorf("wrong password: %+v", rs)
+	}
+	rs = check(settings("missing", "pw"))
+	if !rs[0].OK || rs[1].OK || !strings.Contains(rs[1].Detail, "404") {
+		t.Errorf("missing realm: %+v", rs)
+	}
+	rs = check(config.KeycloakSettings{URL: kc.URL + "/auth/", Realm: "hpc", UserRealm: "master", ClientID: "admin-cli"})
+	if rs[0].OK || !strings.Contains(rs[0].Detail, "no credentials") {
+		t.Errorf("no credentials: %+v", rs)
+	}
+}
+
+type fakeCluster struct {
+	version string
+	listErr error
+}
+
+func (f fakeCluster) Version(context.Context) (string, error) { return f.version, nil }
+func (f fakeCluster) CanList(context.Context) error           { return f.listErr }
+
+func TestClusterCheckAndTable(t *testing.T) {
+	open := func(s kube.Source) (diagnose.ClusterAPI, error) {
+		switch s.Path {
+		case "good":
+			return fakeCluster{version: "v1.33.13"}, nil
+		case "forbidden":
+			return fakeCluster{version: "v1.33.13", listErr: errors.New(`list resourcequotas: resourcequotas is forbidden: User "x" cannot list`)}, nil
+		}
+		return nil, errors.New("load kubeconfig " + s.Path + ": no such file")
+	}
+	slow := diagnose.Check{Name: "slow", Target: "t", Run: func(ctx context.Context) (string, error) {
+		<-ctx.Done()
+		return "", ctx.Err()
+	}}
+	rs := diagnose.Run(context.Background(), []diagnose.Check{
+		diagnose.ClusterCheck(kube.Source{Path: "good"}, open),
+		diagnose.ClusterCheck(kube.Source{Path: "forbidden", Context: "prod"}, open),
+		diagnose.ClusterCheck(kube.Source{Path: "missing"}, open),
+		slow,
+	}, diagnose.Options{Timeout: 50 * time.Millisecond})
+	if !rs[0].OK || rs[0].Detail != "server v1.33.13; namespaces and resourcequotas readable" {
+		t.Errorf("good: %+v", rs[0])
+	}
+	if rs[1].OK || rs[1].Target != "forbidden (context prod)" || !strings.Contains(rs[1].Detail, "forbidden") {
+		t.Errorf("forbidden: %+v", rs[1])
+	}
+	if rs[2].OK || !strings.Contains(rs[2].Detail, "no such file") {
+		t.Errorf("missing: %+v", rs[2])
+	}
+	if rs[3].OK || !strings.Contains(rs[3].Detail, "no answer within 50ms") {
+		t.Errorf("slow: %+v", rs[3])
+	}
+	var b strings.Builder
+	if err := diagnose.WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	if !strings.HasPrefix(out, "CHECK") || !strings.Contains(out, "pass") || strings.Count(out, "FAIL") != 3 || !strings.HasSuffix(out, "4 check(s), 3 failed\n") {
+		t.Errorf("table:\n%s", out)
+	}
+}

@@ -1,0 +1,176 @@
+package diagnose
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+
+	"github.com/waldur/waldur-gitops/config"
+)
+
+// gitRemote talks to a remote with go-git's transports: the reference
+// advertisement of git-upload-pack (what a fetch or ls-remote reads) and of
+// git-receive-pack (the first step of a push; nothing is sent after it).
+type gitRemote struct {
+	ep    *transport.Endpoint
+	auth  transport.AuthMethod
+	local string // the repository directory of a local remote
+	// secret is never shown in an error.
+	secret string
+}
+
+// NewGitRemote builds the remote of the git section, with its credentials.
+func NewGitRemote(g config.Git) (GitRemote, error) {
+	ep, err := transport.NewEndpoint(g.URL)
+	if err != nil {
+		return nil, fmt.Errorf("git.url: %w", err)
+	}
+	r := &gitRemote{ep: ep}
+	switch g.Transport() {
+	case config.GitHTTPS, config.GitHTTP:
+		user, secret, err := g.HTTPCredentials()
+		if err != nil {
+			return nil, err
+		}
+		if secret != "" {
+			r.auth = &githttp.BasicAuth{Username: user, Password: secret.Reveal()}
+			r.secret = secret.Reveal()
+		}
+	case config.GitSSH:
+		user := ep.User
+		if user == "" {
+			user = "git"
+		}
+		keys, err := gitssh.NewPublicKeysFromFile(user, g.SSHKeyFile, "")
+		if err != nil {
+			return nil, fmt.Errorf("git.ssh_key_file %s: %w", g.SSHKeyFile, err)
+		}
+		db, err := gitssh.NewKnownHostsDb(g.KnownHostsFile)
+		if err != nil {
+			return nil, fmt.Errorf("git.known_hosts_file %s: %w", g.KnownHostsFile, err)
+		}
+		port := ep.Port
+		if port == 0 {
+			port = 22
+		}
+		keys.HostKeyCallback = db.HostKeyCallback()
+		keys.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
+		r.auth = keys
+	case config.GitFile:
+		r.local = ep.Path
+	}
+	return r, nil
+}
+
+func (r *gitRemote) ReadRefs(ctx context.Context) (map[string]string, error) {
+	refs, err := r.advertised(ctx, false)
+	if err != nil {
+		return nil, r.clean(fmt.Errorf("read the repository: %w", err))
+	}
+	return refs, nil
+}
+
+func (r *gitRemote) WriteRefs(ctx context.Context) (map[string]string, error) {
+	refs, err := r.advertised(ctx, true)
+	if err != nil {
+		return nil, r.clean(fmt.Errorf("open a push session: %w", err))
+	}
+	if r.local != "" {
+		if err := writable(r.local); err != nil {
+			return nil, err
+		}
+	}
+	return refs, nil
+}
+
+// advertised opens an upload-pack or receive-pack session and returns the
+// advertised references by name (none for an empty repository).
+func (r *gitRemote) advertised(ctx context.Context, push bool) (map[string]string, error) {
+	// A session rewrites its endpoint (on redirects), and the read and write
+	// checks run at once: each gets its own copy.
+	epCopy := *r.ep
+	ep := &epCopy
+	cl, err := client.NewClient(ep)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		ar     *packp.AdvRefs
+		advErr error
+	)
+	if push {
+		s, err := cl.NewReceivePackSession(ep, r.auth)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		ar, advErr = s.AdvertisedReferencesContext(ctx)
+	} else {
+		s, err := cl.NewUploadPackSession(ep, r.auth)
+		if err != nil {
+			return nil, err
+		}
+		defer s.Close()
+		ar, advErr = s.AdvertisedReferencesContext(ctx)
+	}
+	err = advErr
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		return map[string]string{}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(ar.References))
+	for name, h := range ar.References {
+		out[name] = h.String()
+	}
+	return out, nil
+}
+
+// clean removes the secret from an error, in case a server echoes it.
+func (r *gitRemote) clean(err error) error {
+	if r.secret == "" || !strings.Contains(err.Error(), r.secret) {
+		return err
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), r.secret, "[redacted]"))
+}
+
+// writable checks that a local repository's object store takes new files.
+func writable(dir string) error {
+	objects := filepath.Join(dir, "objects")
+	if _, err := os.Stat(filepath.Join(dir, ".git", "objects")); err == nil {
+		objects = filepath.Join(dir, ".git", "objects")
+	}
+	f, err := os.CreateTemp(objects, ".waldur-gitops-diagnose-")
+	if err != nil {
+		return fmt.Errorf("the repository is not writable: %w", err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// redactURL drops user information from a URL for display.
+func redactURL(u string) string {
+	if !strings.Contains(u, "://") {
+		return u
+	}
+	p, err := url.Parse(u)
+	if err != nil {
+		return "(unparsable repository URL)"
+	}
+	p.User = nil
+	return p.String()
+}

@@ -1,0 +1,365 @@
+package gitsync
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/waldur/waldur-gitops/render"
+)
+
+// Repo is the go-git Writer. It keeps the fetched tip and the objects of the
+// run in memory; there is no clone on disk and no worktree.
+type Repo struct {
+	opts     Options
+	url      string // safe to print
+	ep       *transport.Endpoint
+	client   transport.Transport
+	branch   plumbing.ReferenceName
+	dir      string
+	store    *memory.Storage
+	objs     *objects
+	tip      plumbing.Hash
+	root     plumbing.Hash // tree of tip
+	cur      render.Tree   // the owned directory at tip, once read
+	curBlobs map[string]plumbing.Hash
+	curExact bool          // writing cur back gives the same tree
+	commit   plumbing.Hash // made since the fetch, not pushed yet
+	newRoot  plumbing.Hash // tree of commit
+}
+
+// Open prepares a Repo; it does no I/O.
+func Open(o Options) (*Repo, error) {
+	if o.Branch == "" {
+		o.Branch = "main"
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	r := &Repo{opts: o, url: RedactURL(o.URL), branch: plumbing.NewBranchReferenceName(o.Branch), dir: o.dir()}
+	if !r.branch.IsBranch() || strings.ContainsAny(o.Branch, " ~^:?*[\\") || strings.Contains(o.Branch, "..") {
+		return nil, fmt.Errorf("git.branch %q is not a valid branch name", o.Branch)
+	}
+	ep, err := transport.NewEndpoint(o.URL)
+	if err != nil {
+		return nil, r.wrap("open", err)
+	}
+	c, err := client.NewClient(ep)
+	if err != nil {
+		return nil, r.wrap("open", err)
+	}
+	r.ep, r.client = ep, c
+	return r, nil
+}
+
+// URL is the repository URL without credentials.
+func (r *Repo) URL() string { return r.url }
+
+// Fetch reads the branch tip, shallowly, into a new in-memory store.
+func (r *Repo) Fetch(ctx context.Context) error {
+	start := time.Now()
+	r.store = memory.NewStorage()
+	r.objs = &objects{s: r.store}
+	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
+	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
+	if err != nil {
+		return r.wrap("fetch", err)
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+		r.opts.Log.Info("the repository is empty: the first commit creates the branch", "repository", r.url, "branch", r.opts.Branch)
+		return nil
+	}
+	if err != nil {
+		return r.wrap("fetch", err)
+	}
+	tip, err := advertised(ar, r.branch)
+	if err != nil {
+		return r.wrap("fetch", err)
+	}
+	if tip.IsZero() {
+		r.opts.Log.Info("the branch does not exist yet: the first commit creates it", "repository", r.url, "branch", r.opts.Branch)
+		return nil
+	}
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req.Wants = []plumbing.Hash{tip}
+	if ar.Capabilities.Supports(capability.Shallow) {
+		req.Depth = packp.DepthCommits(1)
+		_ = req.Capabilities.Set(capability.Shallow)
+	}
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return r.wrap("fetch", err)
+	}
+	defer resp.Close()
+	if err := packfile.UpdateObjectStorage(r.store, demux(req.Capabilities, resp)); err != nil {
+		return r.wrap("fetch", err)
+	}
+	c, err := object.GetCommit(r.store, tip)
+	if err != nil {
+		return r.wrap("fetch", fmt.Errorf("the fetched pack lacks the tip %s: %w", tip, err))
+	}
+	r.tip, r.root = tip, c.TreeHash
+	r.opts.Log.Debug("fetched", "repository", r.url, "branch", r.opts.Branch, "commit", tip.String(), "duration", time.Since(start).Round(time.Millisecond).String())
+	return nil
+}
+
+// Tip is the fetched commit, "" when the branch does not exist yet.
+func (r *Repo) Tip() string {
+	if r.tip.IsZero() {
+		return ""
+	}
+	return r.tip.String()
+}
+
+// Current returns the files of the owned directory at the fetched tip.
+func (r *Repo) Current(ctx context.Context) (render.Tree, error) {
+	if r.store == nil {
+		return nil, errors.New("gitsync: Current before Fetch")
+	}
+	if r.cur != nil {
+		return r.cur, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sub, err := subtree(r.store, r.root, r.dir)
+	if err != nil {
+		return nil, r.wrap("read", err)
+	}
+	t, blobs, exact, err := readTree(r.store, sub)
+	if err != nil {
+		return nil, r.wrap("read", err)
+	}
+	if _, ok := t[render.MarkerFile]; len(t) > 0 && !ok {
+		return nil, r.wrap("read", fmt.Errorf("%s holds %d file(s) but no %s marker: it was not written by waldur-gitops, refusing to replace it (choose another git.path)",
+			r.displayDir(), len(t), render.MarkerFile))
+	}
+	r.cur, r.curBlobs, r.curExact = t, blobs, exact
+	return t, nil
+}
+
+func (r *Repo) displayDir() string {
+	if r.dir == "" {
+		return "the repository root"
+	}
+	return r.dir + "/"
+}
+
+// Commit makes the commit that sets the owned directory to tree.
+func (r *Repo) Commit(ctx context.Context, tree render.Tree, message string) (string, error) {
+	if _, err := r.Current(ctx); err != nil {
+		return "", err
+	}
+	if r.curExact && !r.tip.IsZero() && sameTree(r.cur, tree) {
+		r.opts.Log.Info("the repository already holds the rendered tree: nothing to commit", "repository", r.url, "branch", r.opts.Branch, "commit", r.Tip())
+		return "", nil
+	}
+	sub, err := r.objs.buildTree(tree, r.cur, r.curBlobs)
+	if err != nil {
+		return "", r.wrap("commit", err)
+	}
+	root, err := r.objs.splice(r.root, r.dir, sub)
+	if err != nil {
+		return "", r.wrap("commit", err)
+	}
+	if root == r.root {
+		r.opts.Log.Info("the repository already holds the rendered tree: nothing to commit", "repository", r.url, "branch", r.opts.Branch, "commit", r.Tip())
+		return "", nil
+	}
+	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: r.opts.Now()}
+	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: root}
+	if !r.tip.IsZero() {
+		c.ParentHashes = []plumbing.Hash{r.tip}
+	}
+	if r.opts.Signer != nil {
+		unsigned := r.store.NewEncodedObject()
+		if err := c.EncodeWithoutSignature(unsigned); err != nil {
+			return "", r.wrap("commit", err)
+		}
+		rd, err := unsigned.Reader()
+		if err != nil {
+			return "", r.wrap("commit", err)
+		}
+		sigBytes, err := r.opts.Signer.Sign(rd)
+		_ = rd.Close()
+		if err != nil {
+			return "", r.wrap("commit", err)
+		}
+		c.PGPSignature = string(sigBytes)
+	}
+	obj := r.store.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return "", r.wrap("commit", err)
+	}
+	h, err := r.objs.put(obj)
+	if err != nil {
+		return "", r.wrap("commit", err)
+	}
+	r.commit, r.newRoot = h, root
+	return h.String(), nil
+}
+
+// Push sends the commit and the objects it added, moving the branch from the
+// fetched tip to the commit.
+func (r *Repo) Push(ctx context.Context) error {
+	if r.commit.IsZero() {
+		return errors.New("gitsync: Push without a commit")
+	}
+	start := time.Now()
+	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
+	if err != nil {
+		return r.wrap("push", err)
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return r.wrap("push", err)
+	}
+	now, err := advertised(ar, r.branch)
+	if err != nil {
+		return r.wrap("push", err)
+	}
+	if now != r.tip {
+		return r.wrap("push", fmt.Errorf("%w: %s is at %s, the commit was made on %s", ErrRaced, r.branch.Short(), short(now), short(r.tip)))
+	}
+	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
+	req.Commands = []*packp.Command{{Name: r.branch, Old: r.tip, New: r.commit}}
+	pr, pw := io.Pipe()
+	req.Packfile = pr
+	done := make(chan error, 1)
+	go func() {
+		err := writePack(pw, r.store, r.objs.added)
+		_ = pw.CloseWithError(err)
+		done <- err
+	}()
+	rs, err := sess.ReceivePack(ctx, req)
+	_ = pr.Close()
+	encErr := <-done
+	if rs != nil && rs.Error() != nil && len(rs.CommandStatuses) > 0 {
+		// The server took the objects but refused to move the branch: its
+		// old value no longer matched, or a hook said no. Sync tells the two
+		// apart by fetching again.
+		return r.wrap("push", fmt.Errorf("%w: %w", ErrRaced, rs.Error()))
+	}
+	if err != nil {
+		return r.wrap("push", classifyPush(err))
+	}
+	if encErr != nil {
+		return r.wrap("push", encErr)
+	}
+	r.opts.Log.Info("pushed", "repository", r.url, "branch", r.opts.Branch, "commit", r.commit.String(), "parent", r.Tip(),
+		"objects", len(r.objs.added), "duration", time.Since(start).Round(time.Millisecond).String())
+	r.tip, r.root, r.cur, r.curBlobs = r.commit, r.newRoot, nil, nil
+	r.commit, r.objs = plumbing.ZeroHash, &objects{s: r.store}
+	return nil
+}
+
+// classifyPush marks the transport errors that mean the branch moved.
+func classifyPush(err error) error {
+	msg := err.Error()
+	for _, s := range []string{"non-fast-forward", "fetch first", "stale info", "failed to lock", "cannot lock ref", "failed to update ref"} {
+		if strings.Contains(msg, s) {
+			return fmt.Errorf("%w: %w", ErrRaced, err)
+		}
+	}
+	return err
+}
+
+// advertised finds the branch among the advertised references; zero when it
+// is not there.
+func advertised(ar *packp.AdvRefs, branch plumbing.ReferenceName) (plumbing.Hash, error) {
+	refs, err := ar.AllReferences()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	ref, err := refs.Reference(branch)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if ref.Type() != plumbing.HashReference {
+		return plumbing.ZeroHash, fmt.Errorf("%s is a symbolic reference", branch)
+	}
+	return ref.Hash(), nil
+}
+
+func demux(caps *capability.List, r io.Reader) io.Reader {
+	switch {
+	case caps.Supports(capability.Sideband64k):
+		return sideband.NewDemuxer(sideband.Sideband64k, r)
+	case caps.Supports(capability.Sideband):
+		return sideband.NewDemuxer(sideband.Sideband, r)
+	}
+	return r
+}
+
+func short(h plumbing.Hash) string {
+	if h.IsZero() {
+		return "(no commit)"
+	}
+	return h.String()[:12]
+}
+
+// wrap names the operation and the repository, adds a hint for authentication
+// failures, and makes sure no credential is in the message.
+func (r *Repo) wrap(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	hint := ""
+	switch {
+	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
+		hint = ": check git.username and the password or token (git.password_file, git.password_env, git.token_file, git.token_env)"
+	case errors.Is(err, transport.ErrRepositoryNotFound):
+		hint = ": check git.url (and that the credentials may read it)"
+	}
+	e := fmt.Errorf("git %s %s: %w%s", op, r.url, err, hint)
+	return redact(e, r.opts.secrets)
+}
+
+// redactedError keeps the chain of an error whose text had to be cleaned.
+type redactedError struct {
+	msg string
+	err error
+}
+
+func (e *redactedError) Error() string { return e.msg }
+func (e *redactedError) Unwrap() error { return e.err }
+
+func redact(err error, secrets []string) error {
+	msg := err.Error()
+	clean := msg
+	for _, s := range secrets {
+		if s != "" {
+			clean = strings.ReplaceAll(clean, s, "[redacted]")
+		}
+	}
+	if clean == msg {
+		return err
+	}
+	return &redactedError{msg: clean, err: err}
+}

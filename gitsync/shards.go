@@ -1,0 +1,156 @@
+package gitsync
+
+import (
+	"fmt"
+	"hash/fnv"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/render"
+)
+
+// FluxDir is the directory, below the owned directory, that holds the Flux
+// shard entry points. No offering can be named so: offering directories are
+// made of lower-case letters, digits and dashes only.
+const FluxDir = "_flux"
+
+// FluxTarget is one offering target whose tenants are split into shards.
+type FluxTarget struct {
+	// Offering is the offering's directory name, Target the target directory
+	// (cluster, management or downstream).
+	Offering, Target string
+}
+
+// FluxLayout describes the Flux shard entry points added to the rendered tree.
+//
+// For every target it adds Shards directories _flux/<offering>.<target>.<NN>/
+// whose kustomization.yaml lists a share of the target's tenant directories,
+// and _flux/kustomization.yaml with one Flux Kustomization per shard. A tenant
+// is assigned to a shard by a consistent hash of its directory name: the
+// assignment never depends on the other tenants, and raising Shards from n to
+// n+1 moves only the tenants that land in the new shard. Every shard exists
+// even when empty, so that Flux prunes a shard's last tenant instead of
+// failing on a missing path.
+type FluxLayout struct {
+	// Shards is the number of shards per target; 0 adds nothing.
+	Shards int
+	// RepoPath is the owned directory in the repository (git.path), which the
+	// Flux Kustomizations' spec.path starts with.
+	RepoPath string
+	// Targets lists every offering target, whether or not it has tenants now.
+	Targets []FluxTarget
+}
+
+// ShardDir is the directory of one shard below the owned directory.
+func ShardDir(t FluxTarget, shard int) string {
+	return fmt.Sprintf("%s/%s.%s.%02d", FluxDir, t.Offering, t.Target, shard)
+}
+
+// ShardOf returns the shard, of n, that the tenant directory name belongs to.
+func ShardOf(tenant string, n int) int {
+	h := fnv.New64a()
+	h.Write([]byte(tenant))
+	return jump(h.Sum64(), n)
+}
+
+// jump is the jump consistent hash of Lamping and Veach (arXiv:1406.2294):
+// growing n to n+1 moves a key only to the new bucket, with probability 1/(n+1).
+func jump(key uint64, n int) int {
+	var b, j int64 = -1, 0
+	for j < int64(n) {
+		b = j
+		key = key*2862933555777941757 + 1
+		j = int64(float64(b+1) * (float64(int64(1)<<31) / float64((key>>33)+1)))
+	}
+	return int(b)
+}
+
+// Apply adds the shard entry points to t, which it modifies and returns.
+// Tenant directories of t outside the listed targets are left out of every
+// shard.
+func (l FluxLayout) Apply(t render.Tree) render.Tree {
+	if l.Shards <= 0 {
+		return t
+	}
+	members := map[string][]string{}
+	for p := range t {
+		parts := strings.Split(p, "/")
+		if len(parts) == 4 && parts[3] == render.KustomizationFile && parts[0] != FluxDir {
+			key := parts[0] + "/" + parts[1]
+			members[key] = append(members[key], parts[2])
+		}
+	}
+	var index strings.Builder
+	index.WriteString(generatedHeader)
+	index.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- flux-kustomizations.yaml\n")
+	var objs strings.Builder
+	objs.WriteString(generatedHeader)
+	targets := slices.Clone(l.Targets)
+	slices.SortFunc(targets, func(a, b FluxTarget) int {
+		return strings.Compare(a.Offering+"/"+a.Target, b.Offering+"/"+b.Target)
+	})
+	for i, tg := range targets {
+		shards := make([][]string, l.Shards)
+		for _, tenant := range members[tg.Offering+"/"+tg.Target] {
+			s := ShardOf(tenant, l.Shards)
+			shards[s] = append(shards[s], tenant)
+		}
+		for s, tenants := range shards {
+			slices.Sort(tenants)
+			dir := ShardDir(tg, s)
+			var k strings.Builder
+			k.WriteString(generatedHeader)
+			fmt.Fprintf(&k, "# Flux shard %d of %d of %s/%s: %d tenant(s).\n", s, l.Shards, tg.Offering, tg.Target, len(tenants))
+			k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
+			if len(tenants) == 0 {
+				k.WriteString("resources: []\n")
+			} else {
+				k.WriteString("resources:\n")
+				for _, tn := range tenants {
+					fmt.Fprintf(&k, "- ../../%s/%s/%s\n", tg.Offering, tg.Target, tn)
+				}
+			}
+			t[dir+"/"+render.KustomizationFile] = []byte(k.String())
+			if i > 0 || s > 0 {
+				objs.WriteString("---\n")
+			}
+			name := fmt.Sprintf("waldur-%s-%s-%02d", tg.Offering, tg.Target, s)
+			fmt.Fprintf(&objs, `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: %s
+  namespace: flux-system
+  labels:
+    app.kubernetes.io/managed-by: waldur-gitops
+    waldur.io/offering: %s
+    waldur.io/target: %s
+spec:
+  interval: 10m
+  retryInterval: 2m
+  timeout: 5m
+  path: ./%s
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: waldur-tenants
+`, flux63(name), tg.Offering, tg.Target, path.Join(l.RepoPath, dir))
+		}
+	}
+	t[FluxDir+"/"+render.KustomizationFile] = []byte(index.String())
+	t[FluxDir+"/flux-kustomizations.yaml"] = []byte(objs.String())
+	return t
+}
+
+const generatedHeader = "# Generated by waldur-gitops; the next run replaces it.\n"
+
+// flux63 keeps a Kustomization name within a DNS label's 63 characters,
+// replacing the middle of a long name by a hash.
+func flux63(name string) string {
+	if len(name) <= 63 {
+		return name
+	}
+	h := fnv.New32a()
+	h.Write([]byte(name))
+	return fmt.Sprintf("%s-%08x%s", name[:42], h.Sum32(), name[len(name)-11:])
+}

@@ -1,0 +1,281 @@
+package gitsync
+
+import (
+	"fmt"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// exampleTree renders the bundled example (four offerings, 15 tenants).
+func exampleTree(t *testing.T) (*config.Loaded, *render.Result, render.Tree) {
+	t.Helper()
+	cfg, err := config.Load("../examples/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := waldur.LoadSnapshot("../examples/snapshot.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := render.New(cfg.Config, tpls).Render(&snap.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg, res, res.Tree(nil)
+}
+
+func exampleLayout(cfg *config.Loaded, shards int) FluxLayout {
+	l := FluxLayout{Shards: shards, RepoPath: cfg.Git.Path}
+	for _, o := range cfg.Offerings {
+		targets := []string{render.TargetCluster}
+		if o.BackendType == config.BackendRancher {
+			targets = []string{render.TargetManagement, render.TargetDownstream}
+		}
+		for _, tg := range targets {
+			l.Targets = append(l.Targets, FluxTarget{Offering: o.DirName(), Target: tg})
+		}
+	}
+	return l
+}
+
+// writeFS puts the tree below root of an in-memory file system.
+func writeFS(t *testing.T, tree render.Tree, root string) filesys.FileSystem {
+	t.Helper()
+	fs := filesys.MakeFsInMemory()
+	for p, b := range tree {
+		if err := fs.WriteFile(path.Join(root, p), b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return fs
+}
+
+// Every tenant directory and every shard entry point builds with kustomize, as
+// Argo CD and Flux build them; every tenant is in exactly one shard, and the
+// shards together give exactly the tenants' objects.
+func TestShardsBuildWithKustomize(t *testing.T) {
+	cfg, res, tree := exampleTree(t)
+	const shards = 3
+	layout := exampleLayout(cfg, shards)
+	tree = layout.Apply(tree)
+	fs := writeFS(t, tree, "/repo/"+cfg.Git.Path)
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+
+	objects := map[string]int{} // target → objects of its tenants
+	for _, tn := range res.Tenants {
+		rm, err := k.Run(fs, "/repo/"+cfg.Git.Path+"/"+tn.Dir)
+		if err != nil {
+			t.Fatalf("kustomize build %s: %v", tn.Dir, err)
+		}
+		objects[path.Dir(tn.Dir)] += rm.Size()
+	}
+
+	seen := map[string]string{} // tenant dir → shard
+	built := map[string]int{}
+	for _, tg := range layout.Targets {
+		for s := range shards {
+			dir := ShardDir(tg, s)
+			rm, err := k.Run(fs, "/repo/"+cfg.Git.Path+"/"+dir)
+			if err != nil {
+				t.Fatalf("kustomize build %s: %v", dir, err)
+			}
+			built[tg.Offering+"/"+tg.Target] += rm.Size()
+			var kz struct{ Resources []string }
+			if err := yaml.Unmarshal(tree[dir+"/kustomization.yaml"], &kz); err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range kz.Resources {
+				tenant := path.Clean(path.Join(dir, r))
+				if other, dup := seen[tenant]; dup {
+					t.Errorf("%s is in %s and %s", tenant, other, dir)
+				}
+				seen[tenant] = dir
+				if ShardOf(path.Base(tenant), shards) != s {
+					t.Errorf("%s is in shard %d, ShardOf says %d", tenant, s, ShardOf(path.Base(tenant), shards))
+				}
+			}
+		}
+	}
+	for _, tn := range res.Tenants {
+		if _, ok := seen[tn.Dir]; !ok {
+			t.Errorf("%s is in no shard", tn.Dir)
+		}
+	}
+	if len(seen) != len(res.Tenants) {
+		t.Errorf("shards list %d tenants, %d rendered", len(seen), len(res.Tenants))
+	}
+	if !maps.Equal(objects, built) {
+		t.Errorf("objects per target: tenants %v, shards %v", objects, built)
+	}
+
+	// The index builds to one Flux Kustomization per shard, pointing at it.
+	rm, err := k.Run(fs, "/repo/"+cfg.Git.Path+"/"+FluxDir)
+	if err != nil {
+		t.Fatalf("kustomize build %s: %v", FluxDir, err)
+	}
+	if rm.Size() != shards*len(layout.Targets) {
+		t.Errorf("%d Flux Kustomizations, want %d", rm.Size(), shards*len(layout.Targets))
+	}
+	for _, r := range rm.Resources() {
+		m, _ := r.Map()
+		p := m["spec"].(map[string]any)["path"].(string)
+		if _, ok := tree[strings.TrimPrefix(p, "./"+cfg.Git.Path+"/")+"/kustomization.yaml"]; !ok || r.GetKind() != "Kustomization" || len(r.GetName()) > 63 {
+			t.Errorf("%s %s points at %s, which is not a shard", r.GetKind(), r.GetName(), p)
+		}
+	}
+
+	// The shard files are not tenants: Compare does not see them.
+	for _, e := range res.Compare(nil, tree).Entries {
+		if strings.HasPrefix(e.Subject, FluxDir) {
+			t.Errorf("Compare reports %s", e.Subject)
+		}
+	}
+}
+
+// Shards exist when empty, and zero shards add nothing.
+func TestShardLayoutEdges(t *testing.T) {
+	l := FluxLayout{Shards: 2, RepoPath: ".", Targets: []FluxTarget{{"empty", "cluster"}}}
+	tree := l.Apply(render.Tree{render.MarkerFile: []byte("m\n")})
+	for s := range 2 {
+		b, ok := tree[ShardDir(l.Targets[0], s)+"/kustomization.yaml"]
+		if !ok || !strings.Contains(string(b), "resources: []") {
+			t.Errorf("shard %d: %q", s, b)
+		}
+	}
+	if !strings.Contains(string(tree["_flux/flux-kustomizations.yaml"]), "path: ./_flux/empty.cluster.01\n") {
+		t.Errorf("spec.path for the repository root:\n%s", tree["_flux/flux-kustomizations.yaml"])
+	}
+	if got := (FluxLayout{}).Apply(render.Tree{"a": nil}); len(got) != 1 {
+		t.Errorf("zero shards added files: %v", slices.Collect(maps.Keys(got)))
+	}
+}
+
+// Growing the shard count moves only the tenants that land in the new shard.
+func TestShardOfIsConsistent(t *testing.T) {
+	const tenants = 2000
+	for n := 1; n < 40; n++ {
+		moved, counts := 0, make([]int, n+1)
+		for i := range tenants {
+			name := fmt.Sprintf("waldur-tenant-%d", i)
+			a, b := ShardOf(name, n), ShardOf(name, n+1)
+			counts[b]++
+			if a != b {
+				moved++
+				if b != n {
+					t.Fatalf("%s moved from %d to %d when growing to %d shards", name, a, b, n+1)
+				}
+			}
+		}
+		if want := tenants / (n + 1); moved > 2*want+20 || counts[n] < want/2 {
+			t.Errorf("%d→%d shards: %d moved, new shard has %d, expected about %d", n, n+1, moved, counts[n], want)
+		}
+	}
+}
+
+// The Argo CD example's git directory generators select exactly the tenant
+// directories of the rendered tree, each once, and nothing else (not the Flux
+// shards): the same glob a git directory generator applies, segment by segment.
+func TestArgoCDExampleSelectsTenants(t *testing.T) {
+	cfg, res, tree := exampleTree(t)
+	tree = exampleLayout(cfg, 2).Apply(tree)
+	dirs := map[string]bool{}
+	for p := range tree {
+		for d := path.Dir(p); d != "."; d = path.Dir(d) {
+			dirs[path.Join(cfg.Git.Path, d)] = true
+		}
+	}
+	files, err := filepath.Glob("../examples/argocd/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Argo CD examples: %v", err)
+	}
+	matched := map[string]int{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for doc := range strings.SplitSeq(string(b), "\n---\n") {
+			var as struct {
+				Kind string
+				Spec struct {
+					Generators []struct {
+						Git *struct {
+							Directories []struct {
+								Path    string
+								Exclude bool
+							}
+						}
+					}
+				}
+			}
+			if err := yaml.Unmarshal([]byte(doc), &as); err != nil {
+				t.Fatalf("%s: %v", f, err)
+			}
+			if as.Kind != "ApplicationSet" {
+				continue
+			}
+			for _, g := range as.Spec.Generators {
+				if g.Git == nil {
+					continue
+				}
+				for d := range dirs {
+					in := false
+					for _, pat := range g.Git.Directories {
+						if ok, _ := path.Match(pat.Path, d); ok {
+							in = !pat.Exclude
+							if pat.Exclude {
+								break
+							}
+						}
+					}
+					if in {
+						matched[d]++
+					}
+				}
+			}
+		}
+	}
+	for _, tn := range res.Tenants {
+		d := path.Join(cfg.Git.Path, tn.Dir)
+		if matched[d] != 1 {
+			t.Errorf("%s is selected %d times", d, matched[d])
+		}
+		delete(matched, d)
+	}
+	for d := range matched {
+		t.Errorf("%s is selected but is not a tenant directory", d)
+	}
+}
+
+// The Flux example builds.
+func TestFluxExampleBuilds(t *testing.T) {
+	fs := filesys.MakeFsOnDisk()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "../examples/flux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	for _, r := range rm.Resources() {
+		kinds[r.GetKind()]++
+	}
+	if kinds["GitRepository"] != 1 || kinds["Kustomization"] < 1 {
+		t.Errorf("the Flux example builds to %v", kinds)
+	}
+}

@@ -1,0 +1,635 @@
+package keycloak
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Nerzal/gocloak/v13"
+
+	"github.com/waldur/waldur-gitops/config"
+)
+
+// ErrCredentials is wrapped by the error of a target whose settings cannot
+// work (no credentials to log in with, no usable URL): a config problem, not
+// an outage.
+var ErrCredentials = errors.New("unusable Keycloak connection settings")
+
+// Call kinds, the keys of Client.Calls.
+const (
+	CallLogin         = "token.login"
+	CallRefresh       = "token.refresh"
+	CallListGroups    = "groups.list"
+	CallListChildren  = "groups.children"
+	CallFindGroup     = "groups.find"
+	CallListMembers   = "groups.members"
+	CallGetUser       = "users.get"
+	CallSearchUsers   = "users.search"
+	CallCreateGroup   = "groups.create"
+	CallCreateChild   = "groups.create_child"
+	CallUpdateGroup   = "groups.update"
+	CallDeleteGroup   = "groups.delete"
+	CallAddMember     = "members.add"
+	CallRemoveMember  = "members.remove"
+	CallRetries       = "retries"
+	CallUnauthorized  = "unauthorized"
+	defaultBackoff    = 200 * time.Millisecond
+	defaultMaxBackoff = 5 * time.Second
+)
+
+// writeCalls are the call kinds that change the realm.
+var writeCalls = []string{CallCreateGroup, CallCreateChild, CallUpdateGroup, CallDeleteGroup, CallAddMember, CallRemoveMember}
+
+// Writes sums the write calls of a Calls map.
+func Writes(calls map[string]int) int {
+	n := 0
+	for _, k := range writeCalls {
+		n += calls[k]
+	}
+	return n
+}
+
+// ClientOptions tune a Client beyond the config; the zero value is the default.
+type ClientOptions struct {
+	// Backoff is the delay before the first retry (default 200ms); each further
+	// retry doubles it, up to MaxBackoff (default 5s), with jitter.
+	Backoff, MaxBackoff time.Duration
+	// UserAgent is sent with every request.
+	UserAgent string
+}
+
+// Client is the admin API client of one Target: gocloak underneath, with a
+// rate limit, bounded concurrency, retries, token refresh and call counts.
+// It is safe for concurrent use.
+type Client struct {
+	target   Target
+	gc       *gocloak.GoCloak
+	adminURL string
+	pageSize int
+	retries  int
+	backoff  time.Duration
+	maxWait  time.Duration
+	limit    *limiter
+	sem      chan struct{}
+
+	tokMu    sync.Mutex
+	jwt      *gocloak.JWT
+	expires  time.Time
+	rtExpiry time.Time
+
+	callMu sync.Mutex
+	calls  map[string]int
+}
+
+// NewClient builds the client of t from its connection settings. It makes no
+// call: the first call logs in.
+func NewClient(t Target, o ClientOptions) (*Client, error) {
+	k := t.Settings
+	if k.Username == "" && k.ClientSecret == "" {
+		return nil, fmt.Errorf("%w: set keycloak_username and keycloak_password, or client_secret", ErrCredentials)
+	}
+	base := strings.TrimRight(t.URL, "/")
+	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("%w: keycloak_url must be an http or https URL", ErrCredentials)
+	}
+	gc := gocloak.NewClient(base)
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 2 * deref(k.Concurrency, config.DefaultKeycloakConcurrency)
+	if !k.VerifiesSSL() {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // keycloak_ssl_verify: false asks for it
+	}
+	rc := gc.RestyClient()
+	rc.SetTransport(tr)
+	rc.SetTimeout(time.Duration(deref(k.TimeoutSeconds, config.DefaultKeycloakTimeoutSeconds)) * time.Second)
+	if o.UserAgent != "" {
+		rc.SetHeader("User-Agent", o.UserAgent)
+	}
+	c := &Client{
+		target:   t,
+		gc:       gc,
+		adminURL: base + "/admin/realms/" + url.PathEscape(t.Realm),
+		pageSize: deref(k.PageSize, config.DefaultKeycloakPageSize),
+		retries:  deref(k.MaxRetries, config.DefaultKeycloakMaxRetries),
+		backoff:  cmpOr(o.Backoff, defaultBackoff),
+		maxWait:  cmpOr(o.MaxBackoff, defaultMaxBackoff),
+		limit:    newLimiter(deref(k.RequestsPerSecond, config.DefaultKeycloakRequestsPerSecond), deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
+		sem:      make(chan struct{}, deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
+		calls:    map[string]int{},
+	}
+	return c, nil
+}
+
+func deref[T any](p *T, def T) T {
+	if p == nil {
+		return def
+	}
+	return *p
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
+}
+
+// Target returns the realm the client works on.
+func (c *Client) Target() Target { return c.target }
+
+// Calls returns how many calls of each kind the client has made, retries
+// included (each retry is also counted under "retries").
+func (c *Client) Calls() map[string]int {
+	c.callMu.Lock()
+	defer c.callMu.Unlock()
+	out := make(map[string]int, len(c.calls))
+	for k, v := range c.calls {
+		out[k] = v
+	}
+	return out
+}
+
+func (c *Client) count(kind string) {
+	c.callMu.Lock()
+	c.calls[kind]++
+	c.callMu.Unlock()
+}
+
+// unavailableError marks a failure that retrying did not cure: Keycloak is
+// down, overloaded or unreachable. A run stops at the first one.
+type unavailableError struct{ err error }
+
+func (e *unavailableError) Error() string { return e.err.Error() }
+func (e *unavailableError) Unwrap() error { return e.err }
+
+// IsUnavailable reports whether err is Keycloak being unavailable (5xx, 429 or
+// transport errors after every retry) rather than a refusal of one request.
+func IsUnavailable(err error) bool {
+	var u *unavailableError
+	return errors.As(err, &u)
+}
+
+// statusOf returns the HTTP status of a gocloak error, 0 for a transport error
+// and -1 for anything else.
+func statusOf(err error) int {
+	var ae *gocloak.APIError
+	if errors.As(err, &ae) {
+		return ae.Code
+	}
+	return -1
+}
+
+func retryable(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	switch code := statusOf(err); {
+	case code == 0, code == http.StatusTooManyRequests, code >= 500:
+		return true
+	}
+	return false
+}
+
+// do runs fn, one HTTP request, under the rate limit and the concurrency bound,
+// counting it as kind. With auth it passes a bearer token and on a 401 renews
+// the token once and tries again. It retries what retryable allows, with backoff.
+func (c *Client) do(ctx context.Context, kind string, auth bool, fn func(token string) error) error {
+	renewed := false
+	for attempt := 0; ; attempt++ {
+		tok := ""
+		if auth {
+			var err error
+			if tok, err = c.token(ctx); err != nil {
+				return err
+			}
+		}
+		err := c.once(ctx, kind, func() error { return fn(tok) })
+		switch {
+		case err == nil:
+			return nil
+		case auth && statusOf(err) == http.StatusUnauthorized && !renewed:
+			// The token expired early, or Keycloak restarted and forgot it.
+			renewed = true
+			c.count(CallUnauthorized)
+			c.dropToken(tok)
+			attempt--
+			continue
+		case !retryable(ctx, err):
+			return err
+		case attempt >= c.retries:
+			return &unavailableError{fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)}
+		}
+		c.count(CallRetries)
+		if err := sleep(ctx, c.wait(attempt)); err != nil {
+			return err
+		}
+	}
+}
+
+// once makes one request under the limits.
+func (c *Client) once(ctx context.Context, kind string, fn func() error) error {
+	if err := c.limit.wait(ctx); err != nil {
+		return err
+	}
+	select {
+	case c.sem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.sem }()
+	c.count(kind)
+	return fn()
+}
+
+// wait is the backoff before retry attempt+1: doubling, capped, with up to 50%
+// jitter so that parallel callers do not retry in step.
+func (c *Client) wait(attempt int) time.Duration {
+	d := c.backoff << min(attempt, 20)
+	if d <= 0 || d > c.maxWait {
+		d = c.maxWait
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// token returns a valid access token: the current one, a refreshed one when it
+// is about to expire, or a new login.
+func (c *Client) token(ctx context.Context) (string, error) {
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	now := time.Now()
+	if c.jwt != nil && now.Before(c.expires) {
+		return c.jwt.AccessToken, nil
+	}
+	k := c.target.Settings
+	if c.jwt != nil && c.jwt.RefreshToken != "" && now.Before(c.rtExpiry) {
+		var jwt *gocloak.JWT
+		err := c.do(ctx, CallRefresh, false, func(string) error {
+			var err error
+			jwt, err = c.gc.RefreshToken(ctx, c.jwt.RefreshToken, k.ClientID, k.ClientSecret.Reveal(), k.UserRealm)
+			return err
+		})
+		if err == nil {
+			c.setToken(jwt, now)
+			return jwt.AccessToken, nil
+		}
+		// A refresh token can be revoked or lost with a restart: log in again.
+	}
+	var jwt *gocloak.JWT
+	err := c.do(ctx, CallLogin, false, func(string) error {
+		var err error
+		jwt, err = c.login(ctx)
+		return err
+	})
+	if err != nil {
+		who := "client " + k.ClientID
+		if k.Username != "" {
+			who = "user " + k.Username + " with client " + k.ClientID
+		}
+		return "", fmt.Errorf("log in to realm %s as %s: %w", k.UserRealm, who, err)
+	}
+	c.setToken(jwt, now)
+	return jwt.AccessToken, nil
+}
+
+// login asks for a token with the configured credentials: the password grant
+// when a user name is set (with the client secret of a confidential client),
+// else the client credentials grant.
+func (c *Client) login(ctx context.Context) (*gocloak.JWT, error) {
+	k := c.target.Settings
+	if k.Username == "" {
+		return c.gc.LoginClient(ctx, k.ClientID, k.ClientSecret.Reveal(), k.UserRealm)
+	}
+	opts := gocloak.TokenOptions{
+		ClientID: gocloak.StringP(k.ClientID), GrantType: gocloak.StringP("password"),
+		Username: gocloak.StringP(k.Username), Password: gocloak.StringP(k.Password.Reveal()),
+	}
+	if k.ClientSecret != "" {
+		opts.ClientSecret = gocloak.StringP(k.ClientSecret.Reveal())
+	}
+	return c.gc.GetToken(ctx, k.UserRealm, opts)
+}
+
+// setToken keeps jwt, to be renewed when 90% of its lifetime has passed.
+func (c *Client) setToken(jwt *gocloak.JWT, obtained time.Time) {
+	c.jwt = jwt
+	life := time.Duration(jwt.ExpiresIn) * time.Second
+	if life <= 0 {
+		life = 30 * time.Second
+	}
+	c.expires = obtained.Add(life * 9 / 10)
+	c.rtExpiry = time.Time{}
+	if jwt.RefreshExpiresIn > 0 {
+		c.rtExpiry = obtained.Add(time.Duration(jwt.RefreshExpiresIn) * time.Second * 9 / 10)
+	}
+}
+
+// dropToken forgets tok if it is still the current token.
+func (c *Client) dropToken(tok string) {
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	if c.jwt != nil && c.jwt.AccessToken == tok {
+		c.expires = time.Time{}
+	}
+}
+
+// response is the part of a resty response check reads.
+type response interface {
+	IsError() bool
+	StatusCode() int
+	Status() string
+	Error() any
+}
+
+// check turns a request helper's outcome into a gocloak-style error.
+func check(resp response, err error) error {
+	switch {
+	case err != nil:
+		return &gocloak.APIError{Code: 0, Message: err.Error()}
+	case resp.IsError():
+		msg := resp.Status()
+		if e, ok := resp.Error().(*gocloak.HTTPErrorResponse); ok && e.NotEmpty() {
+			msg += ": " + e.String()
+		}
+		return &gocloak.APIError{Code: resp.StatusCode(), Message: msg}
+	}
+	return nil
+}
+
+// apiGroup is a group as the admin API lists it. gocloak's Group lacks
+// subGroupCount, which tells which groups have subgroups to read.
+type apiGroup struct {
+	ID            string              `json:"id"`
+	Name          string              `json:"name"`
+	Path          string              `json:"path"`
+	SubGroupCount *int                `json:"subGroupCount"`
+	SubGroups     []apiGroup          `json:"subGroups"`
+	Attributes    map[string][]string `json:"attributes"`
+}
+
+// getJSON GETs a path under the realm's admin URL into out.
+func (c *Client) getJSON(ctx context.Context, kind, path string, query map[string]string, out any) error {
+	return c.do(ctx, kind, true, func(tok string) error {
+		resp, err := c.gc.GetRequestWithBearerAuth(ctx, tok).SetQueryParams(query).SetResult(out).Get(c.adminURL + path)
+		return check(resp, err)
+	})
+}
+
+// pages calls get with first = 0, n, 2n, … until a page comes back short.
+func pages[T any](c *Client, get func(first, max int) ([]T, error)) ([]T, error) {
+	var all []T
+	for first := 0; ; first += c.pageSize {
+		page, err := get(first, c.pageSize)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, page...)
+		if len(page) < c.pageSize {
+			return all, nil
+		}
+	}
+}
+
+func pageQuery(first, max int) map[string]string {
+	return map[string]string{"first": strconv.Itoa(first), "max": strconv.Itoa(max), "briefRepresentation": "false"}
+}
+
+// topGroups lists every top-level group with its attributes.
+func (c *Client) topGroups(ctx context.Context) ([]apiGroup, error) {
+	gs, err := pages(c, func(first, max int) ([]apiGroup, error) {
+		var page []apiGroup
+		return page, c.getJSON(ctx, CallListGroups, "/groups", pageQuery(first, max), &page)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list groups: %w", err)
+	}
+	return gs, nil
+}
+
+// children lists every direct subgroup of a group.
+func (c *Client) children(ctx context.Context, id string) ([]apiGroup, error) {
+	gs, err := pages(c, func(first, max int) ([]apiGroup, error) {
+		var page []apiGroup
+		return page, c.getJSON(ctx, CallListChildren, "/groups/"+url.PathEscape(id)+"/children", pageQuery(first, max), &page)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list subgroups of %s: %w", id, err)
+	}
+	return gs, nil
+}
+
+// findGroup looks a group up by exact name among the top-level groups
+// (parentID "") or a group's subgroups; nil when there is none. It is the
+// recovery path of a creation that met a 409, so it favours certainty over
+// cost: subgroups are listed in full (older Keycloaks ignore search on
+// /children), top-level groups are searched page by page (older Keycloaks
+// ignore exact and match substrings).
+func (c *Client) findGroup(ctx context.Context, parentID, name string) (*apiGroup, error) {
+	var found []apiGroup
+	var err error
+	if parentID != "" {
+		found, err = c.children(ctx, parentID)
+	} else {
+		found, err = pages(c, func(first, max int) ([]apiGroup, error) {
+			q := pageQuery(first, max)
+			q["search"], q["exact"] = name, "true"
+			var page []apiGroup
+			return page, c.getJSON(ctx, CallFindGroup, "/groups", q, &page)
+		})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("look up group %s: %w", name, err)
+	}
+	for i := range found {
+		if found[i].Name == name {
+			return &found[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// members lists the direct members of a group.
+func (c *Client) members(ctx context.Context, id string) ([]User, error) {
+	us, err := pages(c, func(first, max int) ([]User, error) {
+		var page []*gocloak.User
+		err := c.do(ctx, CallListMembers, true, func(tok string) error {
+			var err error
+			page, err = c.gc.GetGroupMembers(ctx, tok, c.target.Realm, id, gocloak.GetGroupsParams{
+				First: gocloak.IntP(first), Max: gocloak.IntP(max), BriefRepresentation: gocloak.BoolP(true),
+			})
+			return err
+		})
+		out := make([]User, 0, len(page))
+		for _, u := range page {
+			out = append(out, userOf(u))
+		}
+		return out, err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list members of group %s: %w", id, err)
+	}
+	return us, nil
+}
+
+func userOf(u *gocloak.User) User {
+	return User{ID: gocloak.PString(u.ID), Username: gocloak.PString(u.Username)}
+}
+
+// pathSafe reports whether s can be put into a URL path as it is: gocloak does
+// not escape ids, so anything else could reach another endpoint.
+func pathSafe(s string) bool {
+	return s != "" && s != "." && s != ".." && url.PathEscape(s) == s
+}
+
+// userByID fetches a user by Keycloak id; nil when there is none.
+func (c *Client) userByID(ctx context.Context, id string) (*User, error) {
+	var u *gocloak.User
+	err := c.do(ctx, CallGetUser, true, func(tok string) error {
+		var err error
+		u, err = c.gc.GetUserByID(ctx, tok, c.target.Realm, id)
+		return err
+	})
+	switch {
+	case statusOf(err) == http.StatusNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get user %s: %w", id, err)
+	}
+	out := userOf(u)
+	return &out, nil
+}
+
+// userByName finds the user with exactly this user name (Keycloak keeps user
+// names in lower case); nil when there is none.
+func (c *Client) userByName(ctx context.Context, name string) (*User, error) {
+	var us []*gocloak.User
+	err := c.do(ctx, CallSearchUsers, true, func(tok string) error {
+		var err error
+		us, err = c.gc.GetUsers(ctx, tok, c.target.Realm, gocloak.GetUsersParams{
+			Username: gocloak.StringP(name), Exact: gocloak.BoolP(true), BriefRepresentation: gocloak.BoolP(true),
+		})
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("search user %s: %w", name, err)
+	}
+	for _, u := range us {
+		if strings.EqualFold(gocloak.PString(u.Username), name) {
+			out := userOf(u)
+			return &out, nil
+		}
+	}
+	return nil, nil
+}
+
+// createGroup creates a top-level group (parentID "") or a subgroup and returns
+// its id.
+func (c *Client) createGroup(ctx context.Context, parentID, name string, attrs map[string][]string) (string, error) {
+	g := gocloak.Group{Name: gocloak.StringP(name), Attributes: &attrs}
+	var id string
+	kind := CallCreateGroup
+	if parentID != "" {
+		kind = CallCreateChild
+	}
+	err := c.do(ctx, kind, true, func(tok string) error {
+		var err error
+		if parentID == "" {
+			id, err = c.gc.CreateGroup(ctx, tok, c.target.Realm, g)
+		} else {
+			id, err = c.gc.CreateChildGroup(ctx, tok, c.target.Realm, parentID, g)
+		}
+		return err
+	})
+	if err == nil && id == "" {
+		err = errors.New("Keycloak answered without the new group's id in Location")
+	}
+	return id, err
+}
+
+// updateGroup writes a group's name and attributes (all of them: Keycloak
+// replaces the set).
+func (c *Client) updateGroup(ctx context.Context, id, name string, attrs map[string][]string) error {
+	return c.do(ctx, CallUpdateGroup, true, func(tok string) error {
+		return c.gc.UpdateGroup(ctx, tok, c.target.Realm, gocloak.Group{ID: gocloak.StringP(id), Name: gocloak.StringP(name), Attributes: &attrs})
+	})
+}
+
+// deleteGroup deletes a group with its subgroups; one that is gone already is fine.
+func (c *Client) deleteGroup(ctx context.Context, id string) error {
+	err := c.do(ctx, CallDeleteGroup, true, func(tok string) error { return c.gc.DeleteGroup(ctx, tok, c.target.Realm, id) })
+	if statusOf(err) == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// addMember makes a user a direct member of a group (idempotent in Keycloak).
+func (c *Client) addMember(ctx context.Context, userID, groupID string) error {
+	return c.do(ctx, CallAddMember, true, func(tok string) error {
+		return c.gc.AddUserToGroup(ctx, tok, c.target.Realm, userID, groupID)
+	})
+}
+
+// removeMember ends a direct membership; a user or group that is gone is fine.
+func (c *Client) removeMember(ctx context.Context, userID, groupID string) error {
+	err := c.do(ctx, CallRemoveMember, true, func(tok string) error {
+		return c.gc.DeleteUserFromGroup(ctx, tok, c.target.Realm, userID, groupID)
+	})
+	if statusOf(err) == http.StatusNotFound {
+		return nil
+	}
+	return err
+}
+
+// limiter spaces calls evenly at rate per second, allowing bursts of burst.
+type limiter struct {
+	mu       sync.Mutex
+	interval time.Duration
+	window   time.Duration
+	next     time.Time
+}
+
+// newLimiter returns nil (no limit) for a rate of 0.
+func newLimiter(rate float64, burst int) *limiter {
+	if rate <= 0 {
+		return nil
+	}
+	iv := time.Duration(float64(time.Second) / rate)
+	return &limiter{interval: iv, window: time.Duration(max(burst-1, 0)) * iv}
+}
+
+// wait blocks until the caller's slot comes.
+func (l *limiter) wait(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	now := time.Now()
+	slot := l.next
+	if earliest := now.Add(-l.window); slot.Before(earliest) {
+		slot = earliest
+	}
+	l.next = slot.Add(l.interval)
+	l.mu.Unlock()
+	if d := slot.Sub(now); d > 0 {
+		return sleep(ctx, d)
+	}
+	return nil
+}

@@ -1,0 +1,595 @@
+package kctest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// handler serves one route with the realm resolved; it runs with s.mu held.
+type handler func(w http.ResponseWriter, r *http.Request, rl *realm) int
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.wrap("POST /token", false, s.token))
+	admin := func(method, route string, h handler) {
+		mux.HandleFunc(method+" /admin/realms/{realm}"+route, s.wrap(method+" "+route, true, h))
+	}
+	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", true, s.createRealm))
+	admin("DELETE", "", s.deleteRealm)
+	admin("POST", "/users", s.createUser)
+	admin("GET", "/groups", s.listGroups)
+	admin("POST", "/groups", s.createTopGroup)
+	admin("GET", "/groups/{id}", s.getGroup)
+	admin("PUT", "/groups/{id}", s.updateGroup)
+	admin("DELETE", "/groups/{id}", s.deleteGroup)
+	admin("GET", "/groups/{id}/children", s.listChildren)
+	admin("POST", "/groups/{id}/children", s.createChildGroup)
+	admin("GET", "/groups/{id}/members", s.listMembers)
+	admin("GET", "/group-by-path/{path...}", s.groupByPath)
+	admin("GET", "/users", s.listUsers)
+	admin("GET", "/users/{id}", s.getUser)
+	admin("GET", "/users/{id}/groups", s.userGroups)
+	admin("PUT", "/users/{id}/groups/{groupId}", s.joinGroup)
+	admin("DELETE", "/users/{id}/groups/{groupId}", s.leaveGroup)
+	return mux
+}
+
+// wrap adds latency, faults, counting, the realm lookup and, for admin routes,
+// the bearer token check.
+func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		latency := s.latency
+		s.requests++
+		s.calls[route]++
+		if s.expireIn > 0 {
+			if s.expireIn--; s.expireIn == 0 {
+				clear(s.access)
+			}
+		}
+		f, faulted := s.takeFault(r)
+		s.mu.Unlock()
+		if latency > 0 {
+			time.Sleep(latency)
+		}
+		if faulted && f.After {
+			s.mu.Lock()
+			if rl := s.realms[r.PathValue("realm")]; rl != nil && (!admin || s.authorized(r)) {
+				h(discard{header: http.Header{}}, r, rl)
+			}
+			s.mu.Unlock()
+		}
+		if faulted {
+			if f.Status == 0 {
+				if hj, ok := w.(http.Hijacker); ok {
+					if conn, _, err := hj.Hijack(); err == nil {
+						_ = conn.Close()
+						return
+					}
+				}
+				f.Status = http.StatusBadGateway
+			}
+			writeJSON(w, f.Status, map[string]string{"error": "injected fault"})
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		rl := s.realms[r.PathValue("realm")]
+		if r.PathValue("realm") == "" {
+			rl = s.realms[AdminRealm] // the realm collection itself
+		}
+		if admin && !s.authorized(r) {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "HTTP 401 Unauthorized"})
+			return
+		}
+		if rl == nil {
+			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm not found."})
+			return
+		}
+		status := h(w, r, rl)
+		if admin && r.Method != http.MethodGet && status < 400 {
+			s.writes++
+		}
+	}
+}
+
+func (s *Server) authorized(r *http.Request) bool {
+	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	exp, ok := s.access[tok]
+	return ok && time.Now().Before(exp)
+}
+
+// discard is a ResponseWriter that drops the answer.
+type discard struct{ header http.Header }
+
+func (d discard) Header() http.Header         { return d.header }
+func (d discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d discard) WriteHeader(int)             {}
+
+func writeJSON(w http.ResponseWriter, status int, v any) int {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	if v != nil {
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	return status
+}
+
+func noContent(w http.ResponseWriter) int {
+	w.WriteHeader(http.StatusNoContent)
+	return http.StatusNoContent
+}
+
+func errorMessage(w http.ResponseWriter, status int, msg string) int {
+	return writeJSON(w, status, map[string]string{"errorMessage": msg})
+}
+
+func notFound(w http.ResponseWriter, msg string) int {
+	return writeJSON(w, http.StatusNotFound, map[string]string{"error": msg})
+}
+
+// token serves the password, client_credentials and refresh_token grants.
+func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	if err := r.ParseForm(); err != nil {
+		return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_request"})
+	}
+	clientID, secret, basic := r.BasicAuth()
+	if !basic {
+		clientID, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
+	}
+	want, known := rl.clients[clientID]
+	clientOK := known && (want == "" || want == secret)
+	badClient := func() int {
+		return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized_client", "error_description": "Invalid client or Invalid client credentials"})
+	}
+	switch r.PostForm.Get("grant_type") {
+	case "password":
+		if !clientOK {
+			return badClient()
+		}
+		pw, ok := rl.admins[r.PostForm.Get("username")]
+		if !ok || pw != r.PostForm.Get("password") {
+			return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
+		}
+	case "client_credentials":
+		if !clientOK || want == "" {
+			return badClient()
+		}
+	case "refresh_token":
+		if !clientOK {
+			return badClient()
+		}
+		rt := r.PostForm.Get("refresh_token")
+		if !s.refresh[rt] {
+			return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "Invalid refresh token"})
+		}
+		delete(s.refresh, rt)
+	default:
+		return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "Unsupported grant_type"})
+	}
+	access, refresh := randomToken(), randomToken()
+	life := s.TokenLifetime
+	s.access[access] = time.Now().Add(life)
+	s.refresh[refresh] = true
+	return writeJSON(w, http.StatusOK, map[string]any{
+		"access_token": access, "expires_in": int(life.Seconds()), "refresh_expires_in": 1800, "refresh_token": refresh,
+		"token_type": "Bearer", "not-before-policy": 0, "session_state": randomToken()[:16], "scope": "profile email",
+	})
+}
+
+func randomToken() string {
+	var b [24]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// page reads first and max, with def as the default max (-1: no limit).
+func page(r *http.Request, def int) (first, max int) {
+	q := r.URL.Query()
+	first, max = 0, def
+	if v, err := strconv.Atoi(q.Get("first")); err == nil && v > 0 {
+		first = v
+	}
+	if v, err := strconv.Atoi(q.Get("max")); err == nil && v >= 0 {
+		max = v
+	}
+	return first, max
+}
+
+func paged[T any](items []T, first, max int) []T {
+	if first >= len(items) {
+		return []T{}
+	}
+	items = items[first:]
+	if max >= 0 && max < len(items) {
+		items = items[:max]
+	}
+	return items
+}
+
+// brief reads briefRepresentation, true unless given as false.
+func brief(r *http.Request) bool { return r.URL.Query().Get("briefRepresentation") != "false" }
+
+// groupJSON is a group's representation; subs are the subgroups to include.
+func groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
+	m := map[string]any{
+		"id": g.id, "name": g.name, "path": g.path(), "subGroupCount": len(g.kids.byName),
+		"access": map[string]bool{"view": true, "manage": true, "manageMembership": true},
+	}
+	if subs == nil {
+		subs = []map[string]any{}
+	}
+	m["subGroups"] = subs
+	if g.parent != nil {
+		m["parentId"] = g.parent.id
+	}
+	if !brief {
+		m["attributes"] = copyAttrs(g.attrs)
+		m["realmRoles"] = []string{}
+		m["clientRoles"] = map[string][]string{}
+	}
+	return m
+}
+
+func userJSON(u *user) map[string]any {
+	return map[string]any{
+		"id": u.id, "username": u.username, "enabled": true, "emailVerified": false, "email": u.email,
+		"createdTimestamp": 1700000000000, "totp": false, "disableableCredentialTypes": []string{},
+		"requiredActions": []string{}, "notBefore": 0, "access": map[string]bool{"manage": true},
+	}
+}
+
+// matcher returns the search predicate of search and exact.
+func matcher(search string, exact bool) func(string) bool {
+	if exact {
+		return func(name string) bool { return name == search }
+	}
+	search = strings.ToLower(search)
+	return func(name string) bool { return strings.Contains(strings.ToLower(name), search) }
+}
+
+// searchTree returns g as found by a search: g itself if it matches, with the
+// subgroups that lead to matches below it; nil when nothing in g's subtree matches.
+func searchTree(g *group, match func(string) bool, brief bool) map[string]any {
+	var subs []map[string]any
+	for _, c := range g.kids.list() {
+		if t := searchTree(c, match, brief); t != nil {
+			subs = append(subs, t)
+		}
+	}
+	if subs == nil && !match(g.name) {
+		return nil
+	}
+	return groupJSON(g, brief, subs)
+}
+
+// listGroups lists the top-level groups (Keycloak 23 and later: no subgroups,
+// subGroupCount set), or with search the groups whose subtree matches, with the
+// path down to the matches.
+func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	first, max := page(r, -1)
+	q := r.URL.Query()
+	b := brief(r)
+	out := []map[string]any{}
+	if search := q.Get("search"); q.Has("search") {
+		match := matcher(search, q.Get("exact") == "true")
+		var found []map[string]any
+		for _, g := range rl.top.list() {
+			if t := searchTree(g, match, b); t != nil {
+				found = append(found, t)
+			}
+		}
+		return writeJSON(w, http.StatusOK, append(out, paged(found, first, max)...))
+	}
+	for _, g := range paged(rl.top.list(), first, max) {
+		out = append(out, groupJSON(g, b, nil))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	g := rl.groups[r.PathValue("id")]
+	if g == nil {
+		return notFound(w, "Could not find group by id")
+	}
+	return writeJSON(w, http.StatusOK, groupJSON(g, false, nil))
+}
+
+func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	g := rl.byPath(r.PathValue("path"))
+	if g == nil {
+		return notFound(w, "Group path does not exist")
+	}
+	return writeJSON(w, http.StatusOK, groupJSON(g, false, nil))
+}
+
+// listChildren pages through a group's direct subgroups (default max 10).
+func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	g := rl.groups[r.PathValue("id")]
+	if g == nil {
+		return notFound(w, "Could not find group by id")
+	}
+	first, max := page(r, 10)
+	q := r.URL.Query()
+	kids := g.kids.list()
+	if q.Has("search") {
+		match := matcher(q.Get("search"), q.Get("exact") == "true")
+		kids = slices.DeleteFunc(slices.Clone(kids), func(c *group) bool { return !match(c.name) })
+	}
+	out := []map[string]any{}
+	for _, c := range paged(kids, first, max) {
+		out = append(out, groupJSON(c, brief(r), nil))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// groupBody is the part of a posted group representation the server reads.
+type groupBody struct {
+	ID         string               `json:"id"`
+	Name       string               `json:"name"`
+	Attributes *map[string][]string `json:"attributes"`
+}
+
+func readGroup(r *http.Request) (groupBody, bool) {
+	var b groupBody
+	if !strings.HasPrefix(r.Header.Get("Content-Type"), "application/json") {
+		return b, false
+	}
+	return b, json.NewDecoder(r.Body).Decode(&b) == nil
+}
+
+func (s *Server) createTopGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	return s.create(w, r, rl, nil)
+}
+
+func (s *Server) createChildGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	parent := rl.groups[r.PathValue("id")]
+	if parent == nil {
+		return notFound(w, "Could not find group by id")
+	}
+	return s.create(w, r, rl, parent)
+}
+
+// create makes a group under parent (nil: top level) and answers 201 with its
+// Location; a body naming an existing group's id moves that group instead.
+func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, parent *group) int {
+	b, ok := readGroup(r)
+	if !ok {
+		return errorMessage(w, http.StatusBadRequest, "Invalid group representation")
+	}
+	if existing := rl.groups[b.ID]; b.ID != "" && existing != nil {
+		for p := parent; p != nil; p = p.parent {
+			if p == existing {
+				return errorMessage(w, http.StatusBadRequest, "Cannot move group into one of its own subgroups")
+			}
+		}
+		if other := rl.siblings(parent).byName[existing.name]; other != nil && other != existing {
+			return errorMessage(w, http.StatusConflict, dupMessage(parent, existing.name))
+		}
+		rl.siblings(existing.parent).remove(existing)
+		existing.parent = parent
+		rl.siblings(parent).add(existing)
+		return noContent(w)
+	}
+	if strings.TrimSpace(b.Name) == "" {
+		return errorMessage(w, http.StatusBadRequest, "Group name is missing")
+	}
+	var attrs map[string][]string
+	if b.Attributes != nil {
+		attrs = *b.Attributes
+	}
+	g, err := rl.create(parent, b.Name, attrs)
+	if err != nil {
+		return errorMessage(w, http.StatusConflict, err.Error())
+	}
+	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/groups/"+g.id)
+	if parent == nil {
+		w.WriteHeader(http.StatusCreated)
+		return http.StatusCreated
+	}
+	return writeJSON(w, http.StatusCreated, groupJSON(g, false, nil))
+}
+
+func dupMessage(parent *group, name string) string {
+	if parent == nil {
+		return "Top level group named '" + name + "' already exists."
+	}
+	return "Sibling group named '" + name + "' already exists."
+}
+
+// updateGroup renames a group and, when the body has attributes, replaces them.
+func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	g := rl.groups[r.PathValue("id")]
+	if g == nil {
+		return notFound(w, "Could not find group by id")
+	}
+	b, ok := readGroup(r)
+	if !ok {
+		return errorMessage(w, http.StatusBadRequest, "Invalid group representation")
+	}
+	if b.Name != "" && b.Name != g.name {
+		sib := rl.siblings(g.parent)
+		if _, dup := sib.byName[b.Name]; dup {
+			return errorMessage(w, http.StatusConflict, dupMessage(g.parent, b.Name))
+		}
+		sib.remove(g)
+		g.name = b.Name
+		sib.add(g)
+	}
+	if b.Attributes != nil {
+		g.attrs = copyAttrs(*b.Attributes)
+	}
+	return noContent(w)
+}
+
+func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	g := rl.groups[r.PathValue("id")]
+	if g == nil {
+		return notFound(w, "Could not find group by id")
+	}
+	rl.remove(g)
+	return noContent(w)
+}
+
+// sortedUsers orders users as Keycloak lists them: by username.
+func sortedUsers(m map[string]*user) []*user {
+	out := make([]*user, 0, len(m))
+	for _, u := range m {
+		out = append(out, u)
+	}
+	slices.SortFunc(out, func(a, b *user) int { return strings.Compare(a.username, b.username) })
+	return out
+}
+
+// listMembers pages through a group's direct members (default max 100).
+func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	g := rl.groups[r.PathValue("id")]
+	if g == nil {
+		return notFound(w, "Could not find group by id")
+	}
+	first, max := page(r, 100)
+	out := []map[string]any{}
+	for _, u := range paged(sortedUsers(g.members), first, max) {
+		out = append(out, userJSON(u))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	u := rl.users[r.PathValue("id")]
+	if u == nil {
+		return notFound(w, "User not found")
+	}
+	return writeJSON(w, http.StatusOK, userJSON(u))
+}
+
+// listUsers searches users: username is a case-insensitive substring match
+// unless exact=true; search matches username or email.
+func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	q := r.URL.Query()
+	first, max := page(r, 100)
+	exact := q.Get("exact") == "true"
+	var found []*user
+	for _, u := range sortedUsers(rl.users) {
+		switch {
+		case q.Has("username") && exact && u.username != strings.ToLower(q.Get("username")):
+		case q.Has("username") && !exact && !strings.Contains(u.username, strings.ToLower(q.Get("username"))):
+		case q.Has("search") && !strings.Contains(u.username+" "+u.email, strings.ToLower(q.Get("search"))):
+		default:
+			found = append(found, u)
+		}
+	}
+	out := []map[string]any{}
+	for _, u := range paged(found, first, max) {
+		out = append(out, userJSON(u))
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+// userGroups lists a user's direct groups, brief.
+func (s *Server) userGroups(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	u := rl.users[r.PathValue("id")]
+	if u == nil {
+		return notFound(w, "User not found")
+	}
+	gs := make([]*group, 0, len(u.groups))
+	for _, g := range u.groups {
+		gs = append(gs, g)
+	}
+	slices.SortFunc(gs, func(a, b *group) int { return strings.Compare(a.name, b.name) })
+	first, max := page(r, 100)
+	out := []map[string]any{}
+	for _, g := range paged(gs, first, max) {
+		m := map[string]any{"id": g.id, "name": g.name, "path": g.path()}
+		if g.parent != nil {
+			m["parentId"] = g.parent.id
+		}
+		out = append(out, m)
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) membership(w http.ResponseWriter, r *http.Request, rl *realm) (*user, *group, int) {
+	u := rl.users[r.PathValue("id")]
+	if u == nil {
+		return nil, nil, notFound(w, "User not found")
+	}
+	g := rl.groups[r.PathValue("groupId")]
+	if g == nil {
+		return nil, nil, notFound(w, "Group not found")
+	}
+	return u, g, 0
+}
+
+// joinGroup makes a user a direct member; an existing member also gets 204.
+func (s *Server) joinGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	u, g, status := s.membership(w, r, rl)
+	if status != 0 {
+		return status
+	}
+	g.members[u.id], u.groups[g.id] = u, g
+	return noContent(w)
+}
+
+// leaveGroup ends a direct membership; a non-member also gets 204.
+func (s *Server) leaveGroup(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	u, g, status := s.membership(w, r, rl)
+	if status != 0 {
+		return status
+	}
+	delete(g.members, u.id)
+	delete(u.groups, g.id)
+	return noContent(w)
+}
+
+// createRealm creates an empty realm (the body's "realm" names it).
+func (s *Server) createRealm(w http.ResponseWriter, r *http.Request, _ *realm) int {
+	var b struct {
+		Realm string `json:"realm"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.Realm == "" {
+		return errorMessage(w, http.StatusBadRequest, "Realm name is missing")
+	}
+	if s.realms[b.Realm] != nil {
+		return errorMessage(w, http.StatusConflict, "Conflict detected. See logs for details")
+	}
+	s.realm(b.Realm)
+	w.Header().Set("Location", s.URL+"/admin/realms/"+b.Realm)
+	w.WriteHeader(http.StatusCreated)
+	return http.StatusCreated
+}
+
+func (s *Server) deleteRealm(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	delete(s.realms, rl.name)
+	return noContent(w)
+}
+
+// createUser creates a user from the body's username.
+func (s *Server) createUser(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	var b struct {
+		Username string `json:"username"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.Username == "" {
+		return errorMessage(w, http.StatusBadRequest, "User name is missing")
+	}
+	name := strings.ToLower(b.Username)
+	for _, u := range rl.users {
+		if u.username == name {
+			return errorMessage(w, http.StatusConflict, "User exists with same username")
+		}
+	}
+	id := newID()
+	rl.users[id] = &user{id: id, username: name, email: name + "@example.org", groups: map[string]*group{}}
+	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/users/"+id)
+	w.WriteHeader(http.StatusCreated)
+	return http.StatusCreated
+}

@@ -1,0 +1,445 @@
+// Package kctest is an in-process stand-in for the part of the Keycloak admin
+// REST API that waldur-gitops uses, for tests and benchmarks. No Keycloak can be
+// installed where the tests run, so the project's tests drive the real gocloak
+// client against this server; a contract test runs the same scenarios against a
+// real Keycloak when one is configured.
+//
+// It behaves like Keycloak (23 and later) where the client can tell: JSON
+// bodies with a JSON content type, new ids in the Location header, 409 on a
+// duplicate sibling name, first/max paging with Keycloak's default page sizes
+// (members 100, children 10), top-level listings without subgroups but with
+// subGroupCount, brief representations unless asked otherwise, direct
+// membership only, and 401 for a missing or expired token. Faults (5xx
+// answers, dropped connections) and latency can be injected.
+package kctest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Default credentials of a new server: an admin of the master realm who logs in
+// with the admin-cli client, as a fresh Keycloak has.
+const (
+	AdminRealm    = "master"
+	AdminUser     = "admin"
+	AdminPassword = "admin"
+	AdminClient   = "admin-cli"
+	// Realm is the realm a new server has besides master, the default
+	// keycloak_realm.
+	Realm = "waldur"
+)
+
+// Fault makes matching requests fail. Method "" and Path "" match any.
+type Fault struct {
+	// Method is the HTTP method to match, "" for any.
+	Method string
+	// Path is a substring the request path must contain, "" for any.
+	Path string
+	// Status is the answer; 0 closes the connection without one.
+	Status int
+	// Times is how many matching requests fail; below 1 means once.
+	Times int
+	// After lets the request take effect before it fails, as when the answer
+	// is lost on the way back.
+	After bool
+}
+
+// Server is the fake Keycloak. Its zero value is not usable: call NewServer.
+type Server struct {
+	// URL is the base URL to give gocloak.NewClient (no /auth prefix).
+	URL string
+	// TokenLifetime is the lifetime of the access tokens issued from now on
+	// (default 60 seconds, Keycloak's default for the master realm).
+	TokenLifetime time.Duration
+
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	realms   map[string]*realm
+	access   map[string]time.Time // access token → expiry
+	refresh  map[string]bool
+	faults   []*Fault
+	latency  time.Duration
+	calls    map[string]int
+	writes   int
+	requests int
+	// expireIn counts requests down to the moment every access token expires.
+	expireIn int
+}
+
+// realm holds one realm's users, groups, admins and clients.
+type realm struct {
+	name    string
+	admins  map[string]string // username → password
+	clients map[string]string // client id → secret ("" for a public client)
+	groups  map[string]*group // by id
+	top     children
+	users   map[string]*user // by id
+}
+
+type group struct {
+	id, name string
+	parent   *group
+	attrs    map[string][]string
+	kids     children
+	members  map[string]*user // by user id
+}
+
+type user struct {
+	id, username, email string
+	groups              map[string]*group // by group id
+}
+
+// children is a set of sibling groups kept sorted by name on demand.
+type children struct {
+	byName map[string]*group
+	sorted []*group
+}
+
+func (c *children) add(g *group) {
+	if c.byName == nil {
+		c.byName = map[string]*group{}
+	}
+	c.byName[g.name] = g
+	c.sorted = nil
+}
+
+func (c *children) remove(g *group) {
+	delete(c.byName, g.name)
+	c.sorted = nil
+}
+
+// list returns the siblings in Keycloak's order: by name.
+func (c *children) list() []*group {
+	if c.sorted == nil {
+		c.sorted = make([]*group, 0, len(c.byName))
+		for _, g := range c.byName {
+			c.sorted = append(c.sorted, g)
+		}
+		slices.SortFunc(c.sorted, func(a, b *group) int { return strings.Compare(a.name, b.name) })
+	}
+	return c.sorted
+}
+
+func (g *group) path() string {
+	if g.parent == nil {
+		return "/" + g.name
+	}
+	return g.parent.path() + "/" + g.name
+}
+
+// NewServer starts a server with the master realm (admin/admin through
+// admin-cli) and an empty realm "waldur". Close it when done.
+func NewServer() *Server {
+	s := &Server{
+		TokenLifetime: 60 * time.Second,
+		realms:        map[string]*realm{},
+		access:        map[string]time.Time{},
+		refresh:       map[string]bool{},
+		calls:         map[string]int{},
+	}
+	s.AddRealm(AdminRealm)
+	s.AddRealm(Realm)
+	s.AddAdmin(AdminRealm, AdminUser, AdminPassword)
+	s.srv = httptest.NewServer(s.routes())
+	s.URL = s.srv.URL
+	return s
+}
+
+// Close shuts the server down.
+func (s *Server) Close() { s.srv.Close() }
+
+// AddRealm creates a realm (with the public admin-cli client) if it does not exist.
+func (s *Server) AddRealm(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.realms[name] == nil {
+		s.realms[name] = &realm{name: name, admins: map[string]string{}, clients: map[string]string{AdminClient: ""},
+			groups: map[string]*group{}, users: map[string]*user{}}
+	}
+}
+
+// AddAdmin lets username log in to realm with password and use the admin API.
+func (s *Server) AddAdmin(realm, username, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.realm(realm).admins[username] = password
+}
+
+// AddClient registers a confidential client of realm whose service account may
+// use the admin API.
+func (s *Server) AddClient(realm, clientID, secret string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.realm(realm).clients[clientID] = secret
+}
+
+// AddUser creates a user with a new id and returns the id.
+func (s *Server) AddUser(realm, username string) string {
+	return s.AddUserWithID(realm, newID(), username)
+}
+
+// AddUserWithID creates a user with the given id (Keycloak keeps the ids of
+// imported or federated users, which need not be UUIDs).
+func (s *Server) AddUserWithID(realm, id, username string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	r.users[id] = &user{id: id, username: strings.ToLower(username), email: strings.ToLower(username) + "@example.org", groups: map[string]*group{}}
+	return id
+}
+
+// AddGroup creates a group under parentPath ("" for top level) without going
+// through the API, for example one waldur-gitops did not make.
+func (s *Server) AddGroup(realm, parentPath, name string, attrs map[string][]string) (string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	var parent *group
+	if parentPath != "" {
+		if parent = r.byPath(parentPath); parent == nil {
+			return "", fmt.Errorf("no group %s", parentPath)
+		}
+	}
+	g, err := r.create(parent, name, attrs)
+	if err != nil {
+		return "", err
+	}
+	return g.id, nil
+}
+
+// AddMember makes the user named username a direct member of the group at path.
+func (s *Server) AddMember(realm, path, username string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	g := r.byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	for _, u := range r.users {
+		if u.username == strings.ToLower(username) {
+			g.members[u.id], u.groups[g.id] = u, g
+			return nil
+		}
+	}
+	return fmt.Errorf("no user %s", username)
+}
+
+// GroupInfo is what Group reports about a group.
+type GroupInfo struct {
+	ID         string
+	Attributes map[string][]string
+	// Members are the usernames of the direct members, sorted.
+	Members []string
+	// Children are the names of the subgroups, sorted.
+	Children []string
+}
+
+// Group describes the group at path.
+func (s *Server) Group(realm, path string) (GroupInfo, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.realm(realm).byPath(path)
+	if g == nil {
+		return GroupInfo{}, false
+	}
+	info := GroupInfo{ID: g.id, Attributes: copyAttrs(g.attrs), Members: []string{}, Children: []string{}}
+	for _, u := range g.members {
+		info.Members = append(info.Members, u.username)
+	}
+	slices.Sort(info.Members)
+	for _, c := range g.kids.list() {
+		info.Children = append(info.Children, c.name)
+	}
+	return info, true
+}
+
+// Paths lists the paths of every group of realm, sorted.
+func (s *Server) Paths(realm string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, g := range s.realm(realm).groups {
+		out = append(out, g.path())
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Inject adds a fault. Faults are matched in the order they were added.
+func (s *Server) Inject(f Fault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f.Times < 1 {
+		f.Times = 1
+	}
+	s.faults = append(s.faults, &f)
+}
+
+// ClearFaults removes every fault not used up yet.
+func (s *Server) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults = nil
+}
+
+// SetLatency delays every answer by d.
+func (s *Server) SetLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.latency = d
+}
+
+// ExpireTokens makes every access token issued so far invalid, as if its
+// lifetime had passed; refresh tokens stay valid.
+func (s *Server) ExpireTokens() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.access)
+}
+
+// ExpireTokensAfter makes every access token expire once n more requests have
+// come in, as if their lifetime ran out in the middle of a run.
+func (s *Server) ExpireTokensAfter(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.expireIn = n
+}
+
+// Calls returns how many requests each route got, keyed like "GET /groups" or
+// "PUT /users/{id}/groups/{groupId}" (admin routes without their realm prefix),
+// faulted requests included.
+func (s *Server) Calls() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.calls))
+	for k, v := range s.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// Writes returns how many admin requests that change something (POST, PUT,
+// DELETE) were answered with success.
+func (s *Server) Writes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writes
+}
+
+// Requests returns the number of requests received, token requests included.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+// ResetCounts zeroes Calls, Writes and Requests.
+func (s *Server) ResetCounts() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.calls)
+	s.writes, s.requests = 0, 0
+}
+
+// realm returns the named realm, creating it; the caller holds s.mu.
+func (s *Server) realm(name string) *realm {
+	r := s.realms[name]
+	if r == nil {
+		r = &realm{name: name, admins: map[string]string{}, clients: map[string]string{AdminClient: ""},
+			groups: map[string]*group{}, users: map[string]*user{}}
+		s.realms[name] = r
+	}
+	return r
+}
+
+// byPath finds a group by its /a/b path.
+func (r *realm) byPath(p string) *group {
+	parts := strings.Split(strings.Trim(p, "/"), "/")
+	sib := &r.top
+	var g *group
+	for _, name := range parts {
+		if g = sib.byName[name]; g == nil {
+			return nil
+		}
+		sib = &g.kids
+	}
+	return g
+}
+
+// siblings returns the set a child of parent belongs to.
+func (r *realm) siblings(parent *group) *children {
+	if parent == nil {
+		return &r.top
+	}
+	return &parent.kids
+}
+
+// create adds a group, refusing a duplicate sibling name as Keycloak does.
+func (r *realm) create(parent *group, name string, attrs map[string][]string) (*group, error) {
+	if _, dup := r.siblings(parent).byName[name]; dup {
+		if parent == nil {
+			return nil, fmt.Errorf("Top level group named '%s' already exists.", name)
+		}
+		return nil, fmt.Errorf("Sibling group named '%s' already exists.", name)
+	}
+	g := &group{id: newID(), name: name, parent: parent, attrs: copyAttrs(attrs), members: map[string]*user{}}
+	r.groups[g.id] = g
+	r.siblings(parent).add(g)
+	return g, nil
+}
+
+// remove deletes a group with its subtree and memberships.
+func (r *realm) remove(g *group) {
+	for _, c := range slices.Clone(g.kids.list()) {
+		r.remove(c)
+	}
+	for _, u := range g.members {
+		delete(u.groups, g.id)
+	}
+	r.siblings(g.parent).remove(g)
+	delete(r.groups, g.id)
+}
+
+func copyAttrs(a map[string][]string) map[string][]string {
+	if a == nil {
+		return map[string][]string{}
+	}
+	out := make(map[string][]string, len(a))
+	for k, v := range a {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	h := hex.EncodeToString(b[:])
+	return h[:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:]
+}
+
+// takeFault returns the first fault matching the request and uses it up.
+func (s *Server) takeFault(r *http.Request) (*Fault, bool) {
+	for i, f := range s.faults {
+		if (f.Method == "" || f.Method == r.Method) && strings.Contains(r.URL.Path, f.Path) {
+			f.Times--
+			if f.Times == 0 {
+				s.faults = slices.Delete(s.faults, i, i+1)
+			}
+			return f, true
+		}
+	}
+	return nil, false
+}

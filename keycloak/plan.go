@@ -1,0 +1,394 @@
+package keycloak
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Stage and kinds of the change-set entries this package makes.
+const (
+	Stage          = "keycloak"
+	KindGroup      = "KeycloakGroup"
+	KindMembership = "KeycloakMembership"
+)
+
+// OpKind is an operation on the realm.
+type OpKind string
+
+// The operations, in the order Execute carries them out.
+const (
+	OpUpdateGroup  OpKind = "update-group"
+	OpCreateGroup  OpKind = "create-group"
+	OpAddMember    OpKind = "add-member"
+	OpRemoveMember OpKind = "remove-member"
+	OpDeleteGroup  OpKind = "delete-group"
+)
+
+// kindOrder is the execution order of the operation kinds.
+var kindOrder = map[OpKind]int{OpUpdateGroup: 0, OpCreateGroup: 1, OpAddMember: 2, OpRemoveMember: 3, OpDeleteGroup: 4}
+
+// Op is one write to the realm.
+type Op struct {
+	Kind OpKind
+	// Path and Name are the group's; Parent is the parent's path ("" for a
+	// top-level group).
+	Path, Name, Parent string
+	// GroupID is the group's id when it exists before the run; ParentID the
+	// parent's. Empty ids are those of groups an earlier operation creates.
+	GroupID, ParentID string
+	// Attributes are written by create and update: the full set.
+	Attributes map[string][]string
+	// UserID and Username name the member of add and remove.
+	UserID, Username string
+	// Entry is the index of the operation's entry in Plan.Changes.
+	Entry int
+}
+
+// Plan is what MakePlan decided for one realm.
+type Plan struct {
+	Target Target
+	// Ops are the writes, grouped by kind in execution order.
+	Ops []Op
+	// Changes has an entry per group (created, updated, unchanged, deleted, or
+	// skipped for a conflict), per membership added or removed, and per member
+	// that cannot be added (skipped), in plan order. A group that stays although
+	// no resource needs it is unchanged, with the reason it stays.
+	Changes changeset.Set
+}
+
+// PlanInput is everything MakePlan decides from.
+type PlanInput struct {
+	Target  Target
+	Desired []DesiredGroup
+	Actual  *Actual
+	// Rendered holds every resource the renderer made a tenant of.
+	Rendered map[waldur.UUID]bool
+	// Skipped holds the resources the renderer skipped for bad input; the
+	// groups recorded for them are kept.
+	Skipped map[waldur.UUID]string
+	// Terminations maps resources being terminated to their Terminate orders,
+	// which deletions cite.
+	Terminations map[waldur.UUID][]waldur.UUID
+	// InGit reports whether the manifests of a resource the renderer no longer
+	// produces are still in Git (a prune not yet pushed, a tenant kept by the
+	// deletion guard); its groups are then kept. nil: none are.
+	InGit func(waldur.UUID) bool
+	// NoDelete keeps every group: deletions are reported as unchanged, with
+	// the reason.
+	NoDelete bool
+	// Guard refuses a plan that deletes the groups of too many resources
+	// without a Terminate order; nil allows any.
+	Guard *guard.Options
+}
+
+// planner holds the state of one MakePlan call.
+type planner struct {
+	in   PlanInput
+	plan *Plan
+	// blocked maps desired groups that are not reconciled to the reason.
+	blocked map[string]string
+}
+
+// MakePlan compares the desired groups with what Observe read and returns the
+// operations that make the realm right. It makes no call.
+func MakePlan(in PlanInput) (*Plan, error) {
+	p := &planner{in: in, plan: &Plan{Target: in.Target}, blocked: map[string]string{}}
+	if in.Actual == nil {
+		in.Actual = &Actual{}
+		p.in.Actual = in.Actual
+	}
+	for i := range in.Desired {
+		p.desired(&in.Desired[i])
+	}
+	if err := p.deletions(); err != nil {
+		return nil, err
+	}
+	// Execution order: updates, creations (parents first: Desired is sorted by
+	// path), additions, removals, deletions (subgroups first: see deletions).
+	slices.SortStableFunc(p.plan.Ops, func(a, b Op) int { return cmp.Compare(kindOrder[a.Kind], kindOrder[b.Kind]) })
+	return p.plan, nil
+}
+
+func (p *planner) entry(e changeset.Entry) int {
+	e.Stage = Stage
+	p.plan.Changes.Add(e)
+	return len(p.plan.Changes.Entries) - 1
+}
+
+func (p *planner) op(o Op, e changeset.Entry) {
+	o.Entry = p.entry(e)
+	p.plan.Ops = append(p.plan.Ops, o)
+}
+
+// groupEntry is the entry of a desired group, before its action.
+func groupEntry(d *DesiredGroup) changeset.Entry {
+	e := changeset.Entry{Kind: KindGroup, Subject: d.Path, Offering: strings.Join(d.Offerings, ", ")}
+	if len(d.Resources) == 1 {
+		e.Resource = string(d.Resources[0])
+	}
+	return e
+}
+
+// desired plans one desired group and its members.
+func (p *planner) desired(d *DesiredGroup) {
+	e := groupEntry(d)
+	if why := p.blocked[d.Parent]; d.Parent != "" && why != "" {
+		e.Action, e.Reason = changeset.Skip, "parent group "+d.Parent+" is not reconciled: "+why
+		p.blocked[d.Path] = "its parent is not reconciled"
+		p.entry(e)
+		return
+	}
+	g := p.in.Actual.Groups[d.Path]
+	if g == nil {
+		parentID := ""
+		if d.Parent != "" {
+			if pg := p.in.Actual.Groups[d.Parent]; pg != nil {
+				parentID = pg.ID
+			}
+		}
+		e.Action = changeset.Create
+		p.op(Op{Kind: OpCreateGroup, Path: d.Path, Name: d.Name, Parent: d.Parent, ParentID: parentID, Attributes: d.attributes()}, e)
+		p.members(d, nil)
+		return
+	}
+	switch own := p.in.Target.owner(g); {
+	case own == owned:
+		want := mergeAttributes(g.Attributes, d.attributes())
+		if changed := changedKeys(g.Attributes, want); len(changed) > 0 {
+			e.Action, e.Reason = changeset.Update, "attributes "+strings.Join(changed, ", ")
+			p.op(Op{Kind: OpUpdateGroup, Path: d.Path, Name: g.Name, GroupID: g.ID, Attributes: want}, e)
+		} else {
+			e.Action = changeset.Unchanged
+			p.entry(e)
+		}
+	case own == unmarked && d.Adopt:
+		e.Action, e.Reason = changeset.Update, "adopt: mark as managed by "+ManagedBy+managedByNote(g)
+		p.op(Op{Kind: OpUpdateGroup, Path: d.Path, Name: g.Name, GroupID: g.ID, Attributes: mergeAttributes(g.Attributes, d.attributes())}, e)
+	default:
+		why := "the group exists but is not managed by " + ManagedBy + managedByNote(g) + "; it is left alone (keycloak_groups.adopt_existing takes such groups over)"
+		if own == foreign {
+			why = "the group is managed by " + ManagedBy + " for offering(s) " + strings.Join(g.Attributes[AttrOffering], ", ") + ", not in this config; it is left alone"
+		}
+		e.Action, e.Reason = changeset.Skip, "conflict: "+why
+		p.blocked[d.Path] = "conflict"
+		p.entry(e)
+		return
+	}
+	p.members(d, g)
+}
+
+func managedByNote(g *Group) string {
+	if v := g.Attributes[AttrManagedBy]; len(v) > 0 {
+		return " (managed_by=" + strings.Join(v, ",") + ")"
+	}
+	return ""
+}
+
+// members plans the memberships of a desired group; g is the existing group,
+// nil when it is to be created.
+func (p *planner) members(d *DesiredGroup, g *Group) {
+	want := map[string]string{} // user id → offering username
+	var wantIDs []string
+	for _, m := range d.Members {
+		u, known := p.in.Actual.Users[m]
+		if u == nil {
+			e := changeset.Entry{Kind: KindMembership, Subject: d.Path + " " + m.Username, Action: changeset.Skip, Offering: strings.Join(d.Offerings, ", "), Reason: missingUser(p.in.Target, m)}
+			if !known {
+				e.Reason = "user " + m.Username + " was not looked up"
+			}
+			p.entry(e)
+			continue
+		}
+		if _, dup := want[u.ID]; !dup {
+			want[u.ID] = m.Username
+			wantIDs = append(wantIDs, u.ID)
+		}
+	}
+	have := map[string]User{}
+	if g != nil {
+		for _, u := range g.Members {
+			have[u.ID] = u
+		}
+	}
+	groupID := ""
+	if g != nil {
+		groupID = g.ID
+	}
+	base := changeset.Entry{Kind: KindMembership, Offering: strings.Join(d.Offerings, ", ")}
+	if len(d.Resources) == 1 {
+		base.Resource = string(d.Resources[0])
+	}
+	for _, id := range wantIDs {
+		if _, ok := have[id]; ok {
+			continue
+		}
+		e := base
+		e.Subject, e.Action = d.Path+" "+want[id], changeset.Create
+		p.op(Op{Kind: OpAddMember, Path: d.Path, GroupID: groupID, UserID: id, Username: want[id]}, e)
+	}
+	for _, id := range slices.Sorted(maps.Keys(have)) {
+		if _, ok := want[id]; ok {
+			continue
+		}
+		u := have[id]
+		e := base
+		e.Subject, e.Action, e.Reason = d.Path+" "+u.Username, changeset.Delete, "not in the team (or not in this role) any more"
+		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
+	}
+}
+
+func missingUser(t Target, m Member) string {
+	how := "by user name"
+	if m.ByID {
+		how = "by id or user name"
+	}
+	return fmt.Sprintf("user %s not found in Keycloak realm %s (looked up %s); it is added once it exists", m.Username, t.Realm, how)
+}
+
+// mergeAttributes returns have with the marker attributes of want: other
+// attributes are kept, and a marker attribute want lacks is dropped.
+func mergeAttributes(have, want map[string][]string) map[string][]string {
+	out := map[string][]string{}
+	for k, v := range have {
+		if !slices.Contains(ownKeys, k) {
+			out[k] = slices.Clone(v)
+		}
+	}
+	for k, v := range want {
+		out[k] = slices.Clone(v)
+	}
+	return out
+}
+
+// changedKeys lists the marker attributes that differ between have and want.
+func changedKeys(have, want map[string][]string) []string {
+	var out []string
+	for _, k := range ownKeys {
+		a, b := sortedUnique(have[k]), sortedUnique(want[k])
+		if !slices.Equal(a, b) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// deletions plans the deletion of the owned groups no desired group names,
+// subgroups first, keeping those something still needs.
+func (p *planner) deletions() error {
+	t := p.in.Target
+	desired := map[string]bool{}
+	for _, d := range p.in.Desired {
+		desired[d.Path] = true
+	}
+	var candidates []*Group
+	known := map[waldur.UUID]bool{}
+	for _, g := range p.in.Actual.Groups {
+		if t.owner(g) != owned {
+			continue
+		}
+		for _, r := range g.Attributes[AttrResource] {
+			known[waldur.UUID(r)] = true
+		}
+		if !desired[g.Path] {
+			candidates = append(candidates, g)
+		}
+	}
+	// Deepest first, so that a parent sees what becomes of its subgroups.
+	slices.SortFunc(candidates, func(a, b *Group) int {
+		return cmp.Or(cmp.Compare(strings.Count(b.Path, "/"), strings.Count(a.Path, "/")), cmp.Compare(a.Path, b.Path))
+	})
+	deleting := map[string]bool{}
+	var removed []changeset.Entry
+	gone := map[waldur.UUID]bool{}
+	var ops []struct {
+		op Op
+		e  changeset.Entry
+	}
+	for _, g := range candidates {
+		e := changeset.Entry{Kind: KindGroup, Subject: g.Path, Action: changeset.Delete, Reason: "no resource needs it any more",
+			Offering: t.offeringNames(g.Attributes[AttrOffering])}
+		resources := g.Attributes[AttrResource]
+		if len(resources) == 1 {
+			e.Resource = resources[0]
+		}
+		for _, r := range resources {
+			for _, o := range p.in.Terminations[waldur.UUID(r)] {
+				e.Orders = append(e.Orders, string(o))
+			}
+		}
+		if why := p.keep(g, deleting); why != "" {
+			// Nothing happens to it: unchanged, with the reason it stays.
+			e.Action, e.Reason, e.Orders = changeset.Unchanged, "kept: "+why, nil
+			p.entry(e)
+			continue
+		}
+		deleting[g.Path] = true
+		for _, r := range resources {
+			if u := waldur.UUID(r); !p.in.Rendered[u] && !gone[u] {
+				gone[u] = true
+				removed = append(removed, changeset.Entry{Kind: "Tenant", Subject: "resource " + r, Action: changeset.Delete, Orders: uuidStrings(p.in.Terminations[u])})
+			}
+		}
+		ops = append(ops, struct {
+			op Op
+			e  changeset.Entry
+		}{Op{Kind: OpDeleteGroup, Path: g.Path, Name: g.Name, GroupID: g.ID}, e})
+	}
+	if len(removed) > 0 && p.in.Guard != nil {
+		if err := guard.Check(changeset.Set{Entries: removed}, len(known), *p.in.Guard); err != nil {
+			return fmt.Errorf("refusing to delete their Keycloak groups: %w", err)
+		}
+	}
+	for _, o := range ops {
+		p.op(o.op, o.e)
+	}
+	return nil
+}
+
+func uuidStrings(us []waldur.UUID) []string {
+	var out []string
+	for _, u := range us {
+		out = append(out, string(u))
+	}
+	return out
+}
+
+// keep says why an owned group nobody desires must stay, "" when it may go.
+func (p *planner) keep(g *Group, deleting map[string]bool) string {
+	t := p.in.Target
+	if p.in.NoDelete {
+		return "deletions are turned off (--no-delete)"
+	}
+	for _, o := range g.Attributes[AttrOffering] {
+		if !t.ownsOffering(o) {
+			return "offering " + o + ", not in this config for this realm, needs it too"
+		}
+	}
+	for _, r := range g.Attributes[AttrResource] {
+		u := waldur.UUID(r)
+		if why, ok := p.in.Skipped[u]; ok {
+			return fmt.Sprintf("resource %s, which needs it, was skipped for bad input (%s)", r, why)
+		}
+		if !p.in.Rendered[u] && p.in.InGit != nil && p.in.InGit(u) {
+			return fmt.Sprintf("the manifests of resource %s are still in Git; it goes after they are pruned", r)
+		}
+	}
+	if g.SubGroupCount > 0 {
+		if !g.ChildrenRead {
+			return "it has subgroups"
+		}
+		for _, c := range g.Children {
+			if !deleting[c] {
+				return "its subgroup " + c + " stays"
+			}
+		}
+	}
+	return ""
+}

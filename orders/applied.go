@@ -1,0 +1,205 @@
+package orders
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/manifest"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Cluster is what the applied check reads; *kube.Reader implements it.
+type Cluster interface {
+	Namespace(ctx context.Context, name string) (*kube.Namespace, error)
+	Namespaces(ctx context.Context, selector string) ([]kube.Namespace, error)
+	Quotas(ctx context.Context, namespace string) ([]kube.Quota, error)
+}
+
+var _ Cluster = (*kube.Reader)(nil)
+
+// Expectation is what the cluster shows once an order's effect is applied.
+type Expectation struct {
+	// Namespace is the tenant's namespace ("" when unknown: only for Gone).
+	Namespace string
+	// Resource is the Waldur resource; for Gone, no namespace may carry its
+	// waldur.io/resource-uuid label either.
+	Resource waldur.UUID
+	// Gone: the namespace must not exist, or be terminating.
+	Gone bool
+	// Quotas must be in force in the namespace.
+	Quotas []ExpectedQuota
+}
+
+// ExpectedQuota is a rendered quota.
+type ExpectedQuota struct {
+	// Name of the ResourceQuota; "" for a quota handed to an operator (the
+	// k8s-ut-namespace ManagedNamespace), which any ResourceQuota of the
+	// namespace may carry, under the key as given or prefixed with requests.
+	// or limits.
+	Name string
+	Hard map[string]string
+}
+
+// expectation derives the applied state of rendered tenants: their namespace
+// and every ResourceQuota (or ManagedNamespace quota) rendered for them.
+func expectation(ts []*render.Tenant) *Expectation {
+	e := &Expectation{Namespace: ts[0].Name, Resource: ts[0].Resource}
+	for _, t := range ts {
+		for _, obj := range t.Objects {
+			switch obj.Kind() {
+			case "ResourceQuota":
+				e.Quotas = append(e.Quotas, ExpectedQuota{Name: obj.Name(), Hard: stringMap(obj, "spec", "hard")})
+			case "ManagedNamespace":
+				if q := stringMap(obj, "spec", "quota"); len(q) > 0 {
+					e.Quotas = append(e.Quotas, ExpectedQuota{Hard: q})
+				}
+			}
+		}
+	}
+	return e
+}
+
+func stringMap(obj manifest.Object, fields ...string) map[string]string {
+	var cur any = map[string]any(obj)
+	for _, f := range fields {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[f]
+	}
+	m, ok := cur.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = fmt.Sprint(v)
+	}
+	return out
+}
+
+// Applied reports whether the cluster shows the expectation; detail says what
+// is missing when it does not.
+func Applied(ctx context.Context, c Cluster, e *Expectation) (ok bool, detail string, err error) {
+	if e == nil {
+		return true, "", nil
+	}
+	if e.Gone {
+		return gone(ctx, c, e)
+	}
+	ns, err := c.Namespace(ctx, e.Namespace)
+	switch {
+	case err != nil:
+		return false, "", err
+	case ns == nil:
+		return false, "namespace " + e.Namespace + " does not exist yet", nil
+	case ns.Terminating:
+		return false, "namespace " + e.Namespace + " is terminating", nil
+	}
+	if len(e.Quotas) == 0 {
+		return true, "", nil
+	}
+	have, err := c.Quotas(ctx, e.Namespace)
+	if err != nil {
+		return false, "", err
+	}
+	for _, want := range e.Quotas {
+		if miss := quotaMismatch(want, have); miss != "" {
+			return false, "namespace " + e.Namespace + ": " + miss, nil
+		}
+	}
+	return true, "", nil
+}
+
+func gone(ctx context.Context, c Cluster, e *Expectation) (bool, string, error) {
+	if e.Namespace != "" {
+		ns, err := c.Namespace(ctx, e.Namespace)
+		if err != nil {
+			return false, "", err
+		}
+		if ns != nil && !ns.Terminating {
+			return false, "namespace " + e.Namespace + " still exists", nil
+		}
+	}
+	list, err := c.Namespaces(ctx, manifest.LabelResourceUUID+"="+string(e.Resource))
+	if err != nil {
+		return false, "", err
+	}
+	for _, ns := range list {
+		if !ns.Terminating {
+			return false, "namespace " + ns.Name + " of the resource still exists", nil
+		}
+	}
+	return true, "", nil
+}
+
+// quotaMismatch says how the quotas of a namespace miss a rendered one; "" when
+// one of them holds it.
+func quotaMismatch(want ExpectedQuota, have []kube.Quota) string {
+	if want.Name != "" {
+		i := slices.IndexFunc(have, func(q kube.Quota) bool { return q.Name == want.Name })
+		if i < 0 {
+			return "resourcequota " + want.Name + " does not exist yet"
+		}
+		if d := hardDiff(want.Hard, have[i].Hard, false); d != "" {
+			return "resourcequota " + want.Name + ": " + d
+		}
+		return ""
+	}
+	best := "no resourcequota"
+	for _, q := range have {
+		d := hardDiff(want.Hard, q.Hard, true)
+		if d == "" {
+			return ""
+		}
+		best = "resourcequota " + q.Name + ": " + d
+	}
+	return best
+}
+
+// hardDiff compares rendered quota values with a quota's spec.hard by quantity;
+// loose also accepts the key under a requests. or limits. prefix.
+func hardDiff(want map[string]string, hard map[string]resource.Quantity, loose bool) string {
+	keys := make([]string, 0, len(want))
+	for k := range want {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	var diffs []string
+	for _, k := range keys {
+		w, err := resource.ParseQuantity(want[k])
+		if err != nil {
+			diffs = append(diffs, fmt.Sprintf("%s: rendered value %q is not a quantity", k, want[k]))
+			continue
+		}
+		candidates := []string{k}
+		if loose {
+			candidates = append(candidates, "requests."+k, "limits."+k)
+		}
+		found := false
+		for _, ck := range candidates {
+			if got, ok := hard[ck]; ok && got.Cmp(w) == 0 {
+				found = true
+				break
+			}
+		}
+		if !found {
+			got := k + " is unset"
+			for _, ck := range candidates {
+				if q, ok := hard[ck]; ok {
+					got = ck + " is " + q.String()
+					break
+				}
+			}
+			diffs = append(diffs, fmt.Sprintf("%s, want %s", got, want[k]))
+		}
+	}
+	return strings.Join(diffs, ", ")
+}

@@ -1,0 +1,141 @@
+package orders_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+func fakeCluster() *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList",
+	})
+}
+
+func namespace(name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": name}}}
+	u.SetLabels(labels)
+	return u
+}
+
+func quota(ns, name string, hard map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ResourceQuota",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"hard": hard},
+	}}
+}
+
+// fakeClock advances by the requested sleep and runs a hook on each sleep, so a
+// test can let "the GitOps controller" apply something between polls.
+type fakeClock struct {
+	t      time.Time
+	sleeps int
+	onPoll func(n int)
+}
+
+func (c *fakeClock) now() time.Time { return c.t }
+func (c *fakeClock) sleep(_ context.Context, d time.Duration) error {
+	c.t = c.t.Add(d)
+	c.sleeps++
+	if c.onPoll != nil {
+		c.onPoll(c.sleeps)
+	}
+	return nil
+}
+
+// With order_done_on: applied the Create is done only once the cluster shows
+// the namespace with the rendered quota; the wait polls until then.
+func TestAppliedWaitsForNamespaceAndQuota(t *testing.T) {
+	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 60\n")
+	dyn := fakeCluster()
+	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	ctx := context.Background()
+	clock.onPoll = func(n int) {
+		switch n {
+		case 1: // the controller creates the namespace...
+			_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-lambda", nil), metav1.CreateOptions{})
+		case 2: // ...then an old quota...
+			_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-lambda").Create(ctx,
+				quota("waldur-lambda", "waldur-quota", map[string]any{"limits.cpu": "1", "limits.memory": "2Gi"}), metav1.CreateOptions{})
+		case 3: // ...and finally the rendered one (same amounts, other spelling).
+			_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-lambda").Update(ctx,
+				quota("waldur-lambda", "waldur-quota", map[string]any{"limits.cpu": "3000m", "limits.memory": "4Gi"}), metav1.UpdateOptions{})
+		}
+	}
+	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource("lambda", waldur.ResourceCreating, limits("cpu", "3", "ram", "4")), nil)
+	c := h.cycle(true, true)
+	if c.finishEr != nil {
+		t.Fatal(c.finishEr)
+	}
+	if clock.sleeps != 3 {
+		t.Errorf("polled %d times, want 3", clock.sleeps)
+	}
+	if e := entry(t, c.finish, ord); e.Reason != "done (backend id waldur-lambda)" || h.orderState(ord) != waldur.OrderDone {
+		t.Errorf("entry %+v, order %s", e, h.orderState(ord))
+	}
+}
+
+// When the cluster does not catch up in time the order stays executing, the
+// reason says what is missing, and the next run (cluster caught up) finishes it.
+func TestAppliedTimeoutLeavesOrderExecuting(t *testing.T) {
+	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
+	dyn := fakeCluster()
+	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource("mu", waldur.ResourceCreating, limits("cpu", "1", "ram", "1")), nil)
+	c := h.cycle(true, true)
+	e := entry(t, c.finish, ord)
+	if e.Action != changeset.Skip || !strings.Contains(e.Reason, "not applied in the cluster after 20s: namespace waldur-mu does not exist yet") {
+		t.Errorf("entry %+v", e)
+	}
+	if clock.sleeps != 4 || h.orderState(ord) != waldur.OrderExecuting {
+		t.Errorf("sleeps %d, order %s", clock.sleeps, h.orderState(ord))
+	}
+	ctx := context.Background()
+	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-mu", nil), metav1.CreateOptions{})
+	_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-mu").Create(ctx,
+		quota("waldur-mu", "waldur-quota", map[string]any{"limits.cpu": "1", "limits.memory": "1Gi"}), metav1.CreateOptions{})
+	h.cycle(true, true)
+	if h.orderState(ord) != waldur.OrderDone {
+		t.Errorf("order %s after the cluster caught up", h.orderState(ord))
+	}
+}
+
+// A Terminate with order_done_on: applied waits until no namespace of the
+// resource is left (found by name and by the resource label).
+func TestAppliedTerminateWaitsForNamespaceRemoval(t *testing.T) {
+	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 10\n")
+	dyn := fakeCluster()
+	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep = clock.now, clock.sleep
+	// The order arrives executing, so Waldur has the resource Terminating.
+	res := h.resource("nu", waldur.ResourceTerminating, limits("cpu", "1"))
+	ctx := context.Background()
+	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-nu", map[string]string{"waldur.io/resource-uuid": string(res)}), metav1.CreateOptions{})
+	ord := h.order(waldur.OrderTerminate, waldur.OrderExecuting, res, nil)
+	c := h.cycle(true, true)
+	if e := entry(t, c.finish, ord); e.Action != changeset.Skip || !strings.Contains(e.Reason, "namespace waldur-nu of the resource still exists") {
+		t.Errorf("entry %+v", e)
+	}
+	_ = dyn.Resource(kube.NamespacesGVR).Delete(ctx, "waldur-nu", metav1.DeleteOptions{})
+	h.cycle(true, true)
+	if h.orderState(ord) != waldur.OrderDone {
+		t.Errorf("order %s", h.orderState(ord))
+	}
+}

@@ -1,0 +1,341 @@
+package orders
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"path"
+	"sort"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/manifest"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Outcome is what Finish does with one executing order.
+type Outcome int
+
+const (
+	// Wait leaves the order executing: its effect is not (yet) durable.
+	Wait Outcome = iota
+	// Done sets it done (Create and Restore: after setting the backend id).
+	Done
+	// Erred sets it erred.
+	Erred
+)
+
+// Executing is one executing order and what its effect looks like in the pushed
+// tree.
+type Executing struct {
+	Offering *Offering
+	Order    waldur.Order
+	Resource *waldur.Resource
+	// Tenant labels the order's tenant or resource.
+	Tenant  string
+	Outcome Outcome
+	// BackendID is set on the resource before a Create or Restore order is done.
+	BackendID string
+	// Reason explains Wait; Message and Traceback are sent with Erred.
+	Reason, Message, Traceback string
+	// Expect is what the cluster must show before the order is done when the
+	// offering waits for order_done_on: applied.
+	Expect *Expectation
+}
+
+// PlanFinish decides the executing orders of every offering from the render
+// result and the tree that is now durable on the remote branch (the pushed
+// tree, or the current one when nothing was committed). It is pure.
+func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pushed render.Tree) []Executing {
+	tenants := map[waldur.UUID][]*render.Tenant{}
+	for _, t := range res.Tenants {
+		tenants[t.Resource] = append(tenants[t.Resource], t)
+	}
+	inGit := resourcesInTree(pushed)
+	var out []Executing
+	for _, o := range offerings {
+		ost, ok := st.Offering(o.Name)
+		if !ok {
+			continue
+		}
+		for _, i := range sortedOrders(ost, waldur.OrderExecuting) {
+			ord := ost.Orders[i]
+			id := ord.MarketplaceResourceUUID
+			e := Executing{Offering: o, Order: ord, Resource: findResource(ost, id), Tenant: resourceLabel(o, findResource(ost, id), id)}
+			ts := tenants[id]
+			if len(ts) > 0 {
+				e.Tenant = o.Dir + "/" + ts[0].Name
+			}
+			switch ord.Type {
+			case waldur.OrderCreate, waldur.OrderRestore, waldur.OrderUpdate:
+				planFulfil(&e, res, ts, pushed)
+			case waldur.OrderTerminate:
+				planTerminate(&e, ts, inGit[id])
+			default:
+				e.Reason = fmt.Sprintf("waldur-gitops does not handle %q orders", ord.Type)
+			}
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func planFulfil(e *Executing, res *render.Result, ts []*render.Tenant, pushed render.Tree) {
+	id := e.Order.MarketplaceResourceUUID
+	if problem, skipped := res.Skipped[id]; skipped {
+		e.Outcome = Erred
+		e.Message, e.Traceback = erredText(e, problem)
+		return
+	}
+	switch {
+	case e.Resource == nil:
+		e.Reason = "the resource is not among the offering's resources"
+		return
+	case len(ts) == 0:
+		e.Reason = fmt.Sprintf("the resource is not rendered (state %s)", e.Resource.State)
+		return
+	}
+	for _, t := range ts {
+		if f := missingFile(t, pushed); f != "" {
+			e.Reason = "not in the pushed tree yet: " + f
+			return
+		}
+	}
+	e.Outcome = Done
+	if e.Order.Type != waldur.OrderUpdate {
+		e.BackendID = ts[0].BackendID
+	}
+	e.Expect = expectation(ts)
+}
+
+func planTerminate(e *Executing, ts []*render.Tenant, inGit []string) {
+	switch {
+	case len(ts) > 0:
+		state := "unknown"
+		if e.Resource != nil {
+			state = e.Resource.State
+		}
+		e.Reason = fmt.Sprintf("the resource is still rendered (state %s)", state)
+	case len(inGit) > 0:
+		e.Reason = "its manifests are still in Git: " + strings.Join(inGit, ", ")
+	default:
+		e.Outcome = Done
+		exp := &Expectation{Resource: e.Order.MarketplaceResourceUUID, Gone: true}
+		if e.Resource != nil && e.Resource.BackendID != "" && !strings.Contains(e.Resource.BackendID, ":") {
+			exp.Namespace = e.Resource.BackendID
+		}
+		e.Expect = exp
+	}
+}
+
+// missingFile returns the first file of t that the pushed tree lacks or holds
+// with other content, "" when all are there.
+func missingFile(t *render.Tenant, pushed render.Tree) string {
+	for _, f := range t.Files {
+		p := t.Dir + "/" + f.Name
+		if got, ok := pushed[p]; !ok || !bytes.Equal(got, f.Data) {
+			return p
+		}
+	}
+	return ""
+}
+
+// resourcesInTree maps every resource UUID named by a tenant kustomization of
+// the tree to its directories.
+func resourcesInTree(t render.Tree) map[waldur.UUID][]string {
+	out := map[waldur.UUID][]string{}
+	for p, data := range t {
+		if path.Base(p) != render.KustomizationFile || strings.Count(p, "/") != 3 {
+			continue
+		}
+		var k struct {
+			Metadata struct {
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if yaml.Unmarshal(data, &k) != nil {
+			continue
+		}
+		if id := k.Metadata.Annotations[manifest.LabelResourceUUID]; id != "" {
+			out[waldur.UUID(id)] = append(out[waldur.UUID(id)], path.Dir(p))
+		}
+	}
+	for _, dirs := range out {
+		sort.Strings(dirs)
+	}
+	return out
+}
+
+// erredText is the error message and traceback an order whose resource failed
+// validation is set erred with.
+func erredText(e *Executing, problem string) (string, string) {
+	r := e.Resource
+	name, slug := "", ""
+	if r != nil {
+		name, slug = r.Name, r.Slug
+	}
+	msg := fmt.Sprintf("waldur-gitops cannot render resource %q (slug %q): %s", name, slug, problem)
+	var tb strings.Builder
+	fmt.Fprintf(&tb, "waldur-gitops validation failed; nothing was written to Git for this order.\n")
+	fmt.Fprintf(&tb, "offering: %s\n", e.Offering.Name)
+	fmt.Fprintf(&tb, "order: %s (%s)\n", e.Order.UUID, e.Order.Type)
+	fmt.Fprintf(&tb, "resource: %s\n", e.Order.MarketplaceResourceUUID)
+	fmt.Fprintf(&tb, "resource name: %q\n", name)
+	fmt.Fprintf(&tb, "resource slug: %q\n", slug)
+	fmt.Fprintf(&tb, "problem: %s\n", problem)
+	return msg, tb.String()
+}
+
+// Finish moves the executing orders whose effect is durable: pushed is the tree
+// of the owned directory as the remote branch holds it after the push (or as it
+// was fetched, when the run committed nothing). Call it only after a successful
+// push; it must not run when the push failed.
+//
+// A failed transition is reported (an entry with action skip whose reason
+// starts "failed to") and the others go on; the error then summarises the
+// failures. The orders concerned stay executing and the next run retries them.
+func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pushed render.Tree) (changeset.Set, map[string]int, error) {
+	r := s.newRun()
+	plan := PlanFinish(s.Offerings, st, res, pushed)
+	if !s.DryRun {
+		r.waitApplied(ctx, plan)
+	}
+	for i := range plan {
+		if err := ctx.Err(); err != nil {
+			return r.cs, r.calls, err
+		}
+		r.finish(ctx, &plan[i])
+	}
+	r.cs.Sort()
+	return r.cs, r.calls, r.finishErr("order feedback")
+}
+
+func (r *run) finish(ctx context.Context, e *Executing) {
+	o, ord := e.Offering, &e.Order
+	id := ord.MarketplaceResourceUUID
+	if e.Outcome == Wait {
+		r.add(o, ord, id, e.Tenant, changeset.Skip, "left executing: "+e.Reason)
+		return
+	}
+	if r.s.DryRun {
+		switch e.Outcome {
+		case Done:
+			r.add(o, ord, id, e.Tenant, changeset.Update, "would set done"+backendNote(e))
+		case Erred:
+			r.add(o, ord, id, e.Tenant, changeset.Update, "would set erred: "+e.Message)
+		}
+		return
+	}
+	w := r.client(o)
+	cur, err := w.GetOrder(ctx, ord.UUID)
+	if err != nil {
+		r.fail(o, ord, id, e.Tenant, "re-read the order", err)
+		return
+	}
+	if cur.State != waldur.OrderExecuting {
+		r.add(o, ord, id, e.Tenant, changeset.Unchanged, "already "+cur.State)
+		return
+	}
+	switch e.Outcome {
+	case Erred:
+		if err := w.SetOrderErred(ctx, ord.UUID, e.Message, e.Traceback); err != nil {
+			r.fail(o, ord, id, e.Tenant, "set erred", err)
+			return
+		}
+		r.add(o, ord, id, e.Tenant, changeset.Update, "erred: "+e.Message)
+		r.s.log().Warn("order erred", "offering", o.Name, "order", string(ord.UUID), "type", ord.Type, "reason", e.Message)
+	case Done:
+		if e.BackendID != "" && (e.Resource == nil || e.Resource.BackendID != e.BackendID) {
+			if err := w.SetResourceBackendID(ctx, id, e.BackendID); err != nil {
+				r.fail(o, ord, id, e.Tenant, "set the backend id", err)
+				return
+			}
+		}
+		if err := w.SetOrderDone(ctx, ord.UUID); err != nil {
+			if waldur.IsConflict(err) {
+				if again, rerr := w.GetOrder(ctx, ord.UUID); rerr == nil && again.State != waldur.OrderExecuting {
+					r.add(o, ord, id, e.Tenant, changeset.Unchanged, "already "+again.State)
+					return
+				}
+			}
+			r.fail(o, ord, id, e.Tenant, "set done", err)
+			return
+		}
+		r.add(o, ord, id, e.Tenant, changeset.Update, "done"+backendNote(e))
+		r.s.log().Info("order done", "offering", o.Name, "order", string(ord.UUID), "type", ord.Type, "tenant", e.Tenant)
+	}
+}
+
+func backendNote(e *Executing) string {
+	if e.BackendID == "" {
+		return ""
+	}
+	return " (backend id " + e.BackendID + ")"
+}
+
+// waitApplied holds back, for offerings with order_done_on: applied, the Done
+// orders whose effect the cluster does not show yet, polling until all show or
+// the offering's timeout passes. Orders still not applied then are turned into
+// Wait with the reason.
+func (r *run) waitApplied(ctx context.Context, plan []Executing) {
+	type check struct {
+		e      *Executing
+		detail string
+	}
+	byOffering := map[*Offering][]*check{}
+	var offerings []*Offering
+	for i := range plan {
+		e := &plan[i]
+		if e.Outcome != Done || e.Offering.DoneOn != config.DoneOnApplied {
+			continue
+		}
+		if e.Offering.Cluster == nil {
+			e.Outcome, e.Reason = Wait, "order_done_on is applied but no cluster is configured"
+			continue
+		}
+		if _, seen := byOffering[e.Offering]; !seen {
+			offerings = append(offerings, e.Offering)
+		}
+		byOffering[e.Offering] = append(byOffering[e.Offering], &check{e: e})
+	}
+	log := r.s.log()
+	for _, o := range offerings {
+		pending := byOffering[o]
+		deadline := r.s.now().Add(o.DoneTimeout)
+		for attempt := 1; ; attempt++ {
+			var still []*check
+			for _, c := range pending {
+				ok, detail, err := Applied(ctx, o.Cluster, c.e.Expect)
+				switch {
+				case err != nil:
+					c.detail = "cannot read the cluster: " + err.Error()
+					still = append(still, c)
+				case !ok:
+					c.detail = detail
+					still = append(still, c)
+				}
+			}
+			pending = still
+			if len(pending) == 0 {
+				break
+			}
+			if !r.s.now().Before(deadline) || ctx.Err() != nil {
+				for _, c := range pending {
+					c.e.Outcome = Wait
+					c.e.Reason = fmt.Sprintf("not applied in the cluster after %s: %s", o.DoneTimeout, c.detail)
+				}
+				log.Warn("gave up waiting for the cluster; the orders stay executing", "offering", o.Name, "orders", len(pending), "first", pending[0].detail)
+				break
+			}
+			log.Info("waiting for the cluster to apply the pushed tenants", "offering", o.Name, "pending", len(pending),
+				"attempt", attempt, "first", pending[0].e.Tenant+": "+pending[0].detail)
+			if err := r.s.sleep(ctx, r.s.pollInterval()); err != nil {
+				continue // the context ended: the next round gives up
+			}
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// groupVars returns the values of the group-name pattern variables for one
+// resource (see config.GroupVars); role is filled in per group.
+func groupVars(o *config.Offering, d *TenantData) map[string]string {
+	v := map[string]string{
+		"slug":          d.Resource.Slug,
+		"resource_uuid": d.Resource.UUID,
+		"namespace":     d.Name,
+		"project_slug":  d.Project.Slug,
+		"project_uuid":  d.Project.UUID,
+		"customer_slug": d.Customer.Slug,
+		"customer_uuid": d.Customer.UUID,
+		"offering_uuid": o.WaldurOfferingUUID,
+	}
+	if s := o.Settings.Rancher; s != nil {
+		v["cluster_id"] = s.ClusterID
+		v["cluster_id_short"] = clusterIDShort(s.ClusterID)
+		v["cluster_uuid"] = s.KeycloakGroups.ClusterUUID
+		v["role"] = s.DefaultRole
+	}
+	return v
+}
+
+// clusterIDShort is the site agent's cluster part of the parent group name: the
+// cluster id without ':' and '-', cut to 8 characters.
+func clusterIDShort(id string) string {
+	return truncate(strings.NewReplacer(":", "", "-", "").Replace(id), 8)
+}
+
+// nsGroupNames names the three namespace-role groups of a tenant with the
+// offering's keycloak_groups.namespace pattern.
+func nsGroupNames(o *config.Offering, d *TenantData) (*RoleLists, error) {
+	pattern := config.GroupPattern(o.Settings.Common().KeycloakGroups.Namespace)
+	vars := groupVars(o, d)
+	l := &RoleLists{}
+	for _, role := range config.NamespaceRoles {
+		vars["role"] = role
+		name, err := pattern.Expand(vars)
+		if err != nil {
+			return nil, err
+		}
+		*l.forRole(role) = []string{name}
+	}
+	return l, nil
+}
+
+// rancherGroupNames names a rancher tenant's cluster parent group and the
+// project child group under it.
+func rancherGroupNames(o *config.Offering, d *TenantData) (parent, child string, err error) {
+	g := o.Settings.Common().KeycloakGroups
+	vars := groupVars(o, d)
+	if parent, err = config.GroupPattern(g.Parent).Expand(vars); err != nil {
+		return "", "", err
+	}
+	if child, err = config.GroupPattern(g.Child).Expand(vars); err != nil {
+		return "", "", err
+	}
+	if parent == child {
+		return "", "", fmt.Errorf("the parent and child group names are both %q", parent)
+	}
+	return parent, child, nil
+}
+
+// ResourceUUIDs returns the resources that have a tenant in the tree (read from
+// the kustomizations' resource-uuid annotation). The Keycloak stage keeps the
+// groups of a resource while it still has manifests in Git.
+func (t Tree) ResourceUUIDs() map[waldur.UUID]bool {
+	out := map[waldur.UUID]bool{}
+	for dir := range t.tenants() {
+		if u := tenantResource(t, dir); u != "" {
+			out[u] = true
+		}
+	}
+	return out
+}

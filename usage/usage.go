@@ -1,0 +1,624 @@
+// Package usage reports component usage to Waldur (set_usage): month-to-date
+// totals, dated the first instant of the billing month in the configured time
+// zone, one record per resource, component and month.
+//
+// Two kinds of component are reported:
+//
+//   - Limit-based components (accounting_type: limit) report the allocation in
+//     effect: the limit the renderer puts into the tenant's quota (the newest
+//     executing Update order's limits, else the resource's, with the paused and
+//     downscaled rules applied). The month's value is the highest allocation
+//     seen: a lower one is never reported.
+//   - Measured components (accounting_type: usage with measured_from) report
+//     unit-hours: the ResourceQuota status.used value of the key, summed over
+//     the resource's namespaces, accumulated over time.
+//
+// The accumulation is stateless: the running total and the last sample are
+// kept in Waldur itself. Each report writes, next to the total, a description
+// "… last sample <value> at <time>"; the next report reads the month's record
+// back (component-usages list), adds sample × elapsed hours (the sample is
+// assumed to hold until the next one: a zero-order hold) and writes the new
+// total with the new sample. A report that would change neither the total
+// (at two decimals) nor the sample is skipped, and its time is not moved, so
+// skipping never loses hours. The first report of a month continues the
+// previous month's last sample from the month's first instant, and closes the
+// previous month up to that instant (Waldur may refuse to backfill it; that
+// slice is then lost and reported). A record without a sample (first report
+// ever, or written by someone else) starts the accumulation at the time of the
+// report.
+package usage
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/manifest"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Stage and Kind of every entry this package produces.
+const (
+	EntryStage = "usage"
+	EntryKind  = "Usage"
+)
+
+// Waldur is the part of the Waldur client reporting uses; *waldur.Client
+// implements it.
+type Waldur interface {
+	ListResources(ctx context.Context, offering waldur.UUID) ([]waldur.Resource, error)
+	ListOrders(ctx context.Context, offering waldur.UUID) ([]waldur.Order, error)
+	ListComponentUsages(ctx context.Context, f waldur.UsageFilter) ([]waldur.ComponentUsage, error)
+	SetUsage(ctx context.Context, r waldur.UsageReport) error
+}
+
+var _ Waldur = (*waldur.Client)(nil)
+
+// Cluster is what measuring reads; *kube.Reader implements it.
+type Cluster interface {
+	Namespaces(ctx context.Context, selector string) ([]kube.Namespace, error)
+	Quotas(ctx context.Context, namespace string) ([]kube.Quota, error)
+}
+
+var _ Cluster = (*kube.Reader)(nil)
+
+// Offering is one configured offering to report.
+type Offering struct {
+	Config *config.Offering
+	Waldur Waldur
+	// Cluster is where measured components are read; nil: they are not reported.
+	Cluster Cluster
+}
+
+// Reporter reports the usage of the configured offerings.
+type Reporter struct {
+	Offerings []*Offering
+	// Location is the time zone of billing months (default UTC).
+	Location *time.Location
+	// DryRun computes and reports, and writes nothing.
+	DryRun bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// Log receives progress (nil: discarded).
+	Log *slog.Logger
+}
+
+// Error classes of a failed report, so that the caller can choose an exit code.
+type (
+	// ReadError is a failed read of Waldur: nothing was written.
+	ReadError struct{ Err error }
+	// ClusterError is a failed read of the cluster: nothing was written.
+	ClusterError struct{ Err error }
+)
+
+func (e *ReadError) Error() string    { return e.Err.Error() }
+func (e *ReadError) Unwrap() error    { return e.Err }
+func (e *ClusterError) Error() string { return e.Err.Error() }
+func (e *ClusterError) Unwrap() error { return e.Err }
+
+// input is everything read about one offering before anything is written.
+type input struct {
+	o         *Offering
+	resources []waldur.Resource
+	orders    []waldur.Order
+	current   map[Key]*waldur.ComponentUsage
+	previous  map[Key]*waldur.ComponentUsage
+	// namespaces and quotas are nil without a cluster.
+	namespaces map[waldur.UUID][]string
+	quotas     map[string][]kube.Quota
+}
+
+// Key names a usage record of a month: a resource and a component type.
+type Key struct {
+	Resource waldur.UUID
+	Type     string
+}
+
+// Run reads every offering (Waldur, then the cluster), then writes the reports.
+// A failed read ends the run before anything is written (*ReadError,
+// *ClusterError); a failed write is reported as an entry with action skip and
+// the others go on, and the error then summarises the failures.
+func (r *Reporter) Run(ctx context.Context) (changeset.Set, map[string]int, error) {
+	var cs changeset.Set
+	calls := &counter{m: map[string]int{}}
+	now := r.now().In(r.location())
+	var inputs []*input
+	for _, o := range r.Offerings {
+		in, err := r.read(ctx, o, now, calls)
+		if err != nil {
+			return cs, calls.m, err
+		}
+		inputs = append(inputs, in)
+	}
+	var failures []string
+	for _, in := range inputs {
+		plan := Plan(in.o.Config, in.snapshot(), now)
+		f := r.write(ctx, in.o, plan, &cs, calls)
+		failures = append(failures, f...)
+	}
+	cs.Sort()
+	if len(failures) > 0 {
+		return cs, calls.m, fmt.Errorf("%d usage report(s) failed: %s", len(failures), strings.Join(failures[:min(3, len(failures))], "; "))
+	}
+	return cs, calls.m, nil
+}
+
+func (r *Reporter) now() time.Time {
+	if r.Now == nil {
+		return time.Now()
+	}
+	return r.Now()
+}
+
+func (r *Reporter) location() *time.Location {
+	if r.Location == nil {
+		return time.UTC
+	}
+	return r.Location
+}
+
+func (r *Reporter) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+type counter struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (c *counter) add(kind string) {
+	c.mu.Lock()
+	c.m[kind]++
+	c.mu.Unlock()
+}
+
+// measured reports whether the offering has a measured component.
+func measured(o *config.Offering) bool {
+	for _, c := range o.BackendComponents {
+		if c.AccountingType == "usage" && c.MeasuredFrom != "" {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *Reporter) read(ctx context.Context, o *Offering, now time.Time, calls *counter) (*input, error) {
+	id := waldur.UUID(o.Config.WaldurOfferingUUID)
+	in := &input{o: o}
+	var err error
+	wrap := func(err error) error { return &ReadError{fmt.Errorf("offering %s: %w", o.Config.Name, err)} }
+	calls.add(waldur.KindResourcesList)
+	if in.resources, err = o.Waldur.ListResources(ctx, id); err != nil {
+		return nil, wrap(err)
+	}
+	calls.add(waldur.KindOrdersList)
+	if in.orders, err = o.Waldur.ListOrders(ctx, id); err != nil {
+		return nil, wrap(err)
+	}
+	calls.add(waldur.KindUsagesList)
+	cur, err := o.Waldur.ListComponentUsages(ctx, waldur.UsageFilter{Offering: id, BillingPeriod: now})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	in.current = index(cur)
+	if !measured(o.Config) || o.Cluster == nil {
+		return in, nil
+	}
+	calls.add(waldur.KindUsagesList)
+	prev, err := o.Waldur.ListComponentUsages(ctx, waldur.UsageFilter{Offering: id, BillingPeriod: monthStart(now).AddDate(0, -1, 0)})
+	if err != nil {
+		return nil, wrap(err)
+	}
+	in.previous = index(prev)
+	cwrap := func(err error) error { return &ClusterError{fmt.Errorf("offering %s: %w", o.Config.Name, err)} }
+	calls.add("cluster.namespaces.list")
+	nss, err := o.Cluster.Namespaces(ctx, manifest.LabelResourceUUID)
+	if err != nil {
+		return nil, cwrap(err)
+	}
+	in.namespaces = map[waldur.UUID][]string{}
+	for _, ns := range nss {
+		if id := ns.Labels[manifest.LabelResourceUUID]; id != "" {
+			in.namespaces[waldur.UUID(id)] = append(in.namespaces[waldur.UUID(id)], ns.Name)
+		}
+	}
+	calls.add("cluster.resourcequotas.list")
+	qs, err := o.Cluster.Quotas(ctx, "")
+	if err != nil {
+		return nil, cwrap(err)
+	}
+	in.quotas = map[string][]kube.Quota{}
+	for _, q := range qs {
+		in.quotas[q.Namespace] = append(in.quotas[q.Namespace], q)
+	}
+	return in, nil
+}
+
+func index(list []waldur.ComponentUsage) map[Key]*waldur.ComponentUsage {
+	out := make(map[Key]*waldur.ComponentUsage, len(list))
+	for i := range list {
+		u := &list[i]
+		out[Key{u.ResourceUUID, u.Type}] = u
+	}
+	return out
+}
+
+// Snapshot is what Plan needs about one offering: its resources and orders,
+// the month's (and the previous month's) records, and — when measuring — the
+// namespaces of each resource and the quotas of each namespace.
+type Snapshot struct {
+	Resources []waldur.Resource
+	Orders    []waldur.Order
+	Current   map[Key]*waldur.ComponentUsage
+	Previous  map[Key]*waldur.ComponentUsage
+	// Namespaces and Quotas are nil when no cluster is read.
+	Namespaces map[waldur.UUID][]string
+	Quotas     map[string][]kube.Quota
+}
+
+func (in *input) snapshot() Snapshot {
+	return Snapshot{Resources: in.resources, Orders: in.orders, Current: in.current, Previous: in.previous, Namespaces: in.namespaces, Quotas: in.quotas}
+}
+
+// Item is the planned report of one component of one resource.
+type Item struct {
+	Resource *waldur.Resource
+	Type     string
+	// Action is Create (no record this month), Update, Unchanged or Skip.
+	Action changeset.Action
+	// Amount is the new month-to-date total; Description the text sent with it.
+	Amount      float64
+	Description string
+	// Old is the total Waldur holds (0 without a record).
+	Old float64
+	// Reason explains the item in the report.
+	Reason string
+	// Close, when set, is the previous month's final total to post first.
+	Close *Item
+}
+
+// sample is the last sample stored in a record's description.
+type sample struct {
+	value float64
+	at    time.Time
+}
+
+var sampleRE = regexp.MustCompile(`last sample (\S+) at (\S+)$`)
+
+func parseSample(desc string) (sample, bool) {
+	m := sampleRE.FindStringSubmatch(strings.TrimSpace(desc))
+	if m == nil {
+		return sample{}, false
+	}
+	v, err1 := strconv.ParseFloat(m[1], 64)
+	t, err2 := time.Parse(time.RFC3339, m[2])
+	if err1 != nil || err2 != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return sample{}, false
+	}
+	return sample{v, t}, true
+}
+
+func describe(key string, s sample) string {
+	u := kube.UnitOf(key)
+	unit := "unit"
+	if u.Name != "" {
+		unit = u.Name
+	}
+	return fmt.Sprintf("waldur-gitops: %s-hours of ResourceQuota %s; last sample %s at %s",
+		unit, key, strconv.FormatFloat(s.value, 'g', -1, 64), s.at.UTC().Format(time.RFC3339))
+}
+
+// usableStates are the resource states Waldur accepts usage for.
+var usableStates = []string{waldur.ResourceOK, waldur.ResourceUpdating, waldur.ResourceTerminating}
+
+// Plan computes the reports of one offering at time now (in the billing time
+// zone). It is pure.
+func Plan(o *config.Offering, s Snapshot, now time.Time) []Item {
+	types := make([]string, 0, len(o.BackendComponents))
+	for k := range o.BackendComponents {
+		types = append(types, k)
+	}
+	slices.Sort(types)
+	updates := map[waldur.UUID]waldur.Limits{}
+	ords := slices.Clone(s.Orders)
+	slices.SortStableFunc(ords, func(a, b waldur.Order) int { return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID)) })
+	for _, ord := range ords {
+		if ord.State == waldur.OrderExecuting && ord.Type == waldur.OrderUpdate && len(ord.Limits) > 0 {
+			updates[ord.MarketplaceResourceUUID] = ord.Limits
+		}
+	}
+	var out []Item
+	for i := range s.Resources {
+		res := &s.Resources[i]
+		var lim map[string]float64
+		var limErr error
+		for _, typ := range types {
+			c := o.BackendComponents[typ]
+			it := Item{Resource: res, Type: typ}
+			if rec := s.Current[Key{res.UUID, typ}]; rec != nil {
+				it.Old, _ = rec.Usage.Float()
+			}
+			switch {
+			case c.AccountingType == "limit":
+			case c.AccountingType == "usage" && c.MeasuredFrom != "":
+				if s.Quotas == nil {
+					continue // measuring is off: no cluster
+				}
+			default:
+				continue // not reported by waldur-gitops
+			}
+			if !slices.Contains(usableStates, res.State) {
+				it.Action, it.Reason = changeset.Skip, "Waldur takes usage only for resources in OK, Updating or Terminating; this one is "+res.State
+				out = append(out, it)
+				continue
+			}
+			if c.AccountingType == "limit" {
+				if lim == nil && limErr == nil {
+					lim, limErr = effectiveLimits(o, res, updates[res.UUID])
+				}
+				planLimit(&it, s, lim, limErr)
+			} else {
+				planMeasured(&it, o, c, s, now)
+			}
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func round2(v float64) float64 { return math.Round(v*100) / 100 }
+
+func planLimit(it *Item, s Snapshot, lim map[string]float64, err error) {
+	if err != nil {
+		it.Action, it.Reason = changeset.Skip, err.Error()
+		return
+	}
+	v, ok := lim[it.Type]
+	if !ok {
+		it.Action, it.Reason = changeset.Skip, "the resource has no limit for this component"
+		return
+	}
+	rec := s.Current[Key{it.Resource.UUID, it.Type}]
+	it.Amount = round2(math.Max(v, it.Old))
+	it.Description = "waldur-gitops: allocation in effect"
+	switch {
+	case rec == nil:
+		it.Action, it.Reason = changeset.Create, "allocation "+waldur.FormatAmount(it.Amount)
+	case it.Amount == round2(it.Old):
+		it.Action, it.Reason = changeset.Unchanged, "allocation "+waldur.FormatAmount(it.Amount)
+		if v < it.Old {
+			it.Reason += fmt.Sprintf(" (now %s; a decrease is not reported)", waldur.FormatAmount(v))
+		}
+	default:
+		it.Action, it.Reason = changeset.Update, waldur.FormatAmount(it.Old)+" → "+waldur.FormatAmount(it.Amount)
+	}
+}
+
+func planMeasured(it *Item, o *config.Offering, c config.Component, s Snapshot, now time.Time) {
+	key := c.MeasuredFrom
+	cur, ok, why := used(it.Resource, key, s)
+	if !ok {
+		it.Action, it.Reason = changeset.Skip, "not measured: "+why
+		return
+	}
+	factor := c.UnitFactor
+	if factor <= 0 {
+		factor = 1
+	}
+	start := monthStart(now)
+	rec := s.Current[Key{it.Resource.UUID, it.Type}]
+	var last sample
+	var have bool
+	if rec != nil {
+		last, have = parseSample(rec.Description)
+		have = have && !last.at.Before(start) && !last.at.After(now)
+	}
+	total := it.Old
+	switch {
+	case have:
+		total += last.value * now.Sub(last.at).Hours() / factor
+	case rec == nil || !hasSample(rec.Description):
+		if p := s.Previous[Key{it.Resource.UUID, it.Type}]; p != nil {
+			if ps, ok := parseSample(p.Description); ok && ps.at.Before(start) && !ps.at.Before(start.AddDate(0, -1, 0)) {
+				// Carry the previous month's last sample over the month change.
+				total += ps.value * now.Sub(start).Hours() / factor
+				old, _ := p.Usage.Float()
+				closed := sample{ps.value, start}
+				it.Close = &Item{
+					Resource: it.Resource, Type: it.Type, Old: old, Action: changeset.Update,
+					Amount:      round2(math.Max(old, old+ps.value*start.Sub(ps.at).Hours()/factor)),
+					Description: describe(key, closed),
+				}
+				it.Close.Reason = "previous month closed: " + waldur.FormatAmount(old) + " → " + waldur.FormatAmount(it.Close.Amount)
+			}
+		}
+	}
+	next := sample{cur, now}
+	it.Amount = round2(math.Max(total, it.Old))
+	it.Description = describe(key, next)
+	unit := kube.UnitOf(key).Name
+	if unit == "" {
+		unit = "unit"
+	}
+	note := fmt.Sprintf(" (%s %s-hours; sample %s)", key, unit, strconv.FormatFloat(cur, 'g', 6, 64))
+	switch {
+	case rec == nil:
+		it.Action, it.Reason = changeset.Create, waldur.FormatAmount(it.Amount)+note
+	case have && it.Amount == round2(it.Old) && last.value == cur:
+		it.Action, it.Reason = changeset.Unchanged, waldur.FormatAmount(it.Amount)+note
+		it.Description = rec.Description
+	default:
+		it.Action, it.Reason = changeset.Update, waldur.FormatAmount(it.Old)+" → "+waldur.FormatAmount(it.Amount)+note
+	}
+}
+
+func hasSample(desc string) bool { _, ok := parseSample(desc); return ok }
+
+// used sums a quota key's status.used over the resource's namespaces (within a
+// namespace every quota tracking the key reports the same usage, so the
+// largest is taken).
+func used(r *waldur.Resource, key string, s Snapshot) (float64, bool, string) {
+	nss := s.Namespaces[r.UUID]
+	if len(nss) == 0 && r.BackendID != "" && !strings.Contains(r.BackendID, ":") {
+		nss = []string{r.BackendID}
+	}
+	if len(nss) == 0 {
+		return 0, false, "no namespace of the resource found (by label " + manifest.LabelResourceUUID + " or backend id)"
+	}
+	total := 0.0
+	for _, ns := range nss {
+		best, found := 0.0, false
+		for _, q := range s.Quotas[ns] {
+			if v, ok := q.Used[key]; ok {
+				best, found = math.Max(best, kube.Amount(key, v)), true
+			}
+		}
+		if !found {
+			return 0, false, "no ResourceQuota in namespace " + ns + " reports " + key + " in status.used"
+		}
+		total += best
+	}
+	return total, true, ""
+}
+
+// monthStart is the first instant of t's month in t's location.
+func monthStart(t time.Time) time.Time {
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, t.Location())
+}
+
+// effectiveLimits are the limits the renderer puts into the quota: the newest
+// executing Update order's, else the resource's, with the paused and
+// downscaled rules of the offering applied.
+func effectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limits) (map[string]float64, error) {
+	l := r.Limits
+	if update != nil {
+		l = update
+	}
+	out := make(map[string]float64, len(l))
+	var bad []string
+	for k, v := range l {
+		f, err := v.Float()
+		if err != nil || f < 0 {
+			bad = append(bad, fmt.Sprintf("%s=%q", k, string(v)))
+			continue
+		}
+		out[k] = f
+	}
+	if len(bad) > 0 {
+		slices.Sort(bad)
+		return nil, fmt.Errorf("invalid resource limits: %s", strings.Join(bad, ", "))
+	}
+	var set map[string]int64
+	switch c := o.Settings.Common(); {
+	case bool(r.Paused):
+		set = c.PausedLimits
+	case bool(r.Downscaled):
+		set = c.DownscaledLimits
+	default:
+		return out, nil
+	}
+	for k := range out {
+		out[k] = float64(set[o.ComponentType(k)])
+	}
+	return out, nil
+}
+
+// write posts the planned items of one offering, one set_usage per resource
+// and month (a previous month's closing report first, so that a server that
+// files it under the current month has it overwritten at once), and records
+// the entries; it returns the failures.
+func (r *Reporter) write(ctx context.Context, o *Offering, plan []Item, cs *changeset.Set, calls *counter) []string {
+	now := r.now().In(r.location())
+	start := monthStart(now)
+	type batch struct {
+		res   *waldur.Resource
+		date  time.Time
+		items []*Item
+	}
+	var batches []*batch
+	add := func(res *waldur.Resource, date time.Time, it *Item) {
+		for _, b := range batches {
+			if b.res == res && b.date.Equal(date) {
+				b.items = append(b.items, it)
+				return
+			}
+		}
+		batches = append(batches, &batch{res: res, date: date, items: []*Item{it}})
+	}
+	for i := range plan {
+		it := &plan[i]
+		if it.Close != nil {
+			add(it.Resource, start.AddDate(0, -1, 0), it.Close)
+		}
+	}
+	for i := range plan {
+		it := &plan[i]
+		if it.Action == changeset.Create || it.Action == changeset.Update {
+			add(it.Resource, start, it)
+		} else {
+			cs.Add(entry(o.Config, it, it.Action, it.Reason))
+		}
+	}
+	var failures []string
+	for _, b := range batches {
+		label := waldur.BillingPeriod(b.date)
+		if r.DryRun {
+			for _, it := range b.items {
+				cs.Add(entry(o.Config, it, it.Action, "would report for "+label+": "+it.Reason))
+			}
+			continue
+		}
+		rep := waldur.UsageReport{Resource: b.res.UUID, Date: b.date}
+		for _, it := range b.items {
+			rep.Usages = append(rep.Usages, waldur.UsageItem{Type: it.Type, Amount: waldur.FormatAmount(it.Amount), Description: it.Description})
+		}
+		calls.add(waldur.KindUsageSet)
+		err := o.Waldur.SetUsage(ctx, rep)
+		past := b.date.Before(start)
+		for _, it := range b.items {
+			switch {
+			case err != nil && past && waldur.HasStatus(err, 400):
+				cs.Add(entry(o.Config, it, changeset.Skip, "Waldur refused to close "+label+" (the hours after its last sample are not billed): "+err.Error()))
+			case err != nil:
+				cs.Add(entry(o.Config, it, changeset.Skip, "failed to report for "+label+": "+err.Error()))
+			default:
+				cs.Add(entry(o.Config, it, it.Action, it.Reason))
+			}
+		}
+		switch {
+		case err != nil && past && waldur.HasStatus(err, 400):
+			r.log().Warn("Waldur refused to close the previous month", "offering", o.Config.Name, "resource", string(b.res.UUID), "billing_period", label, "error", err)
+		case err != nil:
+			failures = append(failures, fmt.Sprintf("resource %s (%s): %v", b.res.UUID, label, err))
+			r.log().Error("usage report failed", "offering", o.Config.Name, "resource", string(b.res.UUID), "billing_period", label, "error", err)
+		default:
+			r.log().Info("reported usage", "offering", o.Config.Name, "resource", string(b.res.UUID), "billing_period", label, "components", len(b.items))
+		}
+	}
+	return failures
+}
+
+func entry(o *config.Offering, it *Item, a changeset.Action, reason string) changeset.Entry {
+	name := it.Resource.Slug
+	if name == "" {
+		name = string(it.Resource.UUID)
+	}
+	return changeset.Entry{
+		Stage: EntryStage, Kind: EntryKind, Subject: o.DirName() + "/" + name + " " + it.Type,
+		Action: a, Offering: o.Name, Resource: string(it.Resource.UUID), Reason: reason,
+	}
+}
