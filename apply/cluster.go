@@ -18,10 +18,10 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -36,49 +36,21 @@ func targetsOf(backendType string) []string {
 
 // source names a cluster the way the user configured it: a kubeconfig file
 // ("" for client-go's default rules) and a context ("" for the current one).
-type source struct {
-	path    string
-	context string
-}
+type source = kube.Source
 
 // sourceFor returns the cluster an offering's target goes to. --kubeconfig
 // replaces every kubeconfig key of the config file.
 func (o *Options) sourceFor(off *config.Offering, target string) source {
 	if o.Kubeconfig != "" {
-		return source{path: o.Kubeconfig}
+		return source{Path: o.Kubeconfig}
 	}
 	c := off.Settings.Common()
-	s := source{path: c.KubeconfigPath, context: c.KubeconfigContext}
+	s := source{Path: c.KubeconfigPath, Context: c.KubeconfigContext}
 	if r := off.Settings.Rancher; r != nil && target == render.TargetManagement &&
 		(r.ManagementKubeconfigPath != "" || r.ManagementKubeconfigContext != "") {
-		s = source{path: cmp.Or(r.ManagementKubeconfigPath, s.path), context: r.ManagementKubeconfigContext}
+		s = source{Path: cmp.Or(r.ManagementKubeconfigPath, s.Path), Context: r.ManagementKubeconfigContext}
 	}
 	return s
-}
-
-func (s source) String() string {
-	p := s.path
-	if p == "" {
-		p = "the default kubeconfig"
-	}
-	if s.context != "" {
-		return p + " (context " + s.context + ")"
-	}
-	return p
-}
-
-// restConfig loads a client config following client-go's conventions: the
-// explicit path, else $KUBECONFIG, else ~/.kube/config, and the in-cluster
-// service account when none of them holds a cluster.
-func (s source) restConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = s.path
-	overrides := &clientcmd.ConfigOverrides{CurrentContext: s.context}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("load kubeconfig %s: %w", s, err)
-	}
-	return cfg, nil
 }
 
 // cluster is one API server and what a run learned about it.
@@ -145,7 +117,7 @@ const (
 
 // connect builds the clients and reads the API server's discovery document.
 func (c *cluster) connect(qps float32, log *slog.Logger, count func(string)) {
-	cfg, err := c.src.restConfig()
+	cfg, err := c.src.RESTConfig()
 	if err != nil {
 		c.err = err
 		c.name = c.src.String()

@@ -104,13 +104,13 @@ func TestSourceFor(t *testing.T) {
 	}{
 		{name: "client-go defaults", settings: "{cluster_id: c-1}"},
 		{name: "one cluster", settings: "{cluster_id: c-1, kubeconfig_path: /k, kubeconfig_context: a}",
-			management: source{"/k", "a"}, downstream: source{"/k", "a"}},
+			management: source{Path: "/k", Context: "a"}, downstream: source{Path: "/k", Context: "a"}},
 		{name: "management elsewhere", settings: "{cluster_id: c-1, kubeconfig_path: /k, kubeconfig_context: a, management_kubeconfig_path: /m}",
-			management: source{"/m", ""}, downstream: source{"/k", "a"}},
+			management: source{Path: "/m", Context: ""}, downstream: source{Path: "/k", Context: "a"}},
 		{name: "management context only", settings: "{cluster_id: c-1, kubeconfig_path: /k, management_kubeconfig_context: local}",
-			management: source{"/k", "local"}, downstream: source{"/k", ""}},
+			management: source{Path: "/k", Context: "local"}, downstream: source{Path: "/k", Context: ""}},
 		{name: "the flag replaces every key", settings: "{cluster_id: c-1, kubeconfig_path: /k, kubeconfig_context: a, management_kubeconfig_path: /m}",
-			flag: "/flag", management: source{"/flag", ""}, downstream: source{"/flag", ""}},
+			flag: "/flag", management: source{Path: "/flag", Context: ""}, downstream: source{Path: "/flag", Context: ""}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +133,7 @@ func TestSourceFor(t *testing.T) {
 // A kubeconfig that does not exist is an error naming it, not a silent
 // fallback to another cluster.
 func TestMissingKubeconfig(t *testing.T) {
-	_, err := source{path: filepath.Join(t.TempDir(), "absent")}.restConfig()
+	_, err := source{Path: filepath.Join(t.TempDir(), "absent")}.RESTConfig()
 	if err == nil {
 		t.Fatal("no error for a missing kubeconfig")
 	}

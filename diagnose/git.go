@@ -4,20 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
 )
 
 // gitRemote talks to a remote with go-git's transports: the reference
@@ -37,38 +34,12 @@ func NewGitRemote(g config.Git) (GitRemote, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git.url: %w", err)
 	}
-	r := &gitRemote{ep: ep}
-	switch g.Transport() {
-	case config.GitHTTPS, config.GitHTTP:
-		user, secret, err := g.HTTPCredentials()
-		if err != nil {
-			return nil, err
-		}
-		if secret != "" {
-			r.auth = &githttp.BasicAuth{Username: user, Password: secret.Reveal()}
-			r.secret = secret.Reveal()
-		}
-	case config.GitSSH:
-		user := ep.User
-		if user == "" {
-			user = "git"
-		}
-		keys, err := gitssh.NewPublicKeysFromFile(user, g.SSHKeyFile, "")
-		if err != nil {
-			return nil, fmt.Errorf("git.ssh_key_file %s: %w", g.SSHKeyFile, err)
-		}
-		db, err := gitssh.NewKnownHostsDb(g.KnownHostsFile)
-		if err != nil {
-			return nil, fmt.Errorf("git.known_hosts_file %s: %w", g.KnownHostsFile, err)
-		}
-		port := ep.Port
-		if port == 0 {
-			port = 22
-		}
-		keys.HostKeyCallback = db.HostKeyCallback()
-		keys.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
-		r.auth = keys
-	case config.GitFile:
+	auth, secret, err := gitsync.AuthFromConfig(g)
+	if err != nil {
+		return nil, err
+	}
+	r := &gitRemote{ep: ep, auth: auth, secret: secret}
+	if g.Transport() == config.GitFile {
 		r.local = ep.Path
 	}
 	return r, nil

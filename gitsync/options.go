@@ -48,40 +48,13 @@ func OptionsFromConfig(g config.Git) (Options, error) {
 	if g.URL == "" {
 		return o, errors.New("git.url is not set: there is no repository to compare with or commit to")
 	}
-	switch g.Transport() {
-	case config.GitHTTPS, config.GitHTTP:
-		user, secret, err := g.HTTPCredentials()
-		if err != nil {
-			return o, err
-		}
-		if secret != "" {
-			o.Auth = &githttp.BasicAuth{Username: user, Password: secret.Reveal()}
-			o.secrets = append(o.secrets, secret.Reveal())
-		}
-	case config.GitSSH:
-		ep, err := transport.NewEndpoint(g.URL)
-		if err != nil {
-			return o, fmt.Errorf("git.url: %w", err)
-		}
-		user := ep.User
-		if user == "" {
-			user = "git"
-		}
-		keys, err := gitssh.NewPublicKeysFromFile(user, g.SSHKeyFile, "")
-		if err != nil {
-			return o, fmt.Errorf("git.ssh_key_file %s: %w", g.SSHKeyFile, err)
-		}
-		db, err := gitssh.NewKnownHostsDb(g.KnownHostsFile)
-		if err != nil {
-			return o, fmt.Errorf("git.known_hosts_file %s: %w", g.KnownHostsFile, err)
-		}
-		port := ep.Port
-		if port == 0 {
-			port = 22
-		}
-		keys.HostKeyCallback = db.HostKeyCallback()
-		keys.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
-		o.Auth = keys
+	auth, secret, err := AuthFromConfig(g)
+	if err != nil {
+		return o, err
+	}
+	o.Auth = auth
+	if secret != "" {
+		o.secrets = append(o.secrets, secret)
 	}
 	if g.SigningKeyFile != "" {
 		s, err := LoadSigner(g.SigningKeyFile, g.SigningKeyType)
@@ -110,4 +83,46 @@ func RedactURL(u string) string {
 	}
 	p.User = nil
 	return p.String()
+}
+
+// AuthFromConfig builds the credentials of the git section: basic auth (a
+// token or password from a file or the environment) for HTTP, a key and a
+// known_hosts file for SSH, none for a local repository. secret is the value
+// that must never appear in an error.
+func AuthFromConfig(g config.Git) (auth transport.AuthMethod, secret string, err error) {
+	switch g.Transport() {
+	case config.GitHTTPS, config.GitHTTP:
+		user, secret, err := g.HTTPCredentials()
+		if err != nil {
+			return nil, "", err
+		}
+		if secret != "" {
+			return &githttp.BasicAuth{Username: user, Password: secret.Reveal()}, secret.Reveal(), nil
+		}
+	case config.GitSSH:
+		ep, err := transport.NewEndpoint(g.URL)
+		if err != nil {
+			return nil, "", fmt.Errorf("git.url: %w", err)
+		}
+		user := ep.User
+		if user == "" {
+			user = "git"
+		}
+		keys, err := gitssh.NewPublicKeysFromFile(user, g.SSHKeyFile, "")
+		if err != nil {
+			return nil, "", fmt.Errorf("git.ssh_key_file %s: %w", g.SSHKeyFile, err)
+		}
+		db, err := gitssh.NewKnownHostsDb(g.KnownHostsFile)
+		if err != nil {
+			return nil, "", fmt.Errorf("git.known_hosts_file %s: %w", g.KnownHostsFile, err)
+		}
+		port := ep.Port
+		if port == 0 {
+			port = 22
+		}
+		keys.HostKeyCallback = db.HostKeyCallback()
+		keys.HostKeyAlgorithms = db.HostKeyAlgorithms(net.JoinHostPort(ep.Host, strconv.Itoa(port)))
+		return keys, "", nil
+	}
+	return nil, "", nil
 }
