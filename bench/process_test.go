@@ -96,6 +96,7 @@ type cliBench struct {
 func (c *cliBench) run(b *testing.B, out string) cliRun {
 	b.Helper()
 	mfile := filepath.Join(c.dir, "measurement.json")
+	os.Remove(mfile) // never read a previous run's
 	cmd := exec.Command(c.self, c.bin, "render", "--config", c.config, "--snapshot", c.snapshot, "--out", out, "--log-level", "info")
 	cmd.Env = append(os.Environ(), measureEnv+"="+mfile)
 	var stderr bytes.Buffer

@@ -41,8 +41,16 @@ func TestRenderExampleToDirectory(t *testing.T) {
 	if _, ok := first["rancher-gpu/management/gpu-vision-models/kustomization.yaml"]; !ok {
 		t.Errorf("rancher management tenant missing; files: %d", len(first))
 	}
-	// A second run over an unchanged state changes nothing.
+	// A second run over an unchanged state changes nothing, and does not even
+	// rewrite the directory.
+	dirBefore, err := os.Stat(out)
+	if err != nil {
+		t.Fatal(err)
+	}
 	code, stdout, _ = run(t, "render", "--config", exampleConfig, "--snapshot", exampleSnapshot, "--out", out)
+	if dirAfter, err := os.Stat(out); err != nil || !os.SameFile(dirBefore, dirAfter) {
+		t.Errorf("an unchanged render replaced the output directory (%v)", err)
+	}
 	if code != ExitOK || !strings.Contains(stdout, out+": =15") || strings.Contains(stdout, "+ Tenant") {
 		t.Errorf("second run: exit %d, output:\n%s", code, stdout)
 	}

@@ -112,7 +112,9 @@ func (a *app) runRender(cmd *cobra.Command, f renderFlags) error {
 		}
 		tree := res.Tree(prev)
 		changes.Merge(res.Compare(prev, tree))
-		if err := localtree.Write(f.out, tree); err != nil {
+		if tree.Equal(prev) {
+			a.log.Info("output unchanged, nothing written", "dir", f.out)
+		} else if err := localtree.Write(f.out, tree); err != nil {
 			return withCode(ExitRender, err)
 		}
 	}

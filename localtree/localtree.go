@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -62,17 +65,8 @@ func Write(dir string, t render.Tree) error {
 		return fmt.Errorf("write tree: %w", err)
 	}
 	defer os.RemoveAll(tmp)
-	for p, data := range t {
-		if clean := path.Clean(p); path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
-			return fmt.Errorf("write tree: refusing path %q", p)
-		}
-		full := filepath.Join(tmp, filepath.FromSlash(p))
-		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-			return fmt.Errorf("write tree: %w", err)
-		}
-		if err := os.WriteFile(full, data, 0o644); err != nil {
-			return fmt.Errorf("write tree: %w", err)
-		}
+	if err := writeFiles(tmp, t); err != nil {
+		return fmt.Errorf("write tree: %w", err)
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return fmt.Errorf("write tree: %w", err)
@@ -111,6 +105,55 @@ func checkOwned(dir string) error {
 	}
 	if _, err := os.Stat(filepath.Join(dir, render.MarkerFile)); err != nil {
 		return fmt.Errorf("write tree: %s is not empty and was not written by waldur-gitops (no %s file): refusing to replace it", dir, render.MarkerFile)
+	}
+	return nil
+}
+
+// writeWorkers is how many files are written at once: file creation, not CPU,
+// bounds a large tree, and a few writers in flight keep the disk busy.
+const writeWorkers = 4
+
+// writeFiles writes every file of t below root: the directories first, in
+// order, then the files from a few goroutines.
+func writeFiles(root string, t render.Tree) error {
+	dirs := map[string]bool{}
+	for p := range t {
+		if clean := path.Clean(p); path.IsAbs(p) || clean == ".." || strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("refusing path %q", p)
+		}
+		dirs[path.Dir(p)] = true
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(d)), 0o755); err != nil {
+			return err
+		}
+	}
+	paths := make(chan string)
+	errs := make(chan error, writeWorkers)
+	var wg sync.WaitGroup
+	for i := 0; i < writeWorkers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var first error
+			for p := range paths {
+				if first == nil {
+					first = os.WriteFile(filepath.Join(root, filepath.FromSlash(p)), t[p], 0o644)
+				}
+			}
+			errs <- first
+		}()
+	}
+	for p := range t {
+		paths <- p
+	}
+	close(paths)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -254,6 +254,25 @@ var numberLike = regexp.MustCompile(`^[-+]?(?:` +
 	`|\.(?:inf|Inf|INF|nan|NaN|NAN)` +
 	`)$|^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}`) // timestamps, whatever follows the date
 
+// mayBeNumber is a cheap first look for plainSafe: a string that starts with a
+// digit can only match numberLike if it has a base prefix, looks like a date, or
+// holds nothing but digits and the characters of decimal, float and base-60
+// notation. It spares the regexp for most hex strings (UUIDs) and quantities.
+func mayBeNumber(s string) bool {
+	if len(s) > 1 && s[0] == '0' && strings.IndexByte("xXoObB", s[1]) >= 0 {
+		return true
+	}
+	if len(s) > 4 && s[4] == '-' {
+		return true
+	}
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte("0123456789._:+-eE", s[i]) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // plainSafe reports whether s can be written unquoted and read back as the same
 // string by any YAML 1.1 or 1.2 reader. It is deliberately conservative: letters,
 // digits and _ . / - @ ( ) , anywhere but at the start, single inner spaces, and
@@ -268,8 +287,10 @@ func plainSafe(s string) bool {
 	}
 	// Only a leading digit lets a reader try a number or a date (sign and dot
 	// are not allowed first, and a leading _ keeps a scalar a string).
-	if c0 >= '0' && c0 <= '9' && numberLike.MatchString(strings.ReplaceAll(s, "_", "")) {
-		return false
+	if c0 >= '0' && c0 <= '9' {
+		if u := strings.ReplaceAll(s, "_", ""); mayBeNumber(u) && numberLike.MatchString(u) {
+			return false
+		}
 	}
 	last := len(s) - 1
 	for i := 0; i < len(s); i++ {

@@ -54,6 +54,19 @@ func (res *Result) Tree(prev Tree) Tree {
 	return t
 }
 
+// Equal reports whether t and o hold the same files with the same contents.
+func (t Tree) Equal(o Tree) bool {
+	if len(t) != len(o) {
+		return false
+	}
+	for p, data := range t {
+		if od, ok := o[p]; !ok || !bytes.Equal(data, od) {
+			return false
+		}
+	}
+	return true
+}
+
 // tenants groups the tree's files by tenant directory.
 func (t Tree) tenants() map[string][]string {
 	out := map[string][]string{}
@@ -113,7 +126,11 @@ func (res *Result) Compare(prev, next Tree) changeset.Set {
 		default:
 			e.Action = changeset.Update
 		}
-		e.Resource = string(tenantResource(tree, d))
+		if tn, ok := byDir[d]; ok {
+			e.Resource = string(tn.Resource)
+		} else {
+			e.Resource = string(tenantResource(tree, d))
+		}
 		if e.Action == changeset.Delete {
 			for _, o := range res.Terminations[waldur.UUID(e.Resource)] {
 				e.Orders = append(e.Orders, string(o))
