@@ -22,6 +22,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/parallel"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -449,7 +450,7 @@ func (r *run) takeInventory(ctx context.Context) error {
 		}
 	}
 	var failed []error
-	parallel(len(jobs), r.o.Workers, func(i int) {
+	parallel.For(len(jobs), r.o.Workers, func(i int) {
 		j := jobs[i]
 		items, err := j.cl.list(ctx, j.m, r.count)
 		r.mu.Lock()
@@ -604,7 +605,7 @@ func (r *run) applyAll(ctx context.Context) {
 		}
 	}
 	for _, items := range tiers {
-		parallel(len(items), r.o.Workers, func(i int) { r.applyOne(ctx, items[i]) })
+		parallel.For(len(items), r.o.Workers, func(i int) { r.applyOne(ctx, items[i]) })
 	}
 	if err := ctx.Err(); err != nil {
 		r.fail(err)
@@ -634,7 +635,7 @@ func (r *run) findMissingNamespaces(ctx context.Context) {
 			}
 		}
 	}
-	parallel(len(jobs), r.o.Workers, func(i int) {
+	parallel.For(len(jobs), r.o.Workers, func(i int) {
 		j := jobs[i]
 		r.count("get")
 		exists, err := j.cl.namespaceExists(ctx, j.ns)
@@ -849,7 +850,7 @@ func (r *run) prune(ctx context.Context, cands []*candidate) {
 	}
 	for _, cs := range phases {
 		slices.SortFunc(cs, func(a, b *candidate) int { return cmp.Compare(a.key.subject(), b.key.subject()) })
-		parallel(len(cs), r.o.Workers, func(i int) {
+		parallel.For(len(cs), r.o.Workers, func(i int) {
 			c := cs[i]
 			orders := r.res.Terminations[c.resource]
 			if ctx.Err() != nil {
@@ -867,24 +868,4 @@ func (r *run) prune(ctx context.Context, cands []*candidate) {
 			}
 		})
 	}
-}
-
-// parallel runs fn(0..n-1) on up to workers goroutines.
-func parallel(n, workers int, fn func(i int)) {
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -176,7 +177,7 @@ func missingComponents(o *config.Offering, off *waldur.ProviderOffering) []strin
 // GitChecks checks that the repository can be read (and whether the branch
 // exists) and that a push would be accepted.
 func GitChecks(g config.Git, remote GitRemote, clientErr error) []Check {
-	target := redactURL(g.URL)
+	target := gitsync.RedactURL(g.URL)
 	if clientErr != nil {
 		return []Check{failing("git read", target, clientErr), failing("git write", target, clientErr)}
 	}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -131,17 +130,4 @@ func writable(dir string) error {
 	name := f.Name()
 	_ = f.Close()
 	return os.Remove(name)
-}
-
-// redactURL drops user information from a URL for display.
-func redactURL(u string) string {
-	if !strings.Contains(u, "://") {
-		return u
-	}
-	p, err := url.Parse(u)
-	if err != nil {
-		return "(unparsable repository URL)"
-	}
-	p.User = nil
-	return p.String()
 }

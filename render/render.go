@@ -14,12 +14,12 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/api/types"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/parallel"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/templates"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -207,7 +207,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		jobs = append(jobs, j)
 	}
 	// Phase 2, in parallel: execute templates and encode files.
-	r.parallel(len(jobs), func(i int) {
+	parallel.For(len(jobs), r.workers, func(i int) {
 		j := jobs[i]
 		if j.err == nil {
 			j.tenants, j.err = r.buildTenants(o, p, j)
@@ -247,26 +247,6 @@ func resourceLabel(r *waldur.Resource) string {
 		return fmt.Sprintf("%s (%q)", r.UUID, r.Name)
 	}
 	return string(r.UUID)
-}
-
-// parallel runs fn for 0..n-1 on the renderer's workers.
-func (r *Renderer) parallel(n int, fn func(i int)) {
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < max(1, r.workers); w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				fn(i)
-			}
-		}()
-	}
-	for i := 0; i < n; i++ {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
 }
 
 // buildTenants executes the offering's templates for one resource and files the
