@@ -2,8 +2,9 @@ package kube_test
 
 import (
 	"context"
+	"flag"
+	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -17,21 +18,25 @@ import (
 	"github.com/waldur/waldur-gitops/orders"
 )
 
-// startAPIServer starts a real etcd and kube-apiserver when their binaries are
-// already built; it never builds them (that takes minutes), and -short skips.
+// TestMain builds etcd and kube-apiserver into the shared cache before any test
+// runs, like the apply tests do (a file lock makes the two packages share one
+// build); with -short the cluster tests are skipped instead.
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		if _, err := kubetest.EnsureBinaries(context.Background(), os.Stderr); err != nil {
+			fmt.Fprintf(os.Stderr, "kube tests need a real kube-apiserver: %v\n", err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// startAPIServer starts a real etcd and kube-apiserver; -short skips.
 func startAPIServer(t *testing.T, users ...string) *kubetest.Cluster {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
-	dir, err := kubetest.CacheDir()
-	if err != nil {
-		t.Skip(err)
-	}
-	for _, b := range []string{"etcd-v" + kubetest.EtcdVersion, "kube-apiserver-v" + kubetest.KubeVersion} {
-		if _, err := os.Stat(filepath.Join(dir, "bin", b)); err != nil {
-			t.Skipf("kube binaries are not built (%v); the apply tests build them", err)
-		}
 	}
 	c, err := kubetest.Start(context.Background(), kubetest.Options{Users: users})
 	if err != nil {
