@@ -4,15 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"path"
-	"sort"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -55,7 +50,7 @@ func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pus
 	for _, t := range res.Tenants {
 		tenants[t.Resource] = append(tenants[t.Resource], t)
 	}
-	inGit := resourcesInTree(pushed)
+	inGit := pushed.TenantDirs()
 	var out []Executing
 	for _, o := range offerings {
 		ost, ok := st.Offering(o.Name)
@@ -142,32 +137,6 @@ func missingFile(t *render.Tenant, pushed render.Tree) string {
 		}
 	}
 	return ""
-}
-
-// resourcesInTree maps every resource UUID named by a tenant kustomization of
-// the tree to its directories.
-func resourcesInTree(t render.Tree) map[waldur.UUID][]string {
-	out := map[waldur.UUID][]string{}
-	for p, data := range t {
-		if path.Base(p) != render.KustomizationFile || strings.Count(p, "/") != 3 {
-			continue
-		}
-		var k struct {
-			Metadata struct {
-				Annotations map[string]string `json:"annotations"`
-			} `json:"metadata"`
-		}
-		if yaml.Unmarshal(data, &k) != nil {
-			continue
-		}
-		if id := k.Metadata.Annotations[manifest.LabelResourceUUID]; id != "" {
-			out[waldur.UUID(id)] = append(out[waldur.UUID(id)], path.Dir(p))
-		}
-	}
-	for _, dirs := range out {
-		sort.Strings(dirs)
-	}
-	return out
 }
 
 // erredText is the error message and traceback an order whose resource failed

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/config"
@@ -75,10 +76,23 @@ func rancherGroupNames(o *config.Offering, d *TenantData) (parent, child string,
 // groups of a resource while it still has manifests in Git.
 func (t Tree) ResourceUUIDs() map[waldur.UUID]bool {
 	out := map[waldur.UUID]bool{}
+	for u := range t.TenantDirs() {
+		out[u] = true
+	}
+	return out
+}
+
+// TenantDirs maps every resource that has a tenant in the tree to its tenant
+// directories, sorted.
+func (t Tree) TenantDirs() map[waldur.UUID][]string {
+	out := map[waldur.UUID][]string{}
 	for dir := range t.tenants() {
 		if u := tenantResource(t, dir); u != "" {
-			out[u] = true
+			out[u] = append(out[u], dir)
 		}
+	}
+	for _, dirs := range out {
+		slices.Sort(dirs)
 	}
 	return out
 }

@@ -114,12 +114,8 @@ func (in *offeringInput) tenantData(p profile, r *waldur.Resource) (*TenantData,
 		Project:  ScopeData{UUID: string(r.ProjectUUID), UUIDDashed: r.ProjectUUID.Dashed(), Name: r.ProjectName, Slug: r.ProjectSlug, Description: r.ProjectDescription},
 		Customer: ScopeData{UUID: string(r.CustomerUUID), UUIDDashed: r.CustomerUUID.Dashed(), Name: r.CustomerName, Slug: r.CustomerSlug},
 	}
-	limits := r.Limits
-	if u := in.updateLimits(r); u != nil {
-		limits = u
-	}
 	var err error
-	if d.Resource.Limits, err = in.effectiveLimits(limits, d.Resource.Status); err != nil {
+	if d.Resource.Limits, err = EffectiveLimits(in.o, r, in.updateLimits(r)); err != nil {
 		return nil, err
 	}
 	c := in.o.Settings.Common()
@@ -142,10 +138,17 @@ func status(r *waldur.Resource) string {
 	return StatusActive
 }
 
-// effectiveLimits parses the limits and applies the status rules: paused gives
-// every component its paused_limits value (default 0), downscaled its
-// downscaled_limits value (default 0 for types not listed).
-func (in *offeringInput) effectiveLimits(l waldur.Limits, st string) (map[string]float64, error) {
+// EffectiveLimits are the limits a resource is rendered with: update (the
+// limits of its newest executing Update order; nil for none) or else its own,
+// parsed, with the status rules applied: paused gives every component its
+// paused_limits value (default 0), downscaled its downscaled_limits value
+// (default 0 for types not listed). The usage report bills limit-based
+// components with the same values.
+func EffectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limits) (map[string]float64, error) {
+	l := r.Limits
+	if update != nil {
+		l = update
+	}
 	out := make(map[string]float64, len(l))
 	var bad []string
 	for _, k := range sortedKeys(l) {
@@ -161,9 +164,9 @@ func (in *offeringInput) effectiveLimits(l waldur.Limits, st string) (map[string
 	if len(bad) > 0 {
 		return nil, fmt.Errorf("invalid resource limits: %s", strings.Join(bad, ", "))
 	}
-	c := in.o.Settings.Common()
+	c := o.Settings.Common()
 	var set map[string]int64
-	switch st {
+	switch status(r) {
 	case StatusPaused:
 		set = c.PausedLimits
 	case StatusDownscaled:
@@ -172,7 +175,7 @@ func (in *offeringInput) effectiveLimits(l waldur.Limits, st string) (map[string
 		return out, nil
 	}
 	for k := range out {
-		out[k] = float64(set[in.o.ComponentType(k)])
+		out[k] = float64(set[o.ComponentType(k)])
 	}
 	return out, nil
 }

@@ -45,6 +45,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/manifest"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -368,7 +369,7 @@ func Plan(o *config.Offering, s Snapshot, now time.Time) []Item {
 			}
 			if c.AccountingType == "limit" {
 				if lim == nil && limErr == nil {
-					lim, limErr = effectiveLimits(o, res, updates[res.UUID])
+					lim, limErr = render.EffectiveLimits(o, res, updates[res.UUID])
 				}
 				planLimit(&it, s, lim, limErr)
 			} else {
@@ -498,43 +499,6 @@ func used(r *waldur.Resource, key string, s Snapshot) (float64, bool, string) {
 // monthStart is the first instant of t's month in t's location.
 func monthStart(t time.Time) time.Time {
 	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, t.Location())
-}
-
-// effectiveLimits are the limits the renderer puts into the quota: the newest
-// executing Update order's, else the resource's, with the paused and
-// downscaled rules of the offering applied.
-func effectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limits) (map[string]float64, error) {
-	l := r.Limits
-	if update != nil {
-		l = update
-	}
-	out := make(map[string]float64, len(l))
-	var bad []string
-	for k, v := range l {
-		f, err := v.Float()
-		if err != nil || f < 0 {
-			bad = append(bad, fmt.Sprintf("%s=%q", k, string(v)))
-			continue
-		}
-		out[k] = f
-	}
-	if len(bad) > 0 {
-		slices.Sort(bad)
-		return nil, fmt.Errorf("invalid resource limits: %s", strings.Join(bad, ", "))
-	}
-	var set map[string]int64
-	switch c := o.Settings.Common(); {
-	case bool(r.Paused):
-		set = c.PausedLimits
-	case bool(r.Downscaled):
-		set = c.DownscaledLimits
-	default:
-		return out, nil
-	}
-	for k := range out {
-		out[k] = float64(set[o.ComponentType(k)])
-	}
-	return out, nil
 }
 
 // write posts the planned items of one offering, one set_usage per resource
