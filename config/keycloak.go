@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
@@ -179,6 +180,57 @@ func (c *CommonSettings) UseUserID() bool { return c.KeycloakUseUserID == nil ||
 // VerifiesSSL reports whether Keycloak's certificate is checked.
 func (k *KeycloakSettings) VerifiesSSL() bool { return k.SSLVerify == nil || *k.SSLVerify }
 
+// secretSource is one of the keys a secret can be given with.
+type secretSource struct {
+	key string
+	set bool
+}
+
+func (k *KeycloakSettings) hasPassword() bool {
+	return k.Password != "" || k.PasswordFile != "" || k.PasswordEnv != ""
+}
+
+// passwordKey names the key the password is given with.
+func (k *KeycloakSettings) passwordKey() string {
+	switch {
+	case k.PasswordFile != "":
+		return "keycloak_password_file"
+	case k.PasswordEnv != "":
+		return "keycloak_password_env"
+	}
+	return "keycloak_password"
+}
+
+// HasClientSecret reports whether a client secret is configured, inline, in a
+// file or in an environment variable.
+func (k *KeycloakSettings) HasClientSecret() bool {
+	return k.ClientSecret != "" || k.ClientSecretFile != "" || k.ClientSecretEnv != ""
+}
+
+// WithCredentials returns a copy of k whose Password and ClientSecret hold the
+// secrets read from keycloak_password_file / keycloak_password_env and
+// client_secret_file / client_secret_env. The files and variables are read at
+// every call, so a rotated secret needs no restart.
+func (k KeycloakSettings) WithCredentials() (KeycloakSettings, error) {
+	var err error
+	switch {
+	case k.PasswordFile != "":
+		k.Password, err = readSecretFile("keycloak.keycloak_password_file", k.PasswordFile)
+	case k.PasswordEnv != "":
+		k.Password, err = readSecretEnv("keycloak.keycloak_password_env", k.PasswordEnv)
+	}
+	if err != nil {
+		return k, err
+	}
+	switch {
+	case k.ClientSecretFile != "":
+		k.ClientSecret, err = readSecretFile("keycloak.client_secret_file", k.ClientSecretFile)
+	case k.ClientSecretEnv != "":
+		k.ClientSecret, err = readSecretEnv("keycloak.client_secret_env", k.ClientSecretEnv)
+	}
+	return k, err
+}
+
 func (k *KeycloakSettings) applyDefaults() {
 	if k.URL != "" && !strings.HasSuffix(k.URL, "/") {
 		k.URL += "/"
@@ -207,10 +259,29 @@ func setDefault[T int | float64](p **T, v T) {
 
 // validateKeycloak defaults and checks the keycloak and keycloak_groups keys of
 // backend_settings at sp.
-func (c *CommonSettings) validateKeycloak(sp, backend string, r *report) {
+func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
 	k := &c.Keycloak
 	k.applyDefaults()
 	kp := sp + ".keycloak"
+	for _, p := range []*string{&k.PasswordFile, &k.ClientSecretFile} {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+	for _, set := range [][3]secretSource{
+		{{"keycloak_password", k.Password != ""}, {"keycloak_password_file", k.PasswordFile != ""}, {"keycloak_password_env", k.PasswordEnv != ""}},
+		{{"client_secret", k.ClientSecret != ""}, {"client_secret_file", k.ClientSecretFile != ""}, {"client_secret_env", k.ClientSecretEnv != ""}},
+	} {
+		var given []string
+		for _, s := range set {
+			if s.set {
+				given = append(given, s.key)
+			}
+		}
+		if len(given) > 1 {
+			r.addf(kp+"."+given[1], nil, "set only one of %s, %s and %s (also set: %s)", set[0].key, set[1].key, set[2].key, given[0])
+		}
+	}
 	if c.KeycloakEnabled && k.URL == "" {
 		r.addf(kp+".keycloak_url", nil, "required when keycloak_enabled is true")
 	}
@@ -229,8 +300,8 @@ func (c *CommonSettings) validateKeycloak(sp, backend string, r *report) {
 	if v := *k.MaxRetries; v < 0 || v > 20 {
 		r.addf(kp+".max_retries", nil, "must be between 0 and 20, got %d", v)
 	}
-	if k.Password != "" && k.Username == "" {
-		r.addf(kp+".keycloak_password", nil, "set keycloak_username too: a password alone cannot log in")
+	if k.hasPassword() && k.Username == "" {
+		r.addf(kp+"."+k.passwordKey(), nil, "set keycloak_username too: a password alone cannot log in")
 	}
 
 	g := &c.KeycloakGroups

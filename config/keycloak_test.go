@@ -3,6 +3,8 @@ package config_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -68,6 +70,9 @@ func TestKeycloakValidation(t *testing.T) {
 		{"zero timeout", "okd", "      keycloak: {timeout_seconds: 0}\n", kp + "timeout_seconds", "between 1 and 600"},
 		{"negative retries", "okd", "      keycloak: {max_retries: -1}\n", kp + "max_retries", "between 0 and 20"},
 		{"password without user", "okd", "      keycloak: {keycloak_password: pw-1}\n", kp + "keycloak_password", "set keycloak_username"},
+		{"password file without user", "okd", "      keycloak: {keycloak_password_file: pw}\n", kp + "keycloak_password_file", "set keycloak_username"},
+		{"password inline and from a file", "okd", "      keycloak: {keycloak_username: u, keycloak_password: pw-1, keycloak_password_file: pw}\n", kp + "keycloak_password_file", "set only one of keycloak_password, keycloak_password_file and keycloak_password_env (also set: keycloak_password)"},
+		{"client secret file and env", "okd", "      keycloak: {client_secret_file: cs, client_secret_env: KC_SECRET}\n", kp + "client_secret_env", "set only one of client_secret, client_secret_file and client_secret_env (also set: client_secret_file)"},
 		{"unknown preset", "namespace", "      keycloak_groups: {preset: agent}\n", gp + "preset", "must be one of site-agent, mastermind"},
 		{"namespace pattern without role", "namespace", "      keycloak_groups: {namespace: 'ns_{slug}'}\n", gp + "namespace", "must contain {role}"},
 		{"namespace pattern without tenant", "k8s-ut-namespace", "      keycloak_groups: {namespace: 'ns_{role}'}\n", gp + "namespace", "must contain one of {slug}"},
@@ -145,4 +150,53 @@ func TestClientSecretNeverPrints(t *testing.T) {
 	assertNoSecret(t, "keycloak settings as JSON", string(b), secret)
 	ve, _ := mustFail(t, oneOffering("namespace", "      keycloak:\n        client_secret: ["+secret+"]\n", ""))
 	assertNoSecret(t, "validation error", ve.Error(), secret)
+}
+
+// The password and client secret can come from files (relative to the config
+// file) or environment variables; they are read when asked for, not at load.
+func TestKeycloakCredentialSources(t *testing.T) {
+	const pw, cs = "kc-file-password-5e2a", "kc-env-secret-77b0"
+	t.Setenv("WALDUR_GITOPS_TEST_KC_SECRET", "  "+cs+"\n")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "config.yaml")
+	text := oneOffering("namespace", "      keycloak:\n        keycloak_username: gitops\n        keycloak_password_file: secrets/kc-password\n        client_secret_env: WALDUR_GITOPS_TEST_KC_SECRET\n", "")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	l := mustLoad(t, cfg)
+	kc := l.Offerings[0].Settings.Common().Keycloak
+	equal(t, "password file", kc.PasswordFile, filepath.Join(dir, "secrets", "kc-password"))
+	if kc.Password != "" || kc.ClientSecret != "" {
+		t.Fatal("secrets were read at load time")
+	}
+	// The file does not exist yet: the error names the key, not a secret.
+	_, err := kc.WithCredentials()
+	if err == nil || !strings.Contains(err.Error(), "keycloak.keycloak_password_file") {
+		t.Fatalf("missing password file: %v", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "secrets"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(kc.PasswordFile, []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, err := kc.WithCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	equal(t, "password", got.Password.Reveal(), pw)
+	equal(t, "client secret", got.ClientSecret.Reveal(), cs)
+	if !kc.HasClientSecret() {
+		t.Error("HasClientSecret is false with client_secret_env set")
+	}
+	// A rotated file is read again.
+	if err := os.WriteFile(kc.PasswordFile, []byte("rotated-pw-91"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = kc.WithCredentials()
+	equal(t, "rotated password", got.Password.Reveal(), "rotated-pw-91")
+	t.Setenv("WALDUR_GITOPS_TEST_KC_SECRET", "")
+	if _, err := kc.WithCredentials(); err == nil || !strings.Contains(err.Error(), "WALDUR_GITOPS_TEST_KC_SECRET is not set or empty") {
+		t.Errorf("empty client secret variable: %v", err)
+	}
 }

@@ -67,11 +67,18 @@ type KeycloakSettings struct {
 	ClientID  string `yaml:"client_id"`
 	Username  string `yaml:"keycloak_username"`
 	Password  Secret `yaml:"keycloak_password"`
-	SSLVerify *bool  `yaml:"keycloak_ssl_verify"`
+	// PasswordFile and PasswordEnv name a file (relative to the config file) or
+	// an environment variable holding the password instead of keycloak_password.
+	PasswordFile string `yaml:"keycloak_password_file"`
+	PasswordEnv  string `yaml:"keycloak_password_env"`
+	SSLVerify    *bool  `yaml:"keycloak_ssl_verify"`
 	// ClientSecret is the secret of a confidential client_id: with a user name it
 	// is sent along with the password, without one the client logs in by itself
 	// (client credentials).
 	ClientSecret Secret `yaml:"client_secret"`
+	// ClientSecretFile and ClientSecretEnv hold the client secret instead of client_secret.
+	ClientSecretFile string `yaml:"client_secret_file"`
+	ClientSecretEnv  string `yaml:"client_secret_env"`
 	// RequestsPerSecond caps the calls to Keycloak (default 100; 0: no cap).
 	RequestsPerSecond *float64 `yaml:"requests_per_second"`
 	// Concurrency is the number of calls in flight at once (default 4).

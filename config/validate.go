@@ -190,7 +190,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	checkLimits(sp+".downscaled_limits", c.DownscaledLimits, r)
 	checkLabels(sp+".namespace_labels", c.NamespaceLabels, true, r)
 	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, false, r)
-	c.validateKeycloak(sp, o.BackendType, r)
+	c.validateKeycloak(sp, o.BackendType, o.configDir, r)
 	switch s := target.(type) {
 	case *K8sUTSettings:
 		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)

@@ -30,6 +30,10 @@ func NewKeycloak(k config.KeycloakSettings) (Keycloak, error) {
 	if k.URL == "" {
 		return nil, errors.New("keycloak.keycloak_url is not set")
 	}
+	k, err := k.WithCredentials()
+	if err != nil {
+		return nil, err
+	}
 	gc := gocloak.NewClient(k.URL)
 	rc := gc.RestyClient()
 	timeout := 30 * time.Second
@@ -66,7 +70,7 @@ func (c *gocloakCheck) login(ctx context.Context) (string, error) {
 		opts.GrantType = gocloak.StringP("client_credentials")
 		opts.ClientSecret = gocloak.StringP(k.ClientSecret.Reveal())
 	default:
-		return "", errors.New("no credentials: set keycloak_username and keycloak_password, or client_secret")
+		return "", errors.New("no credentials: set keycloak_username and keycloak_password, or client_secret (each also as _file or _env)")
 	}
 	tok, err := c.gc.GetToken(ctx, k.UserRealm, opts)
 	if err != nil {

@@ -93,9 +93,14 @@ type Client struct {
 // call: the first call logs in.
 func NewClient(t Target, o ClientOptions) (*Client, error) {
 	k := t.Settings
-	if k.Username == "" && k.ClientSecret == "" {
-		return nil, fmt.Errorf("%w: set keycloak_username and keycloak_password, or client_secret", ErrCredentials)
+	if k.Username == "" && !k.HasClientSecret() {
+		return nil, fmt.Errorf("%w: set keycloak_username and keycloak_password, or client_secret (each also as _file or _env)", ErrCredentials)
 	}
+	k, err := k.WithCredentials()
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCredentials, err)
+	}
+	t.Settings = k
 	base := strings.TrimRight(t.URL, "/")
 	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: keycloak_url must be an http or https URL", ErrCredentials)

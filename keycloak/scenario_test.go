@@ -2,6 +2,9 @@ package keycloak_test
 
 import (
 	"context"
+	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -433,4 +436,33 @@ func TestClientCredentials(t *testing.T) {
 		}
 		wantFirstRunState(t, e)
 	}
+}
+
+// The password can come from a file, as a mounted Kubernetes Secret gives it:
+// the client reads it when it logs in, and a missing file is a credentials
+// error that names the key.
+func TestPasswordFile(t *testing.T) {
+	s := kctest.NewServer()
+	defer s.Close()
+	e := newEnv(t, fakeBackend{s}, s)
+	file := filepath.Join(t.TempDir(), "kc-password")
+	cfg := e.config()
+	var password string
+	for i := range cfg.Offerings {
+		k := &cfg.Offerings[i].Settings.Common().Keycloak
+		password = k.Password.Reveal()
+		k.Password, k.PasswordFile = "", file
+	}
+	_, err := keycloak.Reconcile(context.Background(), cfg, e.render(cfg), keycloak.Options{ClientOptions: fast})
+	if !errors.Is(err, keycloak.ErrCredentials) || !strings.Contains(err.Error(), "keycloak.keycloak_password_file") {
+		t.Fatalf("missing password file: %v", err)
+	}
+	if err := os.WriteFile(file, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	r, err := keycloak.Reconcile(context.Background(), cfg, e.render(cfg), keycloak.Options{ClientOptions: fast})
+	if err != nil || r.Calls[keycloak.CallLogin] != 1 {
+		t.Fatalf("password from a file: %v, calls %v", err, r.Calls)
+	}
+	wantFirstRunState(t, e)
 }
