@@ -5,13 +5,24 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/waldur/waldur-gitops/internal/version.Version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: help build test test-short lint fmt bench fuzz golden example clean
+.PHONY: help build image test test-short lint fmt bench fuzz golden example clean validate-examples
 
 help: ## list the targets
-	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
 
 build: ## build bin/waldur-gitops
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/waldur-gitops
+
+# The container image, built without a Docker daemon (docs/image.md). GOARCH=arm64
+# builds for arm64; IMAGE_ARCHES="amd64 arm64" writes a multi-platform index.
+IMAGE        ?= ghcr.io/waldur/waldur-gitops:$(VERSION)
+IMAGE_ARCHES ?= $(or $(GOARCH),amd64)
+image: ## build the container image without Docker: bin/image/ (OCI layout) and bin/waldur-gitops-image.tar
+	for a in $(IMAGE_ARCHES); do \
+	  CGO_ENABLED=0 GOOS=linux GOARCH=$$a $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o bin/linux_$$a/waldur-gitops ./cmd/waldur-gitops || exit 1; \
+	done
+	GOOS= GOARCH= $(GO) run ./cmd/waldur-gitops-image -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' \
+	  -image '$(IMAGE)' $(foreach a,$(IMAGE_ARCHES),-binary linux/$(a)=bin/linux_$(a)/waldur-gitops)
 
 test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min)
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
@@ -39,6 +50,9 @@ fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 
 golden: ## rewrite golden files after checking the change is intended
 	$(GO) test ./render ./manifest -update
+
+validate-examples: ## build every kustomization in examples/ and server-side dry-run every manifest
+	$(GO) test ./examples -run '^TestExample' -v -count=1
 
 example: build ## render the bundled example into out/
 	$(BIN) render --config examples/config.yaml --snapshot examples/snapshot.json --out out

@@ -5,6 +5,8 @@ import (
 	"os"
 	_ "time/tzdata" // the config's timezone must resolve in images without zoneinfo
 
+	_ "golang.org/x/crypto/x509roots/fallback" // root certificates where the system has none
+
 	"github.com/waldur/waldur-gitops/cli"
 )
 
