@@ -87,7 +87,7 @@ func (a *app) runApply(cmd *cobra.Command, f applyFlags) error {
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
+	ctx, calls := waldur.WithTally(cmd.Context())
 	rep := report.New("apply", version.String(), dryRun, time.Now())
 	var st *waldur.State
 	var res *render.Result
@@ -135,6 +135,9 @@ func (a *app) runApply(cmd *cobra.Command, f applyFlags) error {
 	rep.Finish(exitCode(runErr), time.Now())
 	if err := writeApplyReport(a, cfg, rep, f.output == "json"); err != nil && runErr == nil {
 		runErr = withCode(ExitRender, err)
+	}
+	if !dryRun {
+		a.pushMetrics(ctx, cfg, rep, calls.Stats())
 	}
 	return runErr
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/usage"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // reportFlags are the flags of the report command.
@@ -76,6 +77,7 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if err != nil {
 		return withCode(ExitUsage, fmt.Errorf("timezone: %w", err))
 	}
+	ctx, calls := waldur.WithTally(ctx)
 	rp := &usage.Reporter{Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
@@ -123,6 +125,9 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		runErr = withCode(ExitDiff, errors.New("the dry run would post usage"))
 	}
 	rep.Finish(exitCode(runErr), time.Now())
+	if !f.dryRun {
+		a.pushMetrics(ctx, cfg, rep, calls.Stats())
+	}
 	if f.output == "json" {
 		if err := rep.WriteJSON(a.stdout); err != nil && runErr == nil {
 			runErr = withCode(ExitRender, err)

@@ -33,6 +33,9 @@ type syncFlags struct {
 	json           bool
 	validateServer bool
 	kubeconfig     string
+	// quiet (serve) logs the summary and the skipped resources instead of
+	// printing them.
+	quiet bool
 }
 
 func init() { register((*app).syncCommand) }
@@ -160,11 +163,32 @@ func (r *syncRun) orderFeedback(ctx context.Context) (changeset.Set, map[string]
 	return finishOrders(ctx, r.cfg.Config, r.a.log, r.state, r.result, r.next, r.flags.dryRun)
 }
 
+// runSync runs one sync (or dry run) and, unless it is a dry run, pushes its
+// metrics to the Pushgateway when the config names one.
 func (a *app) runSync(ctx context.Context, command string, f syncFlags) error {
+	ctx, tally := waldur.WithTally(ctx)
+	out, err := a.syncCycle(ctx, command, f)
+	if out != nil && out.rep != nil && !f.dryRun {
+		a.pushMetrics(ctx, out.cfg, out.rep, tally.Stats())
+	}
+	return err
+}
+
+// syncOutcome is what one sync cycle leaves: the config it ran with and its
+// report (nil for a dry run).
+type syncOutcome struct {
+	cfg *config.Loaded
+	rep *report.Run
+}
+
+// syncCycle runs the stages of one sync. The outcome is nil when the config
+// could not be loaded.
+func (a *app) syncCycle(ctx context.Context, command string, f syncFlags) (*syncOutcome, error) {
 	cfg, err := a.loadConfig()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	out := &syncOutcome{cfg: cfg}
 	r := &syncRun{a: a, cfg: cfg, flags: f}
 	rep := report.New(command, version.String(), f.dryRun, time.Now())
 	ctx, cancel := context.WithCancel(ctx)
@@ -185,19 +209,27 @@ func (a *app) runSync(ctx context.Context, command string, f syncFlags) error {
 	}
 	if runErr == nil && r.result != nil && len(r.result.Skipped) > 0 {
 		for _, e := range r.result.Changes.ByAction(changeset.Skip) {
-			fmt.Fprintf(a.stderr, "skipped %s: %s\n", e.Subject, e.Reason)
+			if f.quiet {
+				a.log.Warn("skipped", "subject", e.Subject, "reason", e.Reason)
+			} else {
+				fmt.Fprintf(a.stderr, "skipped %s: %s\n", e.Subject, e.Reason)
+			}
 		}
 		runErr = withCode(ExitPartial, fmt.Errorf("%d resource(s) skipped, the rest synced", len(r.result.Skipped)))
 	}
 	if f.dryRun {
-		return r.finishDryRun(rep, runErr)
+		return out, r.finishDryRun(rep, runErr)
 	}
 	rep.Commit = r.commit
 	rep.Finish(exitCode(runErr), time.Now())
 	if err := r.writeReport(rep); err != nil && runErr == nil {
 		runErr = withCode(ExitRender, err)
+		// The report file holds the code before this failure; the metrics
+		// and the process exit tell the truth.
+		rep.ExitCode = ExitRender
 	}
-	return runErr
+	out.rep = rep
+	return out, runErr
 }
 
 // exitCode is the code Main will exit with for err.
@@ -474,7 +506,10 @@ func (r *syncRun) writeReport(rep *report.Run) error {
 			return fmt.Errorf("write the run report: %w", err)
 		}
 	}
-	if r.flags.json {
+	switch {
+	case r.flags.quiet:
+		return nil
+	case r.flags.json:
 		return rep.WriteJSON(r.a.stdout)
 	}
 	return rep.WriteSummary(r.a.stdout)

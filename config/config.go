@@ -6,8 +6,11 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -93,6 +96,8 @@ type Config struct {
 	DeletionGuard DeletionGuard `yaml:"deletion_guard"`
 	// Report names a file the run report (JSON) is written to after every run.
 	Report string `yaml:"report"`
+	// Metrics names the Prometheus Pushgateway the run's metrics are pushed to.
+	Metrics Metrics `yaml:"metrics"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`
@@ -309,7 +314,9 @@ func Parse(data []byte, path string) (*Loaded, error) {
 	r := &report{}
 	decodeNode(&doc, reflect.ValueOf(cfg).Elem(), "", r)
 	cfg.applyDefaults(path)
+	cfg.Metrics.applyDefaults(filepath.Dir(path))
 	cfg.validate(r)
+	cfg.Metrics.validate(r)
 	if len(r.problems) > 0 {
 		r.sortProblems()
 		return nil, &ValidationError{File: path, Problems: r.problems}
@@ -321,4 +328,124 @@ func Parse(data []byte, path string) (*Loaded, error) {
 func IsValidation(err error) bool {
 	var v *ValidationError
 	return errors.As(err, &v)
+}
+
+// Metrics is where sync, apply and report push the metrics of their run: a
+// Prometheus Pushgateway, for runs from a CronJob that nobody can scrape.
+// Nothing is pushed when PushgatewayURL is empty.
+type Metrics struct {
+	// PushgatewayURL is the Pushgateway's base URL (http or https, without
+	// /metrics/job/…).
+	PushgatewayURL string `yaml:"pushgateway_url"`
+	// Job is the job label of the pushed group (default waldur-gitops).
+	Job string `yaml:"job"`
+	// Grouping holds further grouping labels of the pushed group, such as instance.
+	Grouping map[string]string `yaml:"grouping"`
+	// Username is the HTTP basic-auth user; PasswordFile and PasswordEnv name
+	// a file or an environment variable holding its password.
+	Username     string `yaml:"username"`
+	PasswordFile string `yaml:"password_file"`
+	PasswordEnv  string `yaml:"password_env"`
+	// TimeoutSeconds bounds one push (default 10).
+	TimeoutSeconds int `yaml:"timeout_seconds"`
+}
+
+// DefaultMetricsJob is the job label of pushed metrics when metrics.job is not set.
+const DefaultMetricsJob = "waldur-gitops"
+
+// labelName matches a Prometheus label name.
+var labelName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// BasicAuth returns the basic-auth user name and password sent to the
+// Pushgateway, read from metrics.password_file or metrics.password_env; both
+// are empty when no password is configured.
+func (m *Metrics) BasicAuth() (string, Secret, error) {
+	var (
+		secret Secret
+		err    error
+	)
+	switch {
+	case m.PasswordFile != "":
+		secret, err = readSecretFile("metrics.password_file", m.PasswordFile)
+	case m.PasswordEnv != "":
+		secret, err = readSecretEnv("metrics.password_env", m.PasswordEnv)
+	default:
+		return "", "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return m.Username, secret, nil
+}
+
+// DisplayURL is the Pushgateway URL as logs and errors show it: without any
+// user information.
+func (m *Metrics) DisplayURL() string {
+	u, err := url.Parse(m.PushgatewayURL)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	u.User = nil
+	return u.String()
+}
+
+func (m *Metrics) applyDefaults(dir string) {
+	if m.Job == "" {
+		m.Job = DefaultMetricsJob
+	}
+	if m.TimeoutSeconds == 0 {
+		m.TimeoutSeconds = 10
+	}
+	if m.PasswordFile != "" && !filepath.IsAbs(m.PasswordFile) {
+		m.PasswordFile = filepath.Join(dir, m.PasswordFile)
+	}
+}
+
+// validate checks the Pushgateway address, the grouping labels and that the
+// credentials come from a file or the environment.
+func (m *Metrics) validate(r *report) {
+	if m.PushgatewayURL != "" {
+		u, err := url.Parse(m.PushgatewayURL)
+		switch {
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			// The value is not repeated: it might hold a credential.
+			r.addf("metrics.pushgateway_url", nil, "must be an http or https URL with a host")
+		case u.User != nil:
+			r.addf("metrics.pushgateway_url", nil, "must not contain user information: use metrics.username with password_file or password_env")
+		case u.RawQuery != "" || u.Fragment != "":
+			r.addf("metrics.pushgateway_url", nil, "must not have a query or fragment")
+		case strings.Contains(u.Path, "/metrics/job"):
+			r.addf("metrics.pushgateway_url", nil, "give the Pushgateway's base URL, without /metrics/job/…")
+		}
+	} else if m.Username != "" || m.PasswordFile != "" || m.PasswordEnv != "" || len(m.Grouping) > 0 {
+		r.addf("metrics.pushgateway_url", nil, "required with metrics.username, password_file, password_env or grouping")
+	}
+	if strings.TrimSpace(m.Job) != m.Job {
+		r.addf("metrics.job", nil, "%q has leading or trailing white space", m.Job)
+	}
+	for k, v := range m.Grouping {
+		switch {
+		case !labelName.MatchString(k) || strings.HasPrefix(k, "__"):
+			r.addf("metrics.grouping."+k, nil, "%q is not a usable label name", k)
+		case k == "job":
+			r.addf("metrics.grouping.job", nil, "set the job label with metrics.job")
+		case v == "":
+			r.addf("metrics.grouping."+k, nil, "must not be empty")
+		}
+	}
+	if m.PasswordFile != "" && m.PasswordEnv != "" {
+		r.addf("metrics.password_env", nil, "set only one of password_file and password_env")
+	}
+	if (m.PasswordFile != "" || m.PasswordEnv != "") && m.Username == "" {
+		r.addf("metrics.username", nil, "required with a password")
+	}
+	if m.Username != "" && m.PasswordFile == "" && m.PasswordEnv == "" {
+		r.addf("metrics.username", nil, "needs a password: set metrics.password_file or metrics.password_env")
+	}
+	if m.PasswordEnv != "" && !envName.MatchString(m.PasswordEnv) {
+		r.addf("metrics.password_env", nil, "%q is not an environment variable name", m.PasswordEnv)
+	}
+	if m.TimeoutSeconds < 1 || m.TimeoutSeconds > 300 {
+		r.addf("metrics.timeout_seconds", nil, "must be between 1 and 300, got %d", m.TimeoutSeconds)
+	}
 }

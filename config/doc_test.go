@@ -134,6 +134,7 @@ offerings:
 	}{
 		{"Top level", *l.Config},
 		{"git", l.Git},
+		{"metrics", l.Metrics},
 		{"offerings", o[1]},
 		{"backend_components", o[0].BackendComponents["cpu"]},
 		{"Keys of every backend type", *o[0].Settings.Common()},

@@ -202,10 +202,40 @@ func retryable(ctx context.Context, err error) bool {
 	return false
 }
 
+// CallErrorPrefix prefixes the Calls keys that count, per call kind, the calls
+// that finally failed (a transport error or an error status after every
+// retry), e.g. "errors.groups.list". A 404 that a lookup or a removal takes as
+// its answer (users.get, groups.delete, members.remove) is not counted.
+const CallErrorPrefix = "errors."
+
+// notFoundAnswers are the call kinds for which a 404 is an answer, not a failure.
+var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, CallRemoveMember: true}
+
+// Errors returns the failed calls of a Calls map by call kind.
+func Errors(calls map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range calls {
+		if kind, ok := strings.CutPrefix(k, CallErrorPrefix); ok {
+			out[kind] += v
+		}
+	}
+	return out
+}
+
 // do runs fn, one HTTP request, under the rate limit and the concurrency bound,
 // counting it as kind. With auth it passes a bearer token and on a 401 renews
-// the token once and tries again. It retries what retryable allows, with backoff.
+// the token once and tries again. It retries what retryable allows, with
+// backoff. A call that finally fails is also counted under CallErrorPrefix+kind.
 func (c *Client) do(ctx context.Context, kind string, auth bool, fn func(token string) error) error {
+	err := c.try(ctx, kind, auth, fn)
+	if err != nil && (statusOf(err) != http.StatusNotFound || !notFoundAnswers[kind]) {
+		c.count(CallErrorPrefix + kind)
+	}
+	return err
+}
+
+// try is do without the error count.
+func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token string) error) error {
 	renewed := false
 	for attempt := 0; ; attempt++ {
 		tok := ""

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -113,12 +114,12 @@ func PlanChanges(ctx context.Context, cfg *config.Config, res *render.Result, o 
 	return r.Changes, r.Calls, err
 }
 
-// Total sums a Calls map, retries and 401 renewals left out (they are counted
-// under their kind already).
+// Total sums a Calls map, retries, 401 renewals and failures left out (they
+// are counted under their kind already).
 func Total(calls map[string]int) int {
 	n := 0
 	for k, v := range calls {
-		if k != CallRetries && k != CallUnauthorized {
+		if k != CallRetries && k != CallUnauthorized && !strings.HasPrefix(k, CallErrorPrefix) {
 			n += v
 		}
 	}

@@ -52,7 +52,7 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 		return nil, fmt.Errorf("waldur %s %s: %w", cl.method, shown, ctx.Err())
 	}
 	fail := func(err error) (*reply, error) {
-		c.stats.failed(cl.kind)
+		c.count(ctx, (*statsRecorder).failed, cl.kind)
 		return nil, err
 	}
 	resp, err := c.http.Do(req)
@@ -143,7 +143,7 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req.Header.Set("Authorization", "Token "+c.opts.Token)
 	}
 	kind, _ := req.Context().Value(kindKey{}).(string)
-	c.stats.attempt(kind)
+	c.count(req.Context(), (*statsRecorder).attempt, kind)
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
 	attrs := []any{"kind", kind, "method", req.Method, "path", req.URL.Path, "duration", time.Since(start)}
@@ -161,7 +161,7 @@ func (c *Client) onAttempt(_ retryablehttp.Logger, req *http.Request, attempt in
 		return
 	}
 	kind, _ := req.Context().Value(kindKey{}).(string)
-	c.stats.retry(kind)
+	c.count(req.Context(), (*statsRecorder).retry, kind)
 	c.log.Debug("waldur request retry", "kind", kind, "method", req.Method, "path", req.URL.Path, "attempt", attempt+1)
 }
 

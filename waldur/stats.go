@@ -1,6 +1,7 @@
 package waldur
 
 import (
+	"context"
 	"maps"
 	"sync"
 )
@@ -79,4 +80,45 @@ func (r *statsRecorder) snapshot() CallStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return CallStats{Requests: maps.Clone(r.requests), Retries: maps.Clone(r.retries), Errors: maps.Clone(r.errors)}
+}
+
+// Tally adds up the call statistics of every client that works under a
+// context made by WithTally, so that a run which builds several clients (one
+// per offering and stage) can report its whole Waldur traffic. It is safe for
+// concurrent use.
+type Tally struct{ rec *statsRecorder }
+
+type tallyKey struct{}
+
+// WithTally returns a context whose Waldur calls are also counted in a new
+// Tally, and that Tally.
+func WithTally(ctx context.Context) (context.Context, *Tally) {
+	t := &Tally{rec: newStatsRecorder()}
+	return context.WithValue(ctx, tallyKey{}, t), t
+}
+
+// Stats returns a copy of the counters collected so far; the zero CallStats
+// (empty maps) for a nil Tally.
+func (t *Tally) Stats() CallStats {
+	if t == nil {
+		return newStatsRecorder().snapshot()
+	}
+	return t.rec.snapshot()
+}
+
+// tallyOf is the Tally of ctx, nil when there is none.
+func tallyOf(ctx context.Context) *statsRecorder {
+	if t, ok := ctx.Value(tallyKey{}).(*Tally); ok {
+		return t.rec
+	}
+	return nil
+}
+
+// count records one event with add on the client's recorder and on the
+// context's Tally, if any.
+func (c *Client) count(ctx context.Context, add func(*statsRecorder, string), kind string) {
+	add(c.stats, kind)
+	if t := tallyOf(ctx); t != nil {
+		add(t, kind)
+	}
 }

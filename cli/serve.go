@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/metrics"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/serve"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// serveFlags are the flags of serve.
+type serveFlags struct {
+	sync       syncFlags
+	listen     string
+	interval   time.Duration
+	jitter     float64
+	grace      time.Duration
+	staleAfter time.Duration
+}
+
+// tuneServeLoop adjusts the loop runServe built before it starts; tests gate
+// the runs with it.
+var tuneServeLoop = func(*serve.Loop) {}
+
+// httpShutdown bounds the wait for open HTTP requests once the loop stopped.
+const httpShutdown = 3 * time.Second
+
+func init() { register((*app).serveCommand) }
+
+func (a *app) serveCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve --config C [--interval 15m] [--listen :9090] [--snapshot state.json]",
+		Short: "Run sync on an interval and serve health and Prometheus metrics",
+		Long: `Serve runs the sync cycle at once and then every --interval (each wait
+jittered within ±--jitter of it), one run at a time: a run that takes longer
+than the interval makes the next start when it ends. Every run writes the
+config's report file and logs a summary line.
+
+It serves /healthz and /livez (JSON, 200 or 503) and /metrics (Prometheus) on
+--listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
+finish for up to --shutdown-grace, then cancels it (nothing half-pushed: the
+push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", ":9090", "address of the health and metrics endpoints")
+	fl.DurationVar(&f.interval, "interval", 15*time.Minute, "time between the starts of two runs")
+	fl.Float64Var(&f.jitter, "jitter", 0.1, "spread every wait randomly within ±this fraction of --interval (0 to below 1)")
+	fl.DurationVar(&f.grace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long the run in progress may go on before it is cancelled")
+	fl.DurationVar(&f.staleAfter, "stale-after", 0, "health fails when no run ended for this long (default 2×interval×(1+jitter)+shutdown-grace)")
+	fl.StringVar(&f.sync.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
+	fl.BoolVar(&f.sync.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
+	fl.StringVar(&f.sync.kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server")
+	return cmd
+}
+
+func (a *app) runServe(ctx context.Context, f serveFlags) error {
+	switch {
+	case f.interval <= 0:
+		return withCode(ExitUsage, fmt.Errorf("--interval must be above 0, got %s", f.interval))
+	case f.jitter < 0 || f.jitter >= 1:
+		return withCode(ExitUsage, fmt.Errorf("--jitter must be at least 0 and below 1, got %v", f.jitter))
+	case f.grace < 0 || f.staleAfter < 0:
+		return withCode(ExitUsage, fmt.Errorf("--shutdown-grace and --stale-after must not be negative"))
+	}
+	// Fail at once on a config that cannot work; every run reads it again,
+	// so an edited config (or a rotated secret file) needs no restart.
+	if _, err := a.loadConfig(); err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return withCode(ExitUsage, fmt.Errorf("--listen %s: %w", f.listen, err))
+	}
+	stale := f.staleAfter
+	if stale == 0 {
+		stale = time.Duration(2*float64(f.interval)*(1+f.jitter)) + f.grace
+	}
+	rec := metrics.New(version.String())
+	health := serve.NewHealth(time.Now(), stale, nil)
+	f.sync.quiet = true
+	log := a.log
+	loop := &serve.Loop{
+		Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log,
+		Run: func(ctx context.Context) serve.Outcome { return a.serveRun(ctx, rec, f.sync) },
+	}
+	tuneServeLoop(loop)
+	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
+		"shutdown_grace", f.grace.String(), "stale_after", stale.String())
+	if err := serve.Serve(ctx, ln, serve.Handler(health, rec.Registry()), loop, httpShutdown); err != nil {
+		// The runs are over; an HTTP server slow to close changes nothing.
+		log.Warn("stopping", "error", err.Error())
+	}
+	log.Info("stopped")
+	return nil
+}
+
+// serveRun is one cycle of serve: a sync whose report, result and Waldur
+// traffic go to the metrics and a log line.
+func (a *app) serveRun(ctx context.Context, rec *metrics.Recorder, f syncFlags) serve.Outcome {
+	rec.Started()
+	start := time.Now()
+	ctx, tally := waldur.WithTally(ctx)
+	out, err := a.syncCycle(ctx, "serve", f)
+	var rep *report.Run
+	if out != nil && out.rep != nil {
+		rep = out.rep
+	} else {
+		// The config could not be loaded: a failed run without stages.
+		rep = report.New("serve", version.String(), false, start)
+		rep.Finish(exitCode(err), time.Now())
+	}
+	result := resultOf(rep.ExitCode)
+	rec.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
+	args := []any{"result", result, "exit_code", rep.ExitCode, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond).String(),
+		"changes", countsLine(rep)}
+	if rep.Commit != "" {
+		args = append(args, "commit", rep.Commit)
+	}
+	switch {
+	case result == metrics.ResultFailed:
+		a.log.Error("run finished", append(args, "error", errorText(err))...)
+	case result == metrics.ResultPartial:
+		a.log.Warn("run finished", append(args, "warning", errorText(err))...)
+	default:
+		a.log.Info("run finished", args...)
+	}
+	return serve.Outcome{Started: rep.Started, Finished: rep.Finished, ExitCode: rep.ExitCode, Result: result}
+}
+
+func errorText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+// countsLine sums the changes of a report up on one line, stage by stage in
+// the order they first appear: "render: +1 =14, waldur: ~2, git: +1".
+func countsLine(rep *report.Run) string {
+	var stages []string
+	by := map[string][]changeset.Entry{}
+	for _, e := range rep.Changes {
+		if _, seen := by[e.Stage]; !seen {
+			stages = append(stages, e.Stage)
+		}
+		by[e.Stage] = append(by[e.Stage], e)
+	}
+	parts := make([]string, 0, len(stages))
+	for _, st := range stages {
+		parts = append(parts, st+": "+changeset.Set{Entries: by[st]}.Summary())
+	}
+	return strings.Join(parts, ", ")
+}
+
+// resultOf is the result label of an exit code.
+func resultOf(code int) string {
+	switch code {
+	case ExitOK:
+		return metrics.ResultOK
+	case ExitPartial:
+		return metrics.ResultPartial
+	}
+	return metrics.ResultFailed
+}
+
+// pushMetrics pushes the metrics of one finished run to the config's
+// Pushgateway, if it names one. A failure is a warning: the run did its work
+// and its exit code stays.
+func (a *app) pushMetrics(ctx context.Context, cfg *config.Loaded, rep *report.Run, calls waldur.CallStats) {
+	if cfg == nil || cfg.Metrics.PushgatewayURL == "" {
+		return
+	}
+	rec := metrics.New(version.String())
+	rec.Observe(metrics.Run{Report: rep, Result: resultOf(rep.ExitCode), Waldur: calls})
+	if err := metrics.Push(ctx, &cfg.Metrics, rec.Registry()); err != nil {
+		a.log.Warn("pushing the run's metrics failed; the exit code is that of the run", "pushgateway", cfg.Metrics.DisplayURL(), "error", err.Error())
+		return
+	}
+	a.log.Debug("pushed the run's metrics", "pushgateway", cfg.Metrics.DisplayURL(), "job", cfg.Metrics.Job)
+}

@@ -1,0 +1,361 @@
+package metrics_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/metrics"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// families renders what g gathers in the text format and parses it back.
+func families(t *testing.T, g prometheus.Gatherer) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b bytes.Buffer
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return parse(t, &b)
+}
+
+func parse(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
+	t.Helper()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		t.Fatalf("parse the exposition: %v", err)
+	}
+	return fams
+}
+
+// value finds the sample of name whose labels include want; ok is false when
+// there is none.
+func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
+	mf, ok := fams[name]
+	if !ok {
+		return 0, false
+	}
+next:
+	for _, m := range mf.GetMetric() {
+		have := map[string]string{}
+		for _, l := range m.GetLabel() {
+			have[l.GetName()] = l.GetValue()
+		}
+		for k, v := range want {
+			if have[k] != v {
+				continue next
+			}
+		}
+		switch {
+		case m.Counter != nil:
+			return m.GetCounter().GetValue(), true
+		case m.Gauge != nil:
+			return m.GetGauge().GetValue(), true
+		case m.Untyped != nil:
+			return m.GetUntyped().GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+type sample struct {
+	name   string
+	labels map[string]string
+	want   float64
+	absent bool
+}
+
+func check(t *testing.T, fams map[string]*dto.MetricFamily, samples []sample) {
+	t.Helper()
+	for _, s := range samples {
+		got, ok := value(fams, s.name, s.labels)
+		switch {
+		case s.absent && ok:
+			t.Errorf("%s%v = %v, want no such sample", s.name, s.labels, got)
+		case !s.absent && !ok:
+			t.Errorf("%s%v missing", s.name, s.labels)
+		case !s.absent && got != s.want:
+			t.Errorf("%s%v = %v, want %v", s.name, s.labels, got, s.want)
+		}
+	}
+}
+
+var t0 = time.Date(2025, 3, 1, 10, 0, 0, 0, time.UTC)
+
+// okRun is a successful run with a commit, two Keycloak groups, a skipped
+// resource and Waldur and Keycloak traffic.
+func okRun() metrics.Run {
+	rep := report.New("sync", "test", false, t0)
+	rep.Stages = []report.Stage{
+		{Name: "waldur", DurationSeconds: 1.5},
+		{Name: "render", DurationSeconds: 0.25},
+		{Name: "git", DurationSeconds: 2, Calls: map[string]int{"fetch": 1, "push": 1}},
+		{Name: "keycloak", DurationSeconds: 0.5, Calls: map[string]int{
+			keycloak.CallListGroups: 3, keycloak.CallCreateGroup: 2, keycloak.CallRetries: 1,
+			keycloak.CallErrorPrefix + keycloak.CallListGroups: 1,
+		}},
+	}
+	rep.Add(changeset.Set{Entries: []changeset.Entry{
+		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/x", Action: changeset.Create},
+		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/y", Action: changeset.Create},
+		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/z", Action: changeset.Unchanged},
+		{Stage: "render", Kind: "Resource", Subject: "a/bad", Action: changeset.Skip, Reason: "invalid resource limits: cpu=\"x\" is not a number"},
+		{Stage: "git", Kind: "Commit", Subject: "main abc", Action: changeset.Create},
+		{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/g1", Action: changeset.Create},
+		{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/g2", Action: changeset.Create},
+	}})
+	rep.Finish(3, t0.Add(5*time.Second))
+	return metrics.Run{Report: rep, Result: metrics.ResultPartial, Waldur: waldur.CallStats{
+		Requests: map[string]int{waldur.KindResourcesList: 4, waldur.KindOrdersList: 2},
+		Errors:   map[string]int{waldur.KindOrdersList: 1},
+	}}
+}
+
+func failedRun() metrics.Run {
+	rep := report.New("sync", "test", false, t0.Add(time.Hour))
+	rep.Stages = []report.Stage{{Name: "waldur", DurationSeconds: 3, Error: "waldur GET …: 503"}}
+	rep.Finish(4, t0.Add(time.Hour+3*time.Second))
+	return metrics.Run{Report: rep, Result: metrics.ResultFailed, Waldur: waldur.CallStats{
+		Requests: map[string]int{waldur.KindResourcesList: 3}, Errors: map[string]int{waldur.KindResourcesList: 1},
+	}}
+}
+
+func TestRecorder(t *testing.T) {
+	r := metrics.New("v9.9.9")
+	fams := families(t, r.Registry())
+	check(t, fams, []sample{
+		{name: "waldur_gitops_build_info", labels: map[string]string{"version": "v9.9.9"}, want: 1},
+		{name: "waldur_gitops_runs_total", labels: map[string]string{"result": "ok"}, want: 0},
+		{name: "waldur_gitops_runs_total", labels: map[string]string{"result": "failed"}, want: 0},
+		{name: "waldur_gitops_last_success_timestamp_seconds", absent: true},
+		{name: "waldur_gitops_last_run_timestamp_seconds", want: 0},
+	})
+
+	r.Started()
+	check(t, families(t, r.Registry()), []sample{{name: "waldur_gitops_run_in_progress", want: 1}})
+
+	r.Observe(okRun())
+	end := float64(t0.Add(5 * time.Second).Unix())
+	check(t, families(t, r.Registry()), []sample{
+		{name: "waldur_gitops_run_in_progress", want: 0},
+		{name: "waldur_gitops_runs_total", labels: map[string]string{"result": "partial"}, want: 1},
+		{name: "waldur_gitops_last_success_timestamp_seconds", want: end},
+		{name: "waldur_gitops_last_run_timestamp_seconds", want: end},
+		{name: "waldur_gitops_last_run_start_timestamp_seconds", want: float64(t0.Unix())},
+		{name: "waldur_gitops_last_run_exit_code", want: 3},
+		{name: "waldur_gitops_last_run_duration_seconds", want: 5},
+		{name: "waldur_gitops_stage_duration_seconds", labels: map[string]string{"stage": "waldur"}, want: 1.5},
+		{name: "waldur_gitops_stage_duration_seconds", labels: map[string]string{"stage": "keycloak"}, want: 0.5},
+		{name: "waldur_gitops_stage_failed", labels: map[string]string{"stage": "git"}, want: 0},
+		{name: "waldur_gitops_last_run_objects", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}, want: 2},
+		{name: "waldur_gitops_last_run_objects", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "unchanged"}, want: 1},
+		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}, want: 2},
+		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"action": "unchanged"}, absent: true},
+		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "keycloak", "kind": "KeycloakGroup", "action": "create"}, want: 2},
+		{name: "waldur_gitops_skipped", labels: map[string]string{"stage": "render", "class": metrics.SkipInvalidLimits}, want: 1},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 4},
+		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "waldur", "call": waldur.KindOrdersList}, want: 1},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 3},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallRetries}, absent: true},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallErrorPrefix + keycloak.CallListGroups}, absent: true},
+		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 1},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "git"}, absent: true},
+	})
+
+	// A failed run: the last-run series are replaced, the counters grow and
+	// the last success stays.
+	r.Observe(failedRun())
+	check(t, families(t, r.Registry()), []sample{
+		{name: "waldur_gitops_runs_total", labels: map[string]string{"result": "partial"}, want: 1},
+		{name: "waldur_gitops_runs_total", labels: map[string]string{"result": "failed"}, want: 1},
+		{name: "waldur_gitops_last_success_timestamp_seconds", want: end},
+		{name: "waldur_gitops_last_run_timestamp_seconds", want: float64(t0.Add(time.Hour + 3*time.Second).Unix())},
+		{name: "waldur_gitops_last_run_exit_code", want: 4},
+		{name: "waldur_gitops_stage_duration_seconds", labels: map[string]string{"stage": "waldur"}, want: 3},
+		{name: "waldur_gitops_stage_duration_seconds", labels: map[string]string{"stage": "render"}, absent: true},
+		{name: "waldur_gitops_stage_failed", labels: map[string]string{"stage": "waldur"}, want: 1},
+		{name: "waldur_gitops_last_run_objects", absent: true},
+		{name: "waldur_gitops_skipped", absent: true},
+		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}, want: 2},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 7},
+		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 1},
+	})
+
+	// Every metric has a help text and the prefix.
+	mfs, err := r.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "waldur_gitops_") || mf.GetHelp() == "" {
+			t.Errorf("%s: help %q", mf.GetName(), mf.GetHelp())
+		}
+	}
+}
+
+// TestSkipClass maps the reasons the stages write (in the forms their code
+// builds them) to classes.
+func TestSkipClass(t *testing.T) {
+	tests := []struct {
+		stage, reason, want string
+	}{
+		{"render", `invalid resource limits: cpu="lots" is not a number`, metrics.SkipInvalidLimits},
+		{"render", "resource has no slug: its namespace cannot be named", metrics.SkipInvalidName},
+		{"render", "resource has unset or missing slug fields: project_slug", metrics.SkipInvalidName},
+		{"render", `resource uuid "x" is not a UUID`, metrics.SkipInvalidName},
+		{"render", `namespace name "waldur-Not_Valid" is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)`, metrics.SkipInvalidName},
+		{"render", `namespace name "waldur-aaaa" exceeds 63 characters (70)`, metrics.SkipInvalidName},
+		{"render", "name waldur-x is already used by resource 3cfe5210e4db306c7aabcd8103b2ad22", metrics.SkipNameConflict},
+		{"render", "component gpu (type gpu) has no quota mapping: add it to backend_settings.component_quota_mapping or give it a k8s_resource", metrics.SkipQuotaMapping},
+		{"render", "template extra.yaml produced an invalid ConfigMap: bad", metrics.SkipTemplate},
+		{"render", "something new", metrics.SkipOther},
+		{"keycloak", "user alice not found in Keycloak realm hpc (looked up by user name); it is added once it exists", metrics.SkipUserNotFound},
+		{"keycloak", "conflict: the group exists but is not managed by waldur-gitops; it is left alone", metrics.SkipGroupConflict},
+		{"keycloak", "parent group /org is not reconciled: conflict: …", metrics.SkipParentBlocked},
+		{"keycloak", "not attempted: Keycloak is unavailable", metrics.SkipNotAttempted},
+		{"keycloak", "failed: keycloak hpc@https://kc: log in to realm master: 503", metrics.SkipRealmFailure},
+		{"keycloak", "failed: create-group /org/x: 500 Internal Server Error", metrics.SkipAPIFailure},
+		{"waldur", "pending provider approval: auto_approve is off", metrics.SkipAwaitingApproval},
+		{"waldur", `pending: waldur-gitops does not handle "Restore" orders`, metrics.SkipUnsupportedOrder},
+		{"waldur", "left executing: the cluster does not show the namespace yet", metrics.SkipNotApplied},
+		{"waldur", "failed to set done: waldur POST …: 500", metrics.SkipAPIFailure},
+		{"usage", "Waldur takes usage only for resources in OK, Updating or Terminating; this one is Erred", metrics.SkipResourceState},
+		{"usage", "not measured: no ResourceQuota", metrics.SkipNotMeasured},
+		{"apply", "not applied: an earlier object of the tenant failed", metrics.SkipApplyFailed},
+		{"apply", "kept: the tenant failed to apply", metrics.SkipApplyFailed},
+		// A render-looking reason in another stage is not a render class.
+		{"keycloak", "invalid resource limits: x", metrics.SkipOther},
+	}
+	for _, tt := range tests {
+		t.Run(tt.stage+" "+tt.want, func(t *testing.T) {
+			e := changeset.Entry{Stage: tt.stage, Action: changeset.Skip, Reason: tt.reason}
+			if got := metrics.SkipClass(e); got != tt.want {
+				t.Errorf("SkipClass(%s %q) = %s, want %s", tt.stage, tt.reason, got, tt.want)
+			}
+		})
+	}
+}
+
+// pushRequest is what the fake Pushgateway received.
+type pushRequest struct {
+	method, path, auth, contentType string
+	body                            []byte
+}
+
+func TestPush(t *testing.T) {
+	const password = "s3cret-pushgateway-password"
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got []pushRequest
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got = append(got, pushRequest{r.Method, r.URL.EscapedPath(), r.Header.Get("Authorization"), r.Header.Get("Content-Type"), b})
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+
+	r := metrics.New("v1")
+	r.Observe(okRun())
+	tests := []struct {
+		name     string
+		cfg      config.Metrics
+		status   int
+		wantPath string
+		wantAuth string
+		wantErr  string
+	}{
+		{"no url: nothing pushed", config.Metrics{Job: "waldur-gitops", TimeoutSeconds: 5}, 200, "", "", ""},
+		{"job and grouping, basic auth",
+			config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Grouping: map[string]string{"instance": "site-a"},
+				Username: "pusher", PasswordFile: pwFile, TimeoutSeconds: 5},
+			200, "/metrics/job/waldur-gitops/instance/site-a", "Basic " + base64.StdEncoding.EncodeToString([]byte("pusher:"+password)), ""},
+		{"a base path, no auth", config.Metrics{PushgatewayURL: srv.URL + "/pgw/", Job: "gitops", TimeoutSeconds: 5},
+			202, "/pgw/metrics/job/gitops", "", ""},
+		{"refused", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: pwFile, TimeoutSeconds: 5},
+			401, "/metrics/job/waldur-gitops", "Basic " + base64.StdEncoding.EncodeToString([]byte("pusher:"+password)), "unexpected status code 401"},
+		{"password file missing", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: filepath.Join(dir, "none"), TimeoutSeconds: 5},
+			200, "", "", "metrics.password_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, status = nil, tt.status
+			err := metrics.Push(context.Background(), &tt.cfg, r.Registry())
+			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Fatalf("error %v, want %q", err, tt.wantErr)
+			}
+			if err != nil {
+				if strings.Contains(err.Error(), password) || !strings.Contains(err.Error(), srv.URL) {
+					t.Errorf("error %q shows the password or lacks the URL", err)
+				}
+			}
+			if tt.wantPath == "" {
+				if len(got) != 0 {
+					t.Errorf("pushed %d times, want none", len(got))
+				}
+				return
+			}
+			if len(got) != 1 {
+				t.Fatalf("%d requests, want 1", len(got))
+			}
+			req := got[0]
+			if req.method != http.MethodPut || req.path != tt.wantPath || req.auth != tt.wantAuth || !strings.HasPrefix(req.contentType, "text/plain") {
+				t.Errorf("request %s %s auth %q type %q, want PUT %s auth %q", req.method, req.path, req.auth, req.contentType, tt.wantPath, tt.wantAuth)
+			}
+			fams := parse(t, bytes.NewReader(req.body))
+			check(t, fams, []sample{
+				{name: "waldur_gitops_runs_total", labels: map[string]string{"result": "partial"}, want: 1},
+				{name: "waldur_gitops_last_run_exit_code", want: 3},
+				{name: "waldur_gitops_last_run_objects", labels: map[string]string{"stage": "git", "kind": "Commit", "action": "create"}, want: 1},
+				{name: "waldur_gitops_build_info", labels: map[string]string{"version": "v1"}, want: 1},
+			})
+		})
+	}
+}
+
+// TestPushTimeout: a Pushgateway that does not answer is given up on after
+// timeout_seconds.
+func TestPushTimeout(t *testing.T) {
+	block := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(block)
+	start := time.Now()
+	err := metrics.Push(context.Background(), &config.Metrics{PushgatewayURL: srv.URL, Job: "j", TimeoutSeconds: 1}, metrics.New("v").Registry())
+	if err == nil || time.Since(start) > 3*time.Second {
+		t.Errorf("push to a silent gateway: %v after %s", err, time.Since(start))
+	}
+}

@@ -1,0 +1,54 @@
+package metrics
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/push"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/waldur/waldur-gitops/config"
+)
+
+// Push sends everything g gathers to the Pushgateway of cfg with a PUT, which
+// replaces the group (job and grouping labels) the previous run pushed. It
+// does nothing when cfg has no pushgateway_url. The error names the URL
+// without credentials and never holds the password.
+func Push(ctx context.Context, cfg *config.Metrics, g prometheus.Gatherer) error {
+	if cfg.PushgatewayURL == "" {
+		return nil
+	}
+	shown := cfg.DisplayURL()
+	user, pass, err := cfg.BasicAuth()
+	if err != nil {
+		return fmt.Errorf("push metrics to %s: %w", shown, err)
+	}
+	timeout := time.Duration(cfg.TimeoutSeconds) * time.Second
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p := push.New(cfg.PushgatewayURL, cfg.Job).Gatherer(g).
+		Client(&http.Client{Timeout: timeout}).
+		Format(expfmt.NewFormat(expfmt.TypeTextPlain))
+	for k, v := range cfg.Grouping {
+		p = p.Grouping(k, v)
+	}
+	if user != "" {
+		p = p.BasicAuth(user, pass.Reveal())
+	}
+	if err := p.PushContext(ctx); err != nil {
+		return fmt.Errorf("push metrics to %s (job %s): %w", shown, cfg.Job, redact(err, pass.Reveal()))
+	}
+	return nil
+}
+
+// redact keeps a password out of an error text, should a proxy echo it back.
+func redact(err error, secret string) error {
+	if secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), secret, "[redacted]"))
+}

@@ -1,0 +1,166 @@
+// Package serve runs the sync cycle as a long-lived process: a Loop that
+// starts one run at a time on a jittered interval and stops gracefully, the
+// Health state that /healthz and /livez report, and the HTTP handler that
+// also serves the Prometheus metrics.
+package serve
+
+import (
+	"encoding/json"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Results of a run, as Outcome.Result holds them.
+const (
+	ResultOK      = "ok"
+	ResultPartial = "partial"
+	ResultFailed  = "failed"
+)
+
+// Outcome is the end of one run.
+type Outcome struct {
+	Started, Finished time.Time
+	// ExitCode is the code sync would have exited with.
+	ExitCode int
+	// Result is ResultOK, ResultPartial or ResultFailed.
+	Result string
+}
+
+// Health follows the runs of a Loop and judges them. A process is live while
+// some run ended (or, before the first, the process started) less than
+// StaleAfter ago; it is healthy when it is live and the last run that ended
+// did not fail. It is safe for concurrent use.
+type Health struct {
+	mu         sync.Mutex
+	since      time.Time
+	staleAfter time.Duration
+	now        func() time.Time
+
+	running     bool
+	runStarted  time.Time
+	last        *Outcome
+	lastSuccess time.Time
+}
+
+// NewHealth starts following at since; staleAfter is how long the process may
+// go without a run ending before it counts as stuck. now is the clock (nil:
+// time.Now).
+func NewHealth(since time.Time, staleAfter time.Duration, now func() time.Time) *Health {
+	if now == nil {
+		now = time.Now
+	}
+	return &Health{since: since, staleAfter: staleAfter, now: now}
+}
+
+// Begin records that a run started at t.
+func (h *Health) Begin(t time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running, h.runStarted = true, t
+}
+
+// End records a finished run.
+func (h *Health) End(o Outcome) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.running = false
+	h.last = &o
+	if o.Result != ResultFailed {
+		h.lastSuccess = o.Finished
+	}
+}
+
+// Status is what /healthz and /livez answer.
+type Status struct {
+	// Status is ok, starting (no run ended yet), failing (the last run
+	// failed) or stale (no run ended for longer than StaleAfterSeconds).
+	Status string `json:"status"`
+	// Healthy decides /healthz: 200 when true, else 503.
+	Healthy bool `json:"healthy"`
+	// Live decides /livez: false only when stale.
+	Live              bool       `json:"live"`
+	Since             time.Time  `json:"serving_since"`
+	StaleAfterSeconds float64    `json:"stale_after_seconds"`
+	Running           bool       `json:"running"`
+	RunStarted        *time.Time `json:"run_started,omitempty"`
+	LastRun           *LastRun   `json:"last_run,omitempty"`
+	LastSuccess       *time.Time `json:"last_success,omitempty"`
+}
+
+// LastRun describes the last run that ended.
+type LastRun struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Result   string    `json:"result"`
+	ExitCode int       `json:"exit_code"`
+	// AgeSeconds is the time since it ended.
+	AgeSeconds float64 `json:"age_seconds"`
+}
+
+// Check judges the runs so far.
+func (h *Health) Check() Status {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := h.now()
+	s := Status{Since: h.since.UTC(), StaleAfterSeconds: h.staleAfter.Seconds(), Running: h.running}
+	ref := h.since
+	if h.running {
+		t := h.runStarted.UTC()
+		s.RunStarted = &t
+	}
+	if !h.lastSuccess.IsZero() {
+		t := h.lastSuccess.UTC()
+		s.LastSuccess = &t
+	}
+	if o := h.last; o != nil {
+		ref = o.Finished
+		s.LastRun = &LastRun{Started: o.Started.UTC(), Finished: o.Finished.UTC(), Result: o.Result, ExitCode: o.ExitCode,
+			AgeSeconds: now.Sub(o.Finished).Seconds()}
+	}
+	s.Live = now.Sub(ref) <= h.staleAfter
+	switch {
+	case !s.Live:
+		s.Status = "stale"
+	case h.last == nil:
+		s.Status, s.Healthy = "starting", true
+	case h.last.Result == ResultFailed:
+		s.Status = "failing"
+	default:
+		s.Status, s.Healthy = "ok", true
+	}
+	return s
+}
+
+// Handler serves /healthz (200 when healthy, else 503), /livez (200 unless
+// stale, else 503), both as JSON, and /metrics from g in the Prometheus text
+// format.
+func Handler(h *Health, g prometheus.Gatherer) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		s := h.Check()
+		writeStatus(w, s, s.Healthy)
+	})
+	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
+		s := h.Check()
+		writeStatus(w, s, s.Live)
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
+	return mux
+}
+
+func writeStatus(w http.ResponseWriter, s Status, good bool) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	code := http.StatusOK
+	if !good {
+		code = http.StatusServiceUnavailable
+	}
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(s) // the client went away: nothing to do
+}
