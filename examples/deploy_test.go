@@ -1,0 +1,351 @@
+package examples_test
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/waldur/waldur-gitops/config"
+)
+
+// one returns the single object of kind in objs, failing otherwise.
+func one(t *testing.T, objs []*unstructured.Unstructured, kind string) *unstructured.Unstructured {
+	t.Helper()
+	var found []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == kind {
+			found = append(found, o)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one %s, got %d", kind, len(found))
+	}
+	return found[0]
+}
+
+// field reads a nested field of any type, failing when it is missing.
+func field(t *testing.T, obj map[string]any, fields ...string) any {
+	t.Helper()
+	v, ok, err := unstructured.NestedFieldNoCopy(obj, fields...)
+	if err != nil || !ok {
+		t.Fatalf("field %s: missing (%v)", strings.Join(fields, "."), err)
+	}
+	return v
+}
+
+// mountedVolume returns the volume mounted at the deepest mount path that
+// holds file, and the file's path inside it.
+func mountedVolume(mounts []any, volumes map[string]map[string]any, file string) (map[string]any, string) {
+	best, rest := "", ""
+	var vol map[string]any
+	for _, m := range mounts {
+		mm := m.(map[string]any)
+		mp, _ := mm["mountPath"].(string)
+		if strings.HasPrefix(file, mp+"/") && len(mp) > len(best) {
+			best, rest = mp, strings.TrimPrefix(file, mp+"/")
+			vol = volumes[mm["name"].(string)]
+		}
+	}
+	return vol, rest
+}
+
+var rbacKinds = []string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
+
+// The deploy overlays keep what examples/deploy/README.md promises: a CronJob
+// that never overlaps or hammers, runs locked down, reads secrets only from
+// mounted Secrets that the manifests never define, carries a config that
+// loads, and has exactly the API access its mode needs.
+func TestExampleDeployOverlays(t *testing.T) {
+	applyRole, err := os.ReadFile("rbac/apply.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := decodeDocuments(applyRole)
+	if err != nil || len(docs) != 1 {
+		t.Fatalf("rbac/apply.yaml: want one ClusterRole: %v", err)
+	}
+	wantRules := docs[0]["rules"]
+
+	cases := []struct {
+		overlay   string
+		workload  string
+		command   string
+		automount bool
+		rbac      bool
+		// secretKeys are config keys that must be set, each to a file in a
+		// mounted Secret.
+		secretKeys []string
+	}{
+		{overlay: "gitops", workload: "CronJob", command: "sync", automount: false, rbac: false,
+			secretKeys: []string{"waldur_api_token_file", "git.token_file", "keycloak_password_file"}},
+		{overlay: "direct", workload: "CronJob", command: "apply", automount: true, rbac: true,
+			secretKeys: []string{"waldur_api_token_file"}},
+		{overlay: "serve", workload: "Deployment", command: "serve", automount: false, rbac: false,
+			secretKeys: []string{"waldur_api_token_file", "git.token_file", "keycloak_password_file"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.overlay, func(t *testing.T) {
+			objs, err := build(filepath.Join("deploy", "overlays", tc.overlay))
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, o := range objs {
+				if o.GetKind() == "Secret" {
+					if _, ok := o.Object["data"]; ok {
+						t.Errorf("Secret %s carries data", o.GetName())
+					}
+					if _, ok := o.Object["stringData"]; ok {
+						t.Errorf("Secret %s carries stringData", o.GetName())
+					}
+				}
+			}
+
+			w := one(t, objs, tc.workload)
+			ns := w.GetNamespace()
+			if ns == "" || one(t, objs, "Namespace").GetName() != ns {
+				t.Errorf("the %s's namespace %q is not the Namespace of the overlay", tc.workload, ns)
+			}
+			spec := w.Object["spec"].(map[string]any)
+			var pod map[string]any
+			if tc.workload == "CronJob" {
+				if spec["concurrencyPolicy"] != "Forbid" {
+					t.Errorf("concurrencyPolicy %v, want Forbid", spec["concurrencyPolicy"])
+				}
+				for _, k := range []string{"startingDeadlineSeconds", "successfulJobsHistoryLimit", "failedJobsHistoryLimit"} {
+					if n, ok := spec[k].(int64); !ok || n <= 0 {
+						t.Errorf("%s is %v, want a positive number", k, spec[k])
+					}
+				}
+				if n, ok := field(t, spec, "jobTemplate", "spec", "backoffLimit").(int64); !ok || n > 1 {
+					t.Errorf("backoffLimit %v, want 0 or 1: a failed run must not hammer", n)
+				}
+				if n, ok := field(t, spec, "jobTemplate", "spec", "activeDeadlineSeconds").(int64); !ok || n <= 0 {
+					t.Errorf("activeDeadlineSeconds %v, want a positive limit", n)
+				}
+				pod = field(t, spec, "jobTemplate", "spec", "template", "spec").(map[string]any)
+			} else {
+				if spec["replicas"] != int64(1) || field(t, spec, "strategy", "type") != "Recreate" {
+					t.Errorf("Deployment: replicas %v, strategy %v; want one replica, Recreate", spec["replicas"], spec["strategy"])
+				}
+				for _, o := range objs {
+					if o.GetKind() == "CronJob" {
+						t.Errorf("CronJob %s runs beside the Deployment", o.GetName())
+					}
+				}
+				pod = field(t, spec, "template", "spec").(map[string]any)
+			}
+			psc := field(t, pod, "securityContext").(map[string]any)
+			if psc["runAsNonRoot"] != true || psc["runAsUser"] != int64(65532) {
+				t.Errorf("pod securityContext %v: want runAsNonRoot and runAsUser 65532", psc)
+			}
+			if field(t, psc, "seccompProfile", "type") != "RuntimeDefault" {
+				t.Errorf("pod seccompProfile %v, want RuntimeDefault", psc["seccompProfile"])
+			}
+			if pod["automountServiceAccountToken"] != tc.automount {
+				t.Errorf("pod automountServiceAccountToken %v, want %v", pod["automountServiceAccountToken"], tc.automount)
+			}
+
+			volumes := map[string]map[string]any{}
+			for _, v := range field(t, pod, "volumes").([]any) {
+				vm := v.(map[string]any)
+				volumes[vm["name"].(string)] = vm
+				if s, ok := vm["secret"].(map[string]any); ok && s["optional"] != false {
+					t.Errorf("Secret volume %s: optional is %v, want false", vm["name"], s["optional"])
+				}
+			}
+
+			containers := field(t, pod, "containers").([]any)
+			if len(containers) != 1 {
+				t.Fatalf("want one container, got %d", len(containers))
+			}
+			c := containers[0].(map[string]any)
+			csc := field(t, c, "securityContext").(map[string]any)
+			for k, want := range map[string]any{"runAsNonRoot": true, "runAsUser": int64(65532), "readOnlyRootFilesystem": true, "allowPrivilegeEscalation": false} {
+				if csc[k] != want {
+					t.Errorf("container securityContext.%s is %v, want %v", k, csc[k], want)
+				}
+			}
+			if !reflect.DeepEqual(field(t, csc, "capabilities", "drop"), []any{"ALL"}) {
+				t.Errorf("capabilities.drop %v, want [ALL]", field(t, csc, "capabilities", "drop"))
+			}
+			if field(t, csc, "seccompProfile", "type") != "RuntimeDefault" {
+				t.Errorf("container seccompProfile %v, want RuntimeDefault", csc["seccompProfile"])
+			}
+			for _, kind := range []string{"requests", "limits"} {
+				for _, res := range []string{"cpu", "memory"} {
+					if v, _ := field(t, c, "resources", kind).(map[string]any)[res].(string); v == "" {
+						t.Errorf("resources.%s.%s is not set", kind, res)
+					}
+				}
+			}
+			image, _ := c["image"].(string)
+			repo, tag, ok := strings.Cut(image, ":")
+			if repo != "ghcr.io/waldur/waldur-gitops" || !ok || tag == "" || tag == "latest" {
+				t.Errorf("image %q: want ghcr.io/waldur/waldur-gitops with a fixed tag", image)
+			}
+
+			args := field(t, c, "args").([]any)
+			at := slices.Index(args, any("--config"))
+			if len(args) < 3 || args[0] != tc.command || at < 1 || at+1 >= len(args) {
+				t.Fatalf("args %v, want [%s --config <file> …]", args, tc.command)
+			}
+			mounts := field(t, c, "volumeMounts").([]any)
+			for _, dir := range []string{"/tmp"} {
+				if v, _ := mountedVolume(mounts, volumes, dir+"/x"); v == nil || v["emptyDir"] == nil {
+					t.Errorf("%s is not an emptyDir", dir)
+				}
+			}
+
+			// The config: the generated ConfigMap (hash-suffixed, so that
+			// an edit changes the CronJob) mounted where --config points.
+			cfgFile := args[at+1].(string)
+			cmVol, key := mountedVolume(mounts, volumes, cfgFile)
+			if cmVol == nil || cmVol["configMap"] == nil {
+				t.Fatalf("--config %s is not in a mounted ConfigMap", cfgFile)
+			}
+			cm := one(t, objs, "ConfigMap")
+			if cmName := field(t, cmVol, "configMap", "name"); cmName != cm.GetName() || !strings.HasPrefix(cm.GetName(), "waldur-gitops-config-") {
+				t.Errorf("the %s mounts ConfigMap %v, the overlay generates %s (want the hash-suffixed waldur-gitops-config)", tc.workload, cmName, cm.GetName())
+			}
+			if cm.GetNamespace() != ns {
+				t.Errorf("ConfigMap in namespace %q, %s in %q", cm.GetNamespace(), tc.workload, ns)
+			}
+			text, ok := field(t, cm.Object, "data").(map[string]any)[key].(string)
+			if !ok {
+				t.Fatalf("ConfigMap %s has no key %s", cm.GetName(), key)
+			}
+			tmp := filepath.Join(t.TempDir(), "config.yaml")
+			if err := os.WriteFile(tmp, []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			// The secret files under /var/run/secrets do not exist here:
+			// loading must not need them.
+			cfg, err := config.Load(tmp)
+			if err != nil {
+				t.Fatalf("the config in ConfigMap %s does not load: %v", cm.GetName(), err)
+			}
+			if len(cfg.Warnings) > 0 {
+				t.Errorf("the config loads with warnings: %v", cfg.Warnings)
+			}
+			if tc.command == "sync" && cfg.Git.URL == "" {
+				t.Error("sync needs git.url")
+			}
+			// Every credential is a file in a mounted, required Secret.
+			files := map[string]string{}
+			addFile := func(key, p string) {
+				if p != "" {
+					files[key] = p
+				}
+			}
+			for _, k := range []struct{ key, p string }{
+				{"git.password_file", cfg.Git.PasswordFile}, {"git.token_file", cfg.Git.TokenFile},
+				{"git.ssh_key_file", cfg.Git.SSHKeyFile}, {"git.known_hosts_file", cfg.Git.KnownHostsFile},
+				{"git.signing_key_file", cfg.Git.SigningKeyFile},
+			} {
+				addFile(k.key, k.p)
+			}
+			if cfg.Git.PasswordEnv != "" || cfg.Git.TokenEnv != "" {
+				t.Error("git credentials come from the environment, want files from Secrets")
+			}
+			for _, o := range cfg.Offerings {
+				if o.WaldurAPIToken != "" {
+					t.Errorf("offering %s: waldur_api_token is inline", o.Name)
+				}
+				addFile("waldur_api_token_file", o.WaldurAPITokenFile)
+				kc := o.Settings.Common().Keycloak
+				if kc.Password != "" || kc.ClientSecret != "" {
+					t.Errorf("offering %s: a Keycloak secret is inline", o.Name)
+				}
+				addFile("keycloak_password_file", kc.PasswordFile)
+				addFile("client_secret_file", kc.ClientSecretFile)
+			}
+			for _, k := range tc.secretKeys {
+				if files[k] == "" {
+					t.Errorf("config key %s is not set", k)
+				}
+			}
+			for k, p := range files {
+				vol, inside := mountedVolume(mounts, volumes, p)
+				if vol == nil || vol["secret"] == nil || inside == "" || strings.Contains(inside, "/") {
+					t.Errorf("%s %s is not a key of a mounted Secret", k, p)
+				}
+			}
+			if cfg.Report != "" {
+				if v, _ := mountedVolume(mounts, volumes, cfg.Report); v == nil || v["emptyDir"] == nil {
+					t.Errorf("report %s is not in a mounted emptyDir", cfg.Report)
+				}
+			}
+
+			// Identity and API access.
+			saName, _ := pod["serviceAccountName"].(string)
+			sa := one(t, objs, "ServiceAccount")
+			if sa.GetName() != saName || sa.GetNamespace() != ns {
+				t.Errorf("the workload runs as %s/%s, the overlay defines ServiceAccount %s/%s", ns, saName, sa.GetNamespace(), sa.GetName())
+			}
+			if sa.Object["automountServiceAccountToken"] != tc.automount {
+				t.Errorf("ServiceAccount automountServiceAccountToken %v, want %v", sa.Object["automountServiceAccountToken"], tc.automount)
+			}
+			if tc.command == "serve" {
+				checkServe(t, objs, c, args)
+			}
+			var rbac []string
+			for _, o := range objs {
+				if slices.Contains(rbacKinds, o.GetKind()) {
+					rbac = append(rbac, o.GetKind()+" "+o.GetName())
+				}
+			}
+			if !tc.rbac {
+				if len(rbac) > 0 {
+					t.Errorf("GitOps mode needs no API access, but the overlay grants %v", rbac)
+				}
+				return
+			}
+			role := one(t, objs, "ClusterRole")
+			if !reflect.DeepEqual(role.Object["rules"], wantRules) {
+				t.Errorf("ClusterRole %s rules differ from rbac/apply.yaml:\n%v\n%v", role.GetName(), role.Object["rules"], wantRules)
+			}
+			crb := one(t, objs, "ClusterRoleBinding")
+			if field(t, crb.Object, "roleRef", "kind") != "ClusterRole" || field(t, crb.Object, "roleRef", "name") != role.GetName() {
+				t.Errorf("ClusterRoleBinding %s refers to %v, want ClusterRole %s", crb.GetName(), crb.Object["roleRef"], role.GetName())
+			}
+			subjects := field(t, crb.Object, "subjects").([]any)
+			want := map[string]any{"kind": "ServiceAccount", "name": saName, "namespace": ns}
+			if len(subjects) != 1 || !reflect.DeepEqual(subjects[0], want) {
+				t.Errorf("ClusterRoleBinding subjects %v, want only %v", subjects, want)
+			}
+			if len(rbac) != 2 {
+				t.Errorf("direct mode grants %v, want only the ClusterRole and its binding", rbac)
+			}
+		})
+	}
+}
+
+// checkServe: the Deployment listens where its probes and the Service point,
+// and probes /livez for liveness and /healthz for readiness.
+func checkServe(t *testing.T, objs []*unstructured.Unstructured, c map[string]any, args []any) {
+	t.Helper()
+	at := slices.Index(args, any("--listen"))
+	if at < 0 || at+1 >= len(args) || args[at+1] != ":9090" {
+		t.Errorf("args %v: want --listen :9090", args)
+	}
+	ports := field(t, c, "ports").([]any)
+	if len(ports) != 1 || field(t, ports[0].(map[string]any), "containerPort") != int64(9090) {
+		t.Fatalf("container ports %v, want 9090", ports)
+	}
+	portName := field(t, ports[0].(map[string]any), "name")
+	for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/healthz"} {
+		if field(t, c, probe, "httpGet", "path") != path || field(t, c, probe, "httpGet", "port") != portName {
+			t.Errorf("%s %v, want GET %s on port %v", probe, c[probe], path, portName)
+		}
+	}
+	svc := one(t, objs, "Service")
+	svcPorts := field(t, svc.Object, "spec", "ports").([]any)
+	if len(svcPorts) != 1 || field(t, svcPorts[0].(map[string]any), "targetPort") != portName {
+		t.Errorf("Service ports %v, want one targeting %v", svcPorts, portName)
+	}
+}
