@@ -26,7 +26,7 @@ const (
 	ExitUsage       = 2  // bad flags or config
 	ExitPartial     = 3  // some resources were skipped, the rest succeeded
 	ExitWaldur      = 4  // reading Waldur failed
-	ExitRender      = 5  // rendering or writing the output failed
+	ExitRender      = 5  // writing the output or the run report failed
 	ExitGit         = 6  // fetching, committing or pushing to the GitOps repository failed
 	ExitGuard       = 7  // the mass-deletion guard refused the run
 	ExitKeycloak    = 8  // reconciling the Keycloak groups failed (Keycloak unavailable or refusing)
