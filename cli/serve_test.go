@@ -18,14 +18,11 @@ import (
 	"testing"
 	"time"
 
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
-
 	"github.com/waldur/waldur-gitops/internal/gittest"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/metrics"
+	"github.com/waldur/waldur-gitops/metrics/metricstest"
 	"github.com/waldur/waldur-gitops/serve"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -170,61 +167,20 @@ func (s *served) scrape() metricSet {
 }
 
 // metricSet is a parsed exposition.
-type metricSet map[string]*dto.MetricFamily
+type metricSet = metricstest.Set
 
 func parseMetrics(t *testing.T, r io.Reader) metricSet {
 	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
+	fams, err := metricstest.Parse(r)
 	if err != nil {
-		t.Fatalf("parse the exposition: %v", err)
+		t.Fatal(err)
 	}
 	return fams
 }
 
-// samples returns the values of name whose labels include want, keyed by the
-// values of the labels named in by (joined with a space).
-func (m metricSet) samples(name string, want map[string]string, by ...string) map[string]float64 {
-	out := map[string]float64{}
-	mf := m[name]
-	if mf == nil {
-		return out
-	}
-next:
-	for _, s := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range s.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		var key []string
-		for _, b := range by {
-			key = append(key, have[b])
-		}
-		v := s.GetGauge().GetValue()
-		if s.Counter != nil {
-			v = s.GetCounter().GetValue()
-		}
-		out[strings.Join(key, " ")] += v
-	}
-	return out
-}
-
-// value is the sum of the samples of name whose labels include want, and
-// whether there is any.
-func (m metricSet) value(name string, want map[string]string) (float64, bool) {
-	s := m.samples(name, want)
-	v, ok := s[""]
-	return v, ok
-}
-
-func (m metricSet) mustValue(t *testing.T, name string, want map[string]string) float64 {
+func mustValue(t *testing.T, m metricSet, name string, want map[string]string) float64 {
 	t.Helper()
-	v, ok := m.value(name, want)
+	v, ok := m.Value(name, want)
 	if !ok {
 		t.Fatalf("no sample %s%v", name, want)
 	}
@@ -272,7 +228,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 		t.Errorf("before the first run: %d %+v", code, st)
 	}
 	m := s.scrape()
-	if v, ok := m.value("waldur_gitops_last_success_timestamp_seconds", nil); ok {
+	if v, ok := m.Value("waldur_gitops_last_success_timestamp_seconds", nil); ok {
 		t.Errorf("last success %v before any run", v)
 	}
 
@@ -288,7 +244,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	if rep.Command != "serve" || rep.Commit != head || rep.ExitCode != 0 {
 		t.Errorf("report file: command %q commit %q (head %s) exit %d", rep.Command, rep.Commit, head, rep.ExitCode)
 	}
-	stages := m.samples("waldur_gitops_stage_duration_seconds", nil, "stage")
+	stages := m.Samples("waldur_gitops_stage_duration_seconds", nil, "stage")
 	for _, name := range []string{"waldur", "approve", "render", "validate", "git", "keycloak", "orders"} {
 		if _, ok := stages[name]; !ok {
 			t.Errorf("no duration for stage %s: %v", name, stages)
@@ -297,7 +253,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	if len(stages) != len(rep.Stages) {
 		t.Errorf("stage durations %v, the report has %d stages", stages, len(rep.Stages))
 	}
-	success := m.mustValue(t, "waldur_gitops_last_success_timestamp_seconds", nil)
+	success := mustValue(t, m, "waldur_gitops_last_success_timestamp_seconds", nil)
 	checks := []struct {
 		name   string
 		labels map[string]string
@@ -316,7 +272,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 		{"waldur_gitops_build_info", nil, 1},
 	}
 	for _, c := range checks {
-		if got := m.mustValue(t, c.name, c.labels); got != c.want {
+		if got := mustValue(t, m, c.name, c.labels); got != c.want {
 			t.Errorf("after the first run: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
@@ -331,14 +287,14 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	if code != http.StatusOK || st.LastRun.Result != "partial" || st.LastRun.ExitCode != ExitPartial {
 		t.Errorf("after a partial run: %d %+v", code, st.LastRun)
 	}
-	skipped := m.samples("waldur_gitops_skipped", nil, "stage", "class")
+	skipped := m.Samples("waldur_gitops_skipped", nil, "stage", "class")
 	if len(skipped) != 1 || skipped["render "+metrics.SkipInvalidName] != 1 {
 		t.Errorf("skipped after the partial run: %v", skipped)
 	}
-	if got := m.mustValue(t, "waldur_gitops_runs_total", map[string]string{"result": "partial"}); got != 1 {
+	if got := mustValue(t, m, "waldur_gitops_runs_total", map[string]string{"result": "partial"}); got != 1 {
 		t.Errorf("partial runs %v", got)
 	}
-	if got, _ := m.value("waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != 0 {
+	if got, _ := m.Value("waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != 0 {
 		t.Errorf("tenants created by the second run: %v", got)
 	}
 	rep = readReport(t, mustRead(t, filepath.Join(filepath.Dir(cfg), "report.json")))
@@ -348,13 +304,13 @@ func TestServeRunsAndMetrics(t *testing.T) {
 			unchanged++
 		}
 	}
-	if got := m.mustValue(t, "waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "unchanged"}); got != float64(unchanged) || unchanged == 0 {
+	if got := mustValue(t, m, "waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "unchanged"}); got != float64(unchanged) || unchanged == 0 {
 		t.Errorf("tenants left as they were by the second run: %v, the report has %d", got, unchanged)
 	}
-	if got := m.mustValue(t, "waldur_gitops_objects_changed_total", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != 15 {
+	if got := mustValue(t, m, "waldur_gitops_objects_changed_total", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != 15 {
 		t.Errorf("tenants created in total: %v", got)
 	}
-	success = m.mustValue(t, "waldur_gitops_last_success_timestamp_seconds", nil)
+	success = mustValue(t, m, "waldur_gitops_last_success_timestamp_seconds", nil)
 
 	// Run 3: the snapshot is broken; the run fails, health says so, the last
 	// success stays where it was.
@@ -379,11 +335,11 @@ func TestServeRunsAndMetrics(t *testing.T) {
 		{"waldur_gitops_last_run_exit_code", nil, ExitUsage},
 		{"waldur_gitops_stage_failed", map[string]string{"stage": "waldur"}, 1},
 	} {
-		if got := m.mustValue(t, c.name, c.labels); got != c.want {
+		if got := mustValue(t, m, c.name, c.labels); got != c.want {
 			t.Errorf("after the failed run: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if _, ok := m.value("waldur_gitops_skipped", nil); ok {
+	if _, ok := m.Value("waldur_gitops_skipped", nil); ok {
 		t.Error("the failed run still shows the skips of the run before")
 	}
 	if gittest.Head(t, repo, "main") != head {
@@ -431,11 +387,11 @@ func TestServeStop(t *testing.T) {
 				}
 				m := s.scrape()
 				// The Waldur traffic of the run, counted by call kind.
-				reqs := m.samples("waldur_gitops_api_requests_total", map[string]string{"api": "waldur"}, "call")
+				reqs := m.Samples("waldur_gitops_api_requests_total", map[string]string{"api": "waldur"}, "call")
 				if reqs[waldur.KindResourcesList] < 1 || reqs[waldur.KindOrdersList] < 1 {
 					t.Errorf("waldur requests by call: %v", reqs)
 				}
-				if errs := m.samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call"); len(errs) != 0 {
+				if errs := m.Samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call"); len(errs) != 0 {
 					t.Errorf("waldur errors: %v", errs)
 				}
 			} else {
@@ -476,7 +432,7 @@ func TestServeWaldurErrors(t *testing.T) {
 	gate <- struct{}{}
 	code, st := s.waitRun(time.Time{})
 	m := s.scrape()
-	errs := m.samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call")
+	errs := m.Samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call")
 	total := 0.0
 	for _, v := range errs {
 		total += v
@@ -486,10 +442,10 @@ func TestServeWaldurErrors(t *testing.T) {
 	if code != http.StatusServiceUnavailable || st.LastRun.ExitCode != ExitWaldur || total < 1 {
 		t.Errorf("after a 404: health %d %+v, errors %v", code, st.LastRun, errs)
 	}
-	if _, ok := m.value("waldur_gitops_last_success_timestamp_seconds", nil); ok {
+	if _, ok := m.Value("waldur_gitops_last_success_timestamp_seconds", nil); ok {
 		t.Error("a last success after a failed first run")
 	}
-	first := m.samples("waldur_gitops_api_requests_total", map[string]string{"api": "waldur"}, "call")
+	first := m.Samples("waldur_gitops_api_requests_total", map[string]string{"api": "waldur"}, "call")
 
 	gate <- struct{}{}
 	code, st = s.waitRun(st.LastRun.Finished)
@@ -497,14 +453,14 @@ func TestServeWaldurErrors(t *testing.T) {
 	if code != http.StatusOK || st.LastRun.Result != "ok" {
 		t.Errorf("after the recovery: %d %+v", code, st.LastRun)
 	}
-	second := m.samples("waldur_gitops_api_requests_total", map[string]string{"api": "waldur"}, "call")
+	second := m.Samples("waldur_gitops_api_requests_total", map[string]string{"api": "waldur"}, "call")
 	if second[waldur.KindResourcesList] <= first[waldur.KindResourcesList] {
 		t.Errorf("resource list requests did not grow: %v then %v", first, second)
 	}
-	if again := m.samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call"); !maps.Equal(again, errs) {
+	if again := m.Samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call"); !maps.Equal(again, errs) {
 		t.Errorf("errors after the recovery: %v, before %v", again, errs)
 	}
-	if _, ok := m.value("waldur_gitops_last_success_timestamp_seconds", nil); !ok {
+	if _, ok := m.Value("waldur_gitops_last_success_timestamp_seconds", nil); !ok {
 		t.Error("no last success after a successful run")
 	}
 }
@@ -600,13 +556,13 @@ func TestSyncPushesMetrics(t *testing.T) {
 				t.Errorf("push %s %s auth %q", r.method, r.path, r.auth)
 			}
 			m := parseMetrics(t, bytes.NewReader(r.body))
-			if got, _ := m.value("waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != tt.creates {
+			if got, _ := m.Value("waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != tt.creates {
 				t.Errorf("tenants created: %v, want %v", got, tt.creates)
 			}
-			if got := m.mustValue(t, "waldur_gitops_runs_total", map[string]string{"result": "ok"}); got != 1 {
+			if got := mustValue(t, m, "waldur_gitops_runs_total", map[string]string{"result": "ok"}); got != 1 {
 				t.Errorf("ok runs %v", got)
 			}
-			if _, ok := m.value("waldur_gitops_last_success_timestamp_seconds", nil); !ok {
+			if _, ok := m.Value("waldur_gitops_last_success_timestamp_seconds", nil); !ok {
 				t.Error("no last success pushed")
 			}
 			if tt.status != 200 {
@@ -686,14 +642,14 @@ func TestServeKeycloakMetrics(t *testing.T) {
 	gate <- struct{}{}
 	code, st := s.waitRun(time.Time{})
 	m := s.scrape()
-	reqs := m.samples("waldur_gitops_api_requests_total", map[string]string{"api": "keycloak"}, "call")
+	reqs := m.Samples("waldur_gitops_api_requests_total", map[string]string{"api": "keycloak"}, "call")
 	if code != http.StatusOK || reqs[keycloak.CallLogin] < 1 || reqs[keycloak.CallCreateGroup] < 1 {
 		t.Errorf("first run: health %d %+v, keycloak requests %v\n%s", code, st.LastRun, reqs, s.stderr.String())
 	}
-	if errs := m.samples("waldur_gitops_api_errors_total", map[string]string{"api": "keycloak"}, "call"); len(errs) != 0 {
+	if errs := m.Samples("waldur_gitops_api_errors_total", map[string]string{"api": "keycloak"}, "call"); len(errs) != 0 {
 		t.Errorf("keycloak errors in a good run: %v", errs)
 	}
-	created := m.samples("waldur_gitops_last_run_objects", map[string]string{"stage": "keycloak", "action": "create"}, "kind")
+	created := m.Samples("waldur_gitops_last_run_objects", map[string]string{"stage": "keycloak", "action": "create"}, "kind")
 	if created["KeycloakGroup"] < 1 {
 		t.Errorf("keycloak objects created: %v", created)
 	}
@@ -702,14 +658,14 @@ func TestServeKeycloakMetrics(t *testing.T) {
 	gate <- struct{}{}
 	code, st = s.waitRun(st.LastRun.Finished)
 	m = s.scrape()
-	errs := m.samples("waldur_gitops_api_errors_total", map[string]string{"api": "keycloak"}, "call")
+	errs := m.Samples("waldur_gitops_api_errors_total", map[string]string{"api": "keycloak"}, "call")
 	if code != http.StatusServiceUnavailable || st.LastRun.ExitCode != ExitKeycloak || errs[keycloak.CallLogin] < 1 {
 		t.Errorf("Keycloak down: health %d %+v, errors %v", code, st.LastRun, errs)
 	}
-	if got := m.mustValue(t, "waldur_gitops_stage_failed", map[string]string{"stage": "keycloak"}); got != 1 {
+	if got := mustValue(t, m, "waldur_gitops_stage_failed", map[string]string{"stage": "keycloak"}); got != 1 {
 		t.Errorf("keycloak stage failed = %v", got)
 	}
-	if got := m.samples("waldur_gitops_skipped", map[string]string{"stage": "keycloak"}, "class"); got[metrics.SkipRealmFailure] < 1 {
+	if got := m.Samples("waldur_gitops_skipped", map[string]string{"stage": "keycloak"}, "class"); got[metrics.SkipRealmFailure] < 1 {
 		t.Errorf("keycloak skips: %v", got)
 	}
 }

@@ -14,73 +14,33 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/metrics"
+	"github.com/waldur/waldur-gitops/metrics/metricstest"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // families renders what g gathers in the text format and parses it back.
-func families(t *testing.T, g prometheus.Gatherer) map[string]*dto.MetricFamily {
+func families(t *testing.T, g prometheus.Gatherer) metricstest.Set {
 	t.Helper()
-	mfs, err := g.Gather()
+	fams, err := metricstest.Gather(g)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var b bytes.Buffer
-	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return parse(t, &b)
-}
-
-func parse(t *testing.T, r io.Reader) map[string]*dto.MetricFamily {
-	t.Helper()
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := p.TextToMetricFamilies(r)
-	if err != nil {
-		t.Fatalf("parse the exposition: %v", err)
 	}
 	return fams
 }
 
-// value finds the sample of name whose labels include want; ok is false when
-// there is none.
-func value(fams map[string]*dto.MetricFamily, name string, want map[string]string) (float64, bool) {
-	mf, ok := fams[name]
-	if !ok {
-		return 0, false
+func parse(t *testing.T, r io.Reader) metricstest.Set {
+	t.Helper()
+	fams, err := metricstest.Parse(r)
+	if err != nil {
+		t.Fatal(err)
 	}
-next:
-	for _, m := range mf.GetMetric() {
-		have := map[string]string{}
-		for _, l := range m.GetLabel() {
-			have[l.GetName()] = l.GetValue()
-		}
-		for k, v := range want {
-			if have[k] != v {
-				continue next
-			}
-		}
-		switch {
-		case m.Counter != nil:
-			return m.GetCounter().GetValue(), true
-		case m.Gauge != nil:
-			return m.GetGauge().GetValue(), true
-		case m.Untyped != nil:
-			return m.GetUntyped().GetValue(), true
-		}
-	}
-	return 0, false
+	return fams
 }
 
 type sample struct {
@@ -90,10 +50,10 @@ type sample struct {
 	absent bool
 }
 
-func check(t *testing.T, fams map[string]*dto.MetricFamily, samples []sample) {
+func check(t *testing.T, fams metricstest.Set, samples []sample) {
 	t.Helper()
 	for _, s := range samples {
-		got, ok := value(fams, s.name, s.labels)
+		got, ok := fams.Value(s.name, s.labels)
 		switch {
 		case s.absent && ok:
 			t.Errorf("%s%v = %v, want no such sample", s.name, s.labels, got)
