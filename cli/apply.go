@@ -135,6 +135,7 @@ func (a *app) runApply(cmd *cobra.Command, f applyFlags) error {
 	rep.Finish(exitCode(runErr), time.Now())
 	if err := writeApplyReport(a, cfg, rep, f.output == "json"); err != nil && runErr == nil {
 		runErr = withCode(ExitRender, err)
+		rep.ExitCode = ExitRender // for the metrics: the process exits with it
 	}
 	if !dryRun {
 		a.pushMetrics(ctx, cfg, rep, calls.Stats())

@@ -70,6 +70,7 @@ func (a *app) runKeycloak(ctx context.Context, f keycloakFlags) error {
 		a.log.Info("no offering has keycloak_enabled: nothing to reconcile")
 		return nil
 	}
+	ctx, calls := waldur.WithTally(ctx)
 	rep := report.New("keycloak", version.String(), f.dryRun, time.Now())
 	var st *waldur.State
 	var res *render.Result
@@ -108,6 +109,10 @@ func (a *app) runKeycloak(ctx context.Context, f keycloakFlags) error {
 	rep.Finish(exitCode(runErr), time.Now())
 	if err := a.keycloakOutput(cfg, rep, f); err != nil && runErr == nil {
 		runErr = withCode(ExitRender, err)
+		rep.ExitCode = ExitRender // for the metrics: the process exits with it
+	}
+	if !f.dryRun {
+		a.pushMetrics(ctx, cfg, rep, calls.Stats())
 	}
 	return runErr
 }

@@ -1,14 +1,21 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
+	"io"
+	"maps"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
+	"github.com/waldur/waldur-gitops/metrics/metricstest"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -182,5 +189,57 @@ func TestKeycloakCommandFailures(t *testing.T) {
 				t.Errorf("Keycloak disabled, yet %d requests", s.Requests())
 			}
 		})
+	}
+}
+
+// The keycloak command, run as a CronJob of its own, pushes its metrics to the
+// group of its command, so that it does not overwrite those of sync or apply.
+func TestKeycloakCommandPushesMetrics(t *testing.T) {
+	s := kctest.NewServer()
+	defer s.Close()
+	var (
+		mu     sync.Mutex
+		pushes []string
+		bodies [][]byte
+	)
+	pgw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		pushes = append(pushes, r.Method+" "+r.URL.EscapedPath())
+		bodies = append(bodies, b)
+		mu.Unlock()
+	}))
+	defer pgw.Close()
+	cfg := keycloakConfig(t, s.URL, "", true)
+	addExampleUsers(t, s, cfg)
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, string(b)+"\nmetrics:\n  pushgateway_url: "+pgw.URL+"\n")
+	args := []string{"keycloak", "--config", cfg, "--snapshot", exampleSnapshot}
+	if code, stdout, stderr := run(t, append(args, "--dry-run")...); code != ExitDiff {
+		t.Fatalf("dry run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if len(pushes) != 0 {
+		t.Fatalf("the dry run pushed: %v", pushes)
+	}
+	if code, stdout, stderr := run(t, args...); code != ExitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(pushes) != 1 || !strings.HasPrefix(pushes[0], "PUT ") {
+		t.Fatalf("pushes %v, want one PUT", pushes)
+	}
+	if labels, _ := metricstest.GroupingLabels(pushes[0]); !maps.Equal(labels, map[string]string{"job": "waldur-gitops", "command": "keycloak"}) {
+		t.Errorf("pushed to %s, want the group of job waldur-gitops, command keycloak", pushes[0])
+	}
+	m := parseMetrics(t, bytes.NewReader(bodies[0]))
+	if got, _ := m.Value("waldur_gitops_last_run_objects", map[string]string{"stage": "keycloak", "kind": "KeycloakGroup", "action": "create"}); got == 0 {
+		t.Error("no created Keycloak group in the pushed metrics")
+	}
+	if got, _ := m.Value("waldur_gitops_api_requests_total", map[string]string{"api": "keycloak", "call": "groups.create"}); got == 0 {
+		t.Error("no Keycloak requests in the pushed metrics")
 	}
 }

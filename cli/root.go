@@ -59,6 +59,9 @@ type app struct {
 	configPath     string
 	logLevel       string
 	log            *slog.Logger
+	// warned holds the config warnings logged already: serve loads the
+	// config at every run and says each once.
+	warned map[string]bool
 }
 
 // Main runs the CLI with args and returns the process exit code.
@@ -128,6 +131,13 @@ func (a *app) loadConfig() (*config.Loaded, error) {
 	}
 	a.log = newLogger(a.stderr, level)
 	for _, w := range cfg.Warnings {
+		if a.warned[w] {
+			continue
+		}
+		if a.warned == nil {
+			a.warned = map[string]bool{}
+		}
+		a.warned[w] = true
 		a.log.Warn("config key ignored", "file", cfg.Path, "key", strings.SplitN(w, ":", 2)[0], "detail", w)
 	}
 	return cfg, nil

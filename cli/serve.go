@@ -72,8 +72,15 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		return withCode(ExitUsage, fmt.Errorf("--interval must be above 0, got %s", f.interval))
 	case f.jitter < 0 || f.jitter >= 1:
 		return withCode(ExitUsage, fmt.Errorf("--jitter must be at least 0 and below 1, got %v", f.jitter))
-	case f.grace < 0 || f.staleAfter < 0:
-		return withCode(ExitUsage, fmt.Errorf("--shutdown-grace and --stale-after must not be negative"))
+	case f.grace < 0:
+		return withCode(ExitUsage, fmt.Errorf("--shutdown-grace must not be negative, got %s", f.grace))
+	case f.staleAfter < 0:
+		return withCode(ExitUsage, fmt.Errorf("--stale-after must not be negative, got %s", f.staleAfter))
+	case f.staleAfter > 0 && f.staleAfter <= time.Duration(float64(f.interval)*(1+f.jitter)):
+		// Health would fail between two healthy runs, and a liveness probe
+		// on /livez would restart the pod forever.
+		return withCode(ExitUsage, fmt.Errorf("--stale-after %s must be longer than the longest wait between two runs, --interval × (1 + --jitter) = %s",
+			f.staleAfter, time.Duration(float64(f.interval)*(1+f.jitter))))
 	}
 	// Fail at once on a config that cannot work; every run reads it again,
 	// so an edited config (or a rotated secret file) needs no restart.
@@ -185,7 +192,10 @@ func (a *app) pushMetrics(ctx context.Context, cfg *config.Loaded, rep *report.R
 	}
 	rec := metrics.New(version.String())
 	rec.Observe(metrics.Run{Report: rep, Result: resultOf(rep.ExitCode), Waldur: calls})
-	if err := metrics.Push(ctx, &cfg.Metrics, rec.Registry()); err != nil {
+	// A run ended by SIGTERM (activeDeadlineSeconds, a node drain) must still
+	// report its failure: the push gets its own time limit, not the signal.
+	ctx = context.WithoutCancel(ctx)
+	if err := metrics.Push(ctx, &cfg.Metrics, rep.Command, rec.Registry()); err != nil {
 		a.log.Warn("pushing the run's metrics failed; the exit code is that of the run", "pushgateway", cfg.Metrics.DisplayURL(), "error", err.Error())
 		return
 	}

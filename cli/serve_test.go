@@ -18,11 +18,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/gittest"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/metrics/metricstest"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/serve"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -214,6 +216,8 @@ func gateRuns(t *testing.T) chan<- struct{} {
 func TestServeRunsAndMetrics(t *testing.T) {
 	srv, repo, url := gitRepo(t)
 	cfg := withGit(t, exampleConfig, srv, url)
+	// A site-agent key that has no use here: warned about once, not per run.
+	writeFile(t, cfg, "sentry_dsn: https://sentry.example.org/1\n"+string(mustRead(t, cfg)))
 	snap := filepath.Join(t.TempDir(), "state.json")
 	example, err := os.ReadFile(exampleSnapshot)
 	if err != nil {
@@ -287,7 +291,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	if code != http.StatusOK || st.LastRun.Result != "partial" || st.LastRun.ExitCode != ExitPartial {
 		t.Errorf("after a partial run: %d %+v", code, st.LastRun)
 	}
-	skipped := m.Samples("waldur_gitops_skipped", nil, "stage", "class")
+	skipped := m.Samples("waldur_gitops_last_run_skipped", nil, "stage", "class")
 	if len(skipped) != 1 || skipped["render "+metrics.SkipInvalidName] != 1 {
 		t.Errorf("skipped after the partial run: %v", skipped)
 	}
@@ -339,7 +343,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 			t.Errorf("after the failed run: %s%v = %v, want %v", c.name, c.labels, got, c.want)
 		}
 	}
-	if _, ok := m.Value("waldur_gitops_skipped", nil); ok {
+	if _, ok := m.Value("waldur_gitops_last_run_skipped", nil); ok {
 		t.Error("the failed run still shows the skips of the run before")
 	}
 	if gittest.Head(t, repo, "main") != head {
@@ -347,6 +351,10 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	}
 	if !strings.Contains(s.stderr.String(), `"msg":"run finished"`) {
 		t.Errorf("no summary line logged:\n%s", s.stderr.String())
+	}
+	// The ignored site-agent key is reported once, not at every run.
+	if n := strings.Count(s.stderr.String(), `"msg":"config key ignored"`); n != 1 {
+		t.Errorf("%d config warnings after three runs, want the one ignored key once", n)
 	}
 
 	// The fourth run waits at the gate; the stop cancels it after the grace.
@@ -473,7 +481,9 @@ func TestServeFlags(t *testing.T) {
 	}{
 		{"zero interval", []string{"--interval", "0s"}, "--interval"},
 		{"jitter of 1", []string{"--jitter", "1"}, "--jitter"},
-		{"negative grace", []string{"--shutdown-grace", "-1s"}, "--shutdown-grace"},
+		{"negative grace", []string{"--shutdown-grace", "-1s"}, "--shutdown-grace must not be negative, got -1s"},
+		{"negative stale-after", []string{"--stale-after", "-1s"}, "--stale-after must not be negative"},
+		{"stale-after within one interval", []string{"--interval", "1h", "--stale-after", "1s"}, "--stale-after 1s must be longer than the longest wait between two runs, --interval × (1 + --jitter) = 1h6m0s"},
 		{"listen address unusable", []string{"--listen", "256.0.0.1:1"}, "--listen"},
 	}
 	for _, tt := range tests {
@@ -552,8 +562,11 @@ func TestSyncPushesMetrics(t *testing.T) {
 			}
 			r := reqs[0]
 			wantAuth := "Basic " + base64.StdEncoding.EncodeToString([]byte("pusher:"+password))
-			if r.method != http.MethodPut || r.path != "/metrics/job/waldur-gitops/instance/site-a" || r.auth != wantAuth {
+			if r.method != http.MethodPut || r.auth != wantAuth {
 				t.Errorf("push %s %s auth %q", r.method, r.path, r.auth)
+			}
+			if labels, _ := metricstest.GroupingLabels(r.path); !maps.Equal(labels, map[string]string{"job": "waldur-gitops", "instance": "site-a", "command": "sync"}) {
+				t.Errorf("pushed to %s, want the group of job waldur-gitops, instance site-a, command sync", r.path)
 			}
 			m := parseMetrics(t, bytes.NewReader(r.body))
 			if got, _ := m.Value("waldur_gitops_last_run_objects", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != tt.creates {
@@ -595,6 +608,7 @@ func TestMetricsConfig(t *testing.T) {
 		{"both password sources", "  pushgateway_url: http://127.0.0.1:9091\n  username: u\n  password_env: X\n  password_file: f\n", []string{"metrics.password_env"}},
 		{"keys without a URL", "  username: u\n  password_env: X\n", []string{"metrics.pushgateway_url"}},
 		{"job as grouping label", "  pushgateway_url: http://127.0.0.1:9091\n  grouping: {job: x}\n", []string{"metrics.grouping.job"}},
+		{"command as grouping label", "  pushgateway_url: http://127.0.0.1:9091\n  grouping: {command: x}\n", []string{"metrics.grouping.command", "set by waldur-gitops"}},
 		{"bad label name", "  pushgateway_url: http://127.0.0.1:9091\n  grouping: {\"a-b\": x}\n", []string{"metrics.grouping.a-b"}},
 		{"timeout", "  pushgateway_url: http://127.0.0.1:9091\n  timeout_seconds: 0\n", []string{}},
 		{"timeout too long", "  pushgateway_url: http://127.0.0.1:9091\n  timeout_seconds: 301\n", []string{"metrics.timeout_seconds"}},
@@ -665,7 +679,38 @@ func TestServeKeycloakMetrics(t *testing.T) {
 	if got := mustValue(t, m, "waldur_gitops_stage_failed", map[string]string{"stage": "keycloak"}); got != 1 {
 		t.Errorf("keycloak stage failed = %v", got)
 	}
-	if got := m.Samples("waldur_gitops_skipped", map[string]string{"stage": "keycloak"}, "class"); got[metrics.SkipRealmFailure] < 1 {
+	if got := m.Samples("waldur_gitops_last_run_skipped", map[string]string{"stage": "keycloak"}, "class"); got[metrics.SkipRealmFailure] < 1 {
 		t.Errorf("keycloak skips: %v", got)
+	}
+}
+
+// A run ended by SIGTERM (activeDeadlineSeconds, a node drain) still pushes
+// its result: the push does not use the cancelled command context.
+func TestPushAfterSignal(t *testing.T) {
+	pushed := make(chan string, 1)
+	pgw := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		pushed <- r.URL.EscapedPath()
+	}))
+	defer pgw.Close()
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, cfg, "offerings:\n  - name: A\n    waldur_api_url: https://waldur.example.org/api/\n    waldur_offering_uuid: 41e0012c52dd79adfde833ef9fe7aaaa\n    backend_type: namespace\nmetrics:\n  pushgateway_url: "+pgw.URL+"\n")
+	l, err := config.Load(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	rep := report.New("sync", "test", false, time.Now())
+	rep.Finish(ExitGit, time.Now())
+	var stderr bytes.Buffer
+	a := &app{stdout: io.Discard, stderr: &stderr, log: newLogger(&stderr, "info")}
+	a.pushMetrics(ctx, l, rep, waldur.CallStats{})
+	select {
+	case p := <-pushed:
+		if labels, _ := metricstest.GroupingLabels(p); labels["command"] != "sync" {
+			t.Errorf("pushed to %s", p)
+		}
+	default:
+		t.Fatalf("nothing pushed after the signal:\n%s", stderr.String())
 	}
 }

@@ -429,6 +429,8 @@ func (m *Metrics) validate(r *report) {
 			r.addf("metrics.grouping."+k, nil, "%q is not a usable label name", k)
 		case k == "job":
 			r.addf("metrics.grouping.job", nil, "set the job label with metrics.job")
+		case k == "command":
+			r.addf("metrics.grouping.command", nil, "is set by waldur-gitops to the command that pushes (sync, apply, report, keycloak)")
 		case v == "":
 			r.addf("metrics.grouping."+k, nil, "must not be empty")
 		}

@@ -93,8 +93,8 @@ func New(version string) *Recorder {
 		lastChanges: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("last_run_objects"),
 			Help: "Objects of the last run by stage, kind and action (unchanged and skip included)."}, []string{"stage", "kind", "action"}),
 		changes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("objects_changed_total"),
-			Help: "Objects created, updated, deleted or skipped, by stage, kind and action, summed over runs."}, []string{"stage", "kind", "action"}),
-		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("skipped"),
+			Help: "Objects created, updated or deleted, by stage, kind and action, summed over runs (skips are in last_run_skipped)."}, []string{"stage", "kind", "action"}),
+		skipped: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("last_run_skipped"),
 			Help: "Resources, orders and Keycloak items the last run skipped, by stage and reason class."}, []string{"stage", "class"}),
 		apiRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("api_requests_total"),
 			Help: "HTTP requests sent to Waldur and Keycloak by call kind, retries included."}, []string{"api", "call"}),
@@ -148,11 +148,12 @@ func (r *Recorder) Observe(run Run) {
 	r.skipped.Reset()
 	for _, e := range rep.Changes {
 		r.lastChanges.WithLabelValues(e.Stage, e.Kind, string(e.Action)).Inc()
-		if e.Action != changeset.Unchanged {
-			r.changes.WithLabelValues(e.Stage, e.Kind, string(e.Action)).Inc()
-		}
-		if e.Action == changeset.Skip {
+		switch e.Action {
+		case changeset.Unchanged:
+		case changeset.Skip:
 			r.skipped.WithLabelValues(e.Stage, SkipClass(e)).Inc()
+		default:
+			r.changes.WithLabelValues(e.Stage, e.Kind, string(e.Action)).Inc()
 		}
 	}
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -136,8 +137,9 @@ func TestRecorder(t *testing.T) {
 		{name: "waldur_gitops_last_run_objects", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "unchanged"}, want: 1},
 		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}, want: 2},
 		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"action": "unchanged"}, absent: true},
+		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"action": "skip"}, absent: true},
 		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "keycloak", "kind": "KeycloakGroup", "action": "create"}, want: 2},
-		{name: "waldur_gitops_skipped", labels: map[string]string{"stage": "render", "class": metrics.SkipInvalidLimits}, want: 1},
+		{name: "waldur_gitops_last_run_skipped", labels: map[string]string{"stage": "render", "class": metrics.SkipInvalidLimits}, want: 1},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 4},
 		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "waldur", "call": waldur.KindOrdersList}, want: 1},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 3},
@@ -160,7 +162,7 @@ func TestRecorder(t *testing.T) {
 		{name: "waldur_gitops_stage_duration_seconds", labels: map[string]string{"stage": "render"}, absent: true},
 		{name: "waldur_gitops_stage_failed", labels: map[string]string{"stage": "waldur"}, want: 1},
 		{name: "waldur_gitops_last_run_objects", absent: true},
-		{name: "waldur_gitops_skipped", absent: true},
+		{name: "waldur_gitops_last_run_skipped", absent: true},
 		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}, want: 2},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 7},
 		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 1},
@@ -206,6 +208,7 @@ func TestSkipClass(t *testing.T) {
 		{"waldur", "failed to set done: waldur POST …: 500", metrics.SkipAPIFailure},
 		{"usage", "Waldur takes usage only for resources in OK, Updating or Terminating; this one is Erred", metrics.SkipResourceState},
 		{"usage", "not measured: no ResourceQuota", metrics.SkipNotMeasured},
+		{"usage", `invalid resource limits: ram="-1" is negative`, metrics.SkipInvalidLimits},
 		{"apply", "not applied: an earlier object of the tenant failed", metrics.SkipApplyFailed},
 		{"apply", "kept: the tenant failed to apply", metrics.SkipApplyFailed},
 		// A render-looking reason in another stage is not a render class.
@@ -245,30 +248,32 @@ func TestPush(t *testing.T) {
 
 	r := metrics.New("v1")
 	r.Observe(okRun())
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("pusher:"+password))
 	tests := []struct {
 		name     string
 		cfg      config.Metrics
 		status   int
-		wantPath string
+		wantPath string // up to /metrics/; empty: no push
+		wantJob  map[string]string
 		wantAuth string
 		wantErr  string
 	}{
-		{"no url: nothing pushed", config.Metrics{Job: "waldur-gitops", TimeoutSeconds: 5}, 200, "", "", ""},
+		{"no url: nothing pushed", config.Metrics{Job: "waldur-gitops", TimeoutSeconds: 5}, 200, "", nil, "", ""},
 		{"job and grouping, basic auth",
-			config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Grouping: map[string]string{"instance": "site-a"},
+			config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Grouping: map[string]string{"instance": "site-a b"},
 				Username: "pusher", PasswordFile: pwFile, TimeoutSeconds: 5},
-			200, "/metrics/job/waldur-gitops/instance/site-a", "Basic " + base64.StdEncoding.EncodeToString([]byte("pusher:"+password)), ""},
+			200, "/metrics/", map[string]string{"job": "waldur-gitops", "instance": "site-a b", "command": "sync"}, auth, ""},
 		{"a base path, no auth", config.Metrics{PushgatewayURL: srv.URL + "/pgw/", Job: "gitops", TimeoutSeconds: 5},
-			202, "/pgw/metrics/job/gitops", "", ""},
+			202, "/pgw/metrics/", map[string]string{"job": "gitops", "command": "sync"}, "", ""},
 		{"refused", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: pwFile, TimeoutSeconds: 5},
-			401, "/metrics/job/waldur-gitops", "Basic " + base64.StdEncoding.EncodeToString([]byte("pusher:"+password)), "unexpected status code 401"},
+			401, "/metrics/", map[string]string{"job": "waldur-gitops", "command": "sync"}, auth, "unexpected status code 401"},
 		{"password file missing", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: filepath.Join(dir, "none"), TimeoutSeconds: 5},
-			200, "", "", "metrics.password_file"},
+			200, "", nil, "", "metrics.password_file"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, status = nil, tt.status
-			err := metrics.Push(context.Background(), &tt.cfg, r.Registry())
+			err := metrics.Push(context.Background(), &tt.cfg, "sync", r.Registry())
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("error %v, want %q", err, tt.wantErr)
 			}
@@ -287,8 +292,11 @@ func TestPush(t *testing.T) {
 				t.Fatalf("%d requests, want 1", len(got))
 			}
 			req := got[0]
-			if req.method != http.MethodPut || req.path != tt.wantPath || req.auth != tt.wantAuth || !strings.HasPrefix(req.contentType, "text/plain") {
-				t.Errorf("request %s %s auth %q type %q, want PUT %s auth %q", req.method, req.path, req.auth, req.contentType, tt.wantPath, tt.wantAuth)
+			if req.method != http.MethodPut || !strings.HasPrefix(req.path, tt.wantPath+"job/") || req.auth != tt.wantAuth || !strings.HasPrefix(req.contentType, "text/plain") {
+				t.Errorf("request %s %s auth %q type %q, want PUT %s… auth %q", req.method, req.path, req.auth, req.contentType, tt.wantPath, tt.wantAuth)
+			}
+			if labels, ok := metricstest.GroupingLabels(req.path); !ok || !maps.Equal(labels, tt.wantJob) {
+				t.Errorf("pushed to the group %v (%s), want %v", labels, req.path, tt.wantJob)
 			}
 			fams := parse(t, bytes.NewReader(req.body))
 			check(t, fams, []sample{
@@ -314,7 +322,7 @@ func TestPushTimeout(t *testing.T) {
 	defer srv.Close()
 	defer close(block)
 	start := time.Now()
-	err := metrics.Push(context.Background(), &config.Metrics{PushgatewayURL: srv.URL, Job: "j", TimeoutSeconds: 1}, metrics.New("v").Registry())
+	err := metrics.Push(context.Background(), &config.Metrics{PushgatewayURL: srv.URL, Job: "j", TimeoutSeconds: 1}, "sync", metrics.New("v").Registry())
 	if err == nil || time.Since(start) > 3*time.Second {
 		t.Errorf("push to a silent gateway: %v after %s", err, time.Since(start))
 	}

@@ -15,10 +15,12 @@ import (
 )
 
 // Push sends everything g gathers to the Pushgateway of cfg with a PUT, which
-// replaces the group (job and grouping labels) the previous run pushed. It
-// does nothing when cfg has no pushgateway_url. The error names the URL
-// without credentials and never holds the password.
-func Push(ctx context.Context, cfg *config.Metrics, g prometheus.Gatherer) error {
+// replaces the group the previous run of the same command pushed: the group is
+// the job, the config's grouping labels and command (sync, apply, …), so that
+// CronJobs of different commands sharing one config do not overwrite each
+// other's results. It does nothing when cfg has no pushgateway_url. The error
+// names the URL without credentials and never holds the password.
+func Push(ctx context.Context, cfg *config.Metrics, command string, g prometheus.Gatherer) error {
 	if cfg.PushgatewayURL == "" {
 		return nil
 	}
@@ -36,6 +38,7 @@ func Push(ctx context.Context, cfg *config.Metrics, g prometheus.Gatherer) error
 	for k, v := range cfg.Grouping {
 		p = p.Grouping(k, v)
 	}
+	p = p.Grouping(GroupingCommand, command)
 	if user != "" {
 		p = p.BasicAuth(user, pass.Reveal())
 	}
@@ -44,6 +47,9 @@ func Push(ctx context.Context, cfg *config.Metrics, g prometheus.Gatherer) error
 	}
 	return nil
 }
+
+// GroupingCommand is the grouping label that names the command whose run was pushed.
+const GroupingCommand = "command"
 
 // redact keeps a password out of an error text, should a proxy echo it back.
 func redact(err error, secret string) error {

@@ -6,7 +6,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 )
 
-// Skip classes, the values of the class label of waldur_gitops_skipped. The
+// Skip classes, the values of the class label of waldur_gitops_last_run_skipped. The
 // free-text reason of a skip names resources, users and groups; the class is
 // a short, stable word derived from it, so that the label stays bounded.
 const (
@@ -48,6 +48,7 @@ type skipRule struct {
 // skipRules are tried in order; the first match wins.
 var skipRules = []skipRule{
 	{stage: "render", contains: "invalid resource limits", class: SkipInvalidLimits},
+	{stage: "usage", contains: "invalid resource limits", class: SkipInvalidLimits},
 	{stage: "render", contains: "slug", class: SkipInvalidName},
 	{stage: "render", contains: "is not a UUID", class: SkipInvalidName},
 	{stage: "render", prefix: "namespace name ", class: SkipInvalidName},

@@ -5,8 +5,10 @@ package metricstest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,4 +90,34 @@ next:
 func (s Set) Value(name string, want map[string]string) (float64, bool) {
 	v, ok := s.Samples(name, want)[""]
 	return v, ok
+}
+
+// GroupingLabels reads the job and grouping labels back from the path of a
+// Pushgateway push (…/metrics/job/<job>/<label>/<value>…), whatever order the
+// pusher put them in. Values encoded in base64 (label@base64) are decoded. ok
+// is false when the path is not a push path.
+func GroupingLabels(path string) (labels map[string]string, ok bool) {
+	i := strings.LastIndex(path, "/metrics/job")
+	if i < 0 {
+		return nil, false
+	}
+	parts := strings.Split(strings.TrimPrefix(path[i:], "/metrics/"), "/")
+	if len(parts)%2 != 0 {
+		return nil, false
+	}
+	labels = map[string]string{}
+	for j := 0; j < len(parts); j += 2 {
+		name, value := parts[j], parts[j+1]
+		if n, found := strings.CutSuffix(name, "@base64"); found {
+			b, err := base64.RawURLEncoding.DecodeString(value)
+			if err != nil {
+				return nil, false
+			}
+			name, value = n, string(b)
+		} else if v, err := url.QueryUnescape(value); err == nil {
+			value = v
+		}
+		labels[name] = value
+	}
+	return labels, true
 }
