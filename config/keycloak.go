@@ -300,6 +300,11 @@ func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
 	if v := *k.MaxRetries; v < 0 || v > 20 {
 		r.addf(kp+".max_retries", nil, "must be between 0 and 20, got %d", v)
 	}
+	for _, e := range []struct{ key, v string }{{"keycloak_password_env", k.PasswordEnv}, {"client_secret_env", k.ClientSecretEnv}} {
+		if e.v != "" && !envName.MatchString(e.v) {
+			r.addf(kp+"."+e.key, nil, "%q is not an environment variable name", e.v)
+		}
+	}
 	if k.hasPassword() && k.Username == "" {
 		r.addf(kp+"."+k.passwordKey(), nil, "set keycloak_username too: a password alone cannot log in")
 	}

@@ -72,6 +72,8 @@ func TestKeycloakValidation(t *testing.T) {
 		{"password without user", "okd", "      keycloak: {keycloak_password: pw-1}\n", kp + "keycloak_password", "set keycloak_username"},
 		{"password file without user", "okd", "      keycloak: {keycloak_password_file: pw}\n", kp + "keycloak_password_file", "set keycloak_username"},
 		{"password inline and from a file", "okd", "      keycloak: {keycloak_username: u, keycloak_password: pw-1, keycloak_password_file: pw}\n", kp + "keycloak_password_file", "set only one of keycloak_password, keycloak_password_file and keycloak_password_env (also set: keycloak_password)"},
+		{"password env not a name", "okd", "      keycloak: {keycloak_username: u, keycloak_password_env: 'not a-var'}\n", kp + "keycloak_password_env", "\"not a-var\" is not an environment variable name"},
+		{"client secret env not a name", "okd", "      keycloak: {client_secret_env: '1X'}\n", kp + "client_secret_env", "is not an environment variable name"},
 		{"client secret file and env", "okd", "      keycloak: {client_secret_file: cs, client_secret_env: KC_SECRET}\n", kp + "client_secret_env", "set only one of client_secret, client_secret_file and client_secret_env (also set: client_secret_file)"},
 		{"unknown preset", "namespace", "      keycloak_groups: {preset: agent}\n", gp + "preset", "must be one of site-agent, mastermind"},
 		{"namespace pattern without role", "namespace", "      keycloak_groups: {namespace: 'ns_{slug}'}\n", gp + "namespace", "must contain {role}"},
