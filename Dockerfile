@@ -18,15 +18,18 @@ RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
       -ldflags "-s -w -X github.com/waldur/waldur-gitops/internal/version.Version=${VERSION}" \
       -o /out/waldur-gitops ./cmd/waldur-gitops
 # Directories the final stage copies in: scratch has no shell to make them.
-RUN mkdir -p /rootfs/tmp /rootfs/root /rootfs/home/nonroot \
- && chmod 1777 /rootfs/tmp && chmod 0700 /rootfs/root /rootfs/home/nonroot \
- && chown 65532:65532 /rootfs/home/nonroot
+# The home directory is staged apart from /rootfs so that the final stage
+# creates it with its COPY --chown (a directory that exists already would keep
+# root as its owner, and the user could not enter its working directory).
+RUN mkdir -p /rootfs/tmp /rootfs/root /rootfs/home /homeroot/home/nonroot \
+ && chmod 1777 /rootfs/tmp && chmod 0700 /rootfs/root /homeroot/home/nonroot \
+ && chown 65532:65532 /homeroot/home/nonroot
 
 FROM scratch
 ARG VERSION=dev
 COPY --from=build /rootfs/ /
 # COPY keeps the modes set above (/tmp 1777); the home directory belongs to the user.
-COPY --from=build --chown=65532:65532 /rootfs/home/nonroot /home/nonroot
+COPY --from=build --chown=65532:65532 /homeroot/home/nonroot /home/nonroot
 COPY containerimage/rootfs/etc/passwd /etc/passwd
 COPY containerimage/rootfs/etc/group /etc/group
 # Debian's bundle from the build stage; make image writes the x509roots/fallback roots instead.

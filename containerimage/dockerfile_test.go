@@ -230,7 +230,7 @@ func TestDockerfileInStep(t *testing.T) {
 				run = in.args
 			}
 		}
-		for _, want := range []string{"chmod 1777 /rootfs/tmp", "chown " + User + " /rootfs" + HomeDir, "/rootfs/root"} {
+		for _, want := range []string{"chmod 1777 /rootfs/tmp", "chown " + User + " /homeroot" + HomeDir, "/rootfs/root"} {
 			if !strings.Contains(run, want) {
 				t.Errorf("RUN mkdir in the build stage %q lacks %q", run, want)
 			}

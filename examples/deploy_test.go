@@ -326,7 +326,8 @@ func TestExampleDeployOverlays(t *testing.T) {
 }
 
 // checkServe: the Deployment listens where its probes and the Service point,
-// and probes /livez for liveness and /healthz for readiness.
+// and probes /livez for liveness and readiness: /healthz fails after a failed
+// run, and an unready pod would drop out of the Service Prometheus scrapes.
 func checkServe(t *testing.T, objs []*unstructured.Unstructured, c map[string]any, args []any) {
 	t.Helper()
 	at := slices.Index(args, any("--listen"))
@@ -338,7 +339,7 @@ func checkServe(t *testing.T, objs []*unstructured.Unstructured, c map[string]an
 		t.Fatalf("container ports %v, want 9090", ports)
 	}
 	portName := field(t, ports[0].(map[string]any), "name")
-	for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/healthz"} {
+	for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/livez"} {
 		if field(t, c, probe, "httpGet", "path") != path || field(t, c, probe, "httpGet", "port") != portName {
 			t.Errorf("%s %v, want GET %s on port %v", probe, c[probe], path, portName)
 		}

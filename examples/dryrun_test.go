@@ -269,6 +269,9 @@ func TestExampleManifestsServerDryRun(t *testing.T) {
 			want: "verbs",
 		},
 	}
+	t.Run("pods meet the restricted Pod Security Standard", func(t *testing.T) {
+		checkPodSecurity(ctx, t, r, find)
+	})
 	for _, b := range broken {
 		t.Run("rejects "+b.name, func(t *testing.T) {
 			if err := r.create(ctx, b.obj, true); err != nil {
@@ -284,6 +287,52 @@ func TestExampleManifestsServerDryRun(t *testing.T) {
 			}
 			if !strings.Contains(err.Error(), b.want) {
 				t.Fatalf("the answer does not name %s: %v", b.want, err)
+			}
+		})
+	}
+}
+
+// checkPodSecurity creates, as a dry run, a Pod from the pod template of every
+// deploy overlay's workload in the namespace it runs in, which enforces the
+// restricted Pod Security Standard. For a CronJob or a Deployment the
+// PodSecurity admission only warns; for a Pod it refuses, so this is what the
+// kubelet's pods will meet. A copy that allows privilege escalation must be
+// refused, or the check proves nothing.
+func checkPodSecurity(ctx context.Context, t *testing.T, r *dryRunner, find func(source, kind string) *unstructured.Unstructured) {
+	t.Helper()
+	// Pod admission looks the ServiceAccount up: create it for real.
+	sa := find("deploy/overlays/gitops (kustomize build)", "ServiceAccount")
+	if err := r.create(ctx, sa, false); err != nil {
+		t.Fatalf("create ServiceAccount %s: %v", sa.GetName(), err)
+	}
+	for _, w := range []struct{ overlay, kind string }{{"gitops", "CronJob"}, {"direct", "CronJob"}, {"serve", "Deployment"}} {
+		t.Run(w.overlay, func(t *testing.T) {
+			obj := find("deploy/overlays/"+w.overlay+" (kustomize build)", w.kind)
+			path := []string{"spec", "template", "spec"}
+			if w.kind == "CronJob" {
+				path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+			}
+			spec, ok, err := unstructured.NestedMap(obj.Object, path...)
+			if !ok || err != nil {
+				t.Fatalf("%s %s has no pod template: %v", w.kind, obj.GetName(), err)
+			}
+			pod := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "v1", "kind": "Pod",
+				"metadata": map[string]any{"name": obj.GetName() + "-" + w.overlay, "namespace": obj.GetNamespace()},
+				"spec":     spec,
+			}}
+			if err := r.create(ctx, pod, true); err != nil {
+				t.Fatalf("the pod of %s %s is refused: %v", w.kind, obj.GetName(), err)
+			}
+			containers, _, _ := unstructured.NestedSlice(pod.Object, "spec", "containers")
+			c := containers[0].(map[string]any)
+			c["securityContext"].(map[string]any)["allowPrivilegeEscalation"] = true
+			if err := unstructured.SetNestedSlice(pod.Object, containers, "spec", "containers"); err != nil {
+				t.Fatal(err)
+			}
+			err = r.create(ctx, pod, true)
+			if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "violates PodSecurity") {
+				t.Fatalf("a pod allowing privilege escalation in namespace %s: %v, want it refused by PodSecurity", obj.GetNamespace(), err)
 			}
 		})
 	}
