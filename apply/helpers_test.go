@@ -17,6 +17,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -157,15 +158,7 @@ func loadExample(t testing.TB) (*config.Loaded, *waldur.State) {
 
 func renderState(t testing.TB, cfg *config.Config, st *waldur.State) *render.Result {
 	t.Helper()
-	tpls, err := render.LoadTemplates(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := render.New(cfg, tpls).Render(st)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return exampletest.Render(t, cfg, st)
 }
 
 // resourceNamed finds a resource of the state by name.

@@ -12,32 +12,18 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/render"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // defaultKinds must name every kind the default templates render, or pruning
 // would miss the last object of a kind once no tenant renders it.
 func TestDefaultKindsCoverDefaultTemplates(t *testing.T) {
-	cfg, err := config.Load("../examples/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
 	for i := range cfg.Offerings {
 		cfg.Offerings[i].TemplatesDir = "" // default templates only
 	}
-	snap, err := waldur.LoadSnapshot("../examples/snapshot.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := render.New(cfg.Config, tpls).Render(&snap.State)
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := exampletest.Render(t, cfg.Config, st)
 	backend := map[string]string{}
 	for _, o := range cfg.Offerings {
 		backend[o.Name] = o.BackendType
@@ -148,22 +134,8 @@ func TestUnreachableCluster(t *testing.T) {
 	if err := os.WriteFile(kc, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load("../examples/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := waldur.LoadSnapshot("../examples/snapshot.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := render.New(cfg.Config, tpls).Render(&snap.State)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	res := exampletest.Render(t, cfg.Config, st)
 	for _, validate := range []bool{false, true} {
 		run := Apply
 		if validate {

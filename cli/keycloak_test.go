@@ -13,11 +13,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/metrics/metricstest"
-	"github.com/waldur/waldur-gitops/render"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // keycloakConfig writes the example config with its Keycloak offerings pointed
@@ -67,22 +65,8 @@ func keycloakConfigFrom(t *testing.T, src, url, keycloakKeys string, creds bool)
 // into a group, in the realm of the member's offering.
 func addExampleUsers(t *testing.T, s *kctest.Server, cfgPath string) int {
 	t.Helper()
-	l, err := config.Load(cfgPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := waldur.LoadSnapshot(exampleSnapshot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpls, err := render.LoadTemplates(l.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := render.New(l.Config, tpls).Render(&snap.State)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, st := exampletest.Load(t, cfgPath, exampleSnapshot)
+	res := exampletest.Render(t, l.Config, st)
 	realms := map[string]string{}
 	for _, o := range l.Offerings {
 		realms[o.Name] = o.Settings.Common().Keycloak.Realm

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/orders"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
@@ -45,14 +45,7 @@ func TestOrderStepsAsSyncWiresThem(t *testing.T) {
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Reason != "approved" || calls[waldur.KindOrderApprove] != 1 {
 		t.Fatalf("approve: %v %v %v", err, cs.Entries, calls)
 	}
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	result, err := render.New(cfg.Config, tpls).Render(st)
-	if err != nil {
-		t.Fatal(err)
-	}
+	result := exampletest.Render(t, cfg.Config, st)
 	pushed := result.Tree(nil)
 	cs, calls, err = finishOrders(ctx, cfg.Config, log, st, result, pushed, false)
 	if err != nil {

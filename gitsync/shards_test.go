@@ -15,29 +15,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/render"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // exampleTree renders the bundled example (four offerings, 15 tenants).
 func exampleTree(t *testing.T) (*config.Loaded, *render.Result, render.Tree) {
 	t.Helper()
-	cfg, err := config.Load("../examples/config.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap, err := waldur.LoadSnapshot("../examples/snapshot.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := render.New(cfg.Config, tpls).Render(&snap.State)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	res := exampletest.Render(t, cfg.Config, st)
 	return cfg, res, res.Tree(nil)
 }
 
