@@ -144,7 +144,7 @@ func TestFailedRunLeavesOutputAlone(t *testing.T) {
 	foreign := filepath.Join(dir, "foreign")
 	writeFile(t, filepath.Join(foreign, "precious.txt"), "keep me")
 	code, _, stderr := run(t, "render", "--config", exampleConfig, "--snapshot", exampleSnapshot, "--out", foreign)
-	if code != ExitRender || !strings.Contains(stderr, "was not written by waldur-gitops") {
+	if code != ExitOutput || !strings.Contains(stderr, "was not written by waldur-gitops") {
 		t.Errorf("foreign dir: exit %d\n%s", code, stderr)
 	}
 	if b, err := os.ReadFile(filepath.Join(foreign, "precious.txt")); err != nil || string(b) != "keep me" {

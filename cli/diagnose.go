@@ -10,6 +10,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
+	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/kube"
 )
 
@@ -17,7 +18,7 @@ import (
 var diagnoseDeps = func(a *app) diagnose.Deps {
 	return diagnose.Deps{
 		Waldur: func(o *config.Offering) (diagnose.WaldurAPI, error) {
-			c, err := newWaldurClient(o, a.log)
+			c, err := a.waldurClient(o)
 			if err != nil {
 				return nil, err
 			}
@@ -61,7 +62,7 @@ any check fails.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if output != "text" && output != "json" {
-				return withCode(ExitUsage, fmt.Errorf("--output must be text or json, got %q", output))
+				return usageErr("--output must be text or json, got %q", output)
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -83,13 +84,13 @@ func (a *app) runDiagnose(ctx context.Context, cfg *config.Config, kubeconfig, o
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(map[string]any{"checks": results, "failed": diagnose.Failed(results)}); err != nil {
-			return withCode(ExitRender, err)
+			return engine.Classify(engine.ClassOutput, err)
 		}
 	} else if err := diagnose.WriteTable(a.stdout, results); err != nil {
-		return withCode(ExitRender, err)
+		return engine.Classify(engine.ClassOutput, err)
 	}
 	if n := diagnose.Failed(results); n > 0 {
-		return withCode(ExitCheckFailed, fmt.Errorf("%d of %d check(s) failed", n, len(results)))
+		return engine.Classify(engine.ClassCheck, fmt.Errorf("%d of %d check(s) failed", n, len(results)))
 	}
 	return nil
 }

@@ -3,13 +3,14 @@ package cli
 import (
 	"context"
 	"errors"
-	"fmt"
+
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/report"
@@ -67,7 +68,7 @@ See docs/orders.md.`,
 
 func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if f.output != "text" && f.output != "json" {
-		return withCode(ExitUsage, fmt.Errorf("--output must be text or json, got %q", f.output))
+		return usageErr("--output must be text or json, got %q", f.output)
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
@@ -75,15 +76,15 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	}
 	loc, err := time.LoadLocation(cfg.Timezone)
 	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("timezone: %w", err))
+		return usageErr("timezone: %w", err)
 	}
 	ctx, calls := waldur.WithTally(ctx)
 	rp := &usage.Reporter{Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
-		c, err := newWaldurClient(o, a.log)
+		c, err := a.waldurClient(o)
 		if err != nil {
-			return withCode(ExitUsage, err)
+			return engine.Classify(engine.ClassConfig, err)
 		}
 		uo := &usage.Offering{Config: o, Waldur: c}
 		if hasMeasured(o) {
@@ -99,7 +100,7 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 				// the allocations only.
 				a.log.Warn("measured components are not reported: no kubeconfig", "offering", o.Name, "error", err)
 			case err != nil:
-				return withCode(ExitUsage, fmt.Errorf("offering %s: measured components need a cluster: %w", o.Name, err))
+				return usageErr("offering %s: measured components need a cluster: %w", o.Name, err)
 			default:
 				uo.Cluster = cl
 			}
@@ -113,29 +114,29 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		var ce *usage.ClusterError
 		switch {
 		case errors.As(err, &re):
-			runErr = withCode(ExitWaldur, err)
+			runErr = engine.Classify(engine.ClassWaldur, err)
 		case errors.As(err, &ce):
-			runErr = withCode(ExitCluster, err)
+			runErr = engine.Classify(engine.ClassCluster, err)
 		default:
-			runErr = withCode(ExitPartial, err)
+			runErr = engine.Classify(engine.ClassPartial, err)
 		}
 	}
 	changes := changeset.Set{Entries: rep.Changes}
 	if runErr == nil && f.dryRun && changes.Changed() {
-		runErr = withCode(ExitDiff, errors.New("the dry run would post usage"))
+		runErr = engine.Classify(engine.ClassDiff, errors.New("the dry run would post usage"))
 	}
-	rep.Finish(exitCode(runErr), time.Now())
+	rep.Finish(engine.ExitCode(runErr), time.Now())
 	if !f.dryRun {
 		a.pushMetrics(ctx, cfg, rep, calls.Stats())
 	}
 	if f.output == "json" {
 		if err := rep.WriteJSON(a.stdout); err != nil && runErr == nil {
-			runErr = withCode(ExitRender, err)
+			runErr = engine.Classify(engine.ClassOutput, err)
 		}
 		return runErr
 	}
 	if err := rep.WriteSummary(a.stdout); err != nil && runErr == nil {
-		runErr = withCode(ExitRender, err)
+		runErr = engine.Classify(engine.ClassOutput, err)
 	}
 	return runErr
 }

@@ -4,7 +4,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -16,41 +15,29 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/version"
 )
 
-// Exit codes, documented in README.md.
+// Exit codes, documented in README.md: the engine's one table.
 const (
-	ExitOK          = 0
-	ExitDiff        = 1  // dry-run found differences
-	ExitUsage       = 2  // bad flags or config
-	ExitPartial     = 3  // some resources were skipped, the rest succeeded
-	ExitWaldur      = 4  // reading Waldur failed
-	ExitRender      = 5  // writing the output or the run report failed
-	ExitGit         = 6  // fetching, committing or pushing to the GitOps repository failed
-	ExitGuard       = 7  // the mass-deletion guard refused the run
-	ExitKeycloak    = 8  // reconciling the Keycloak groups failed (Keycloak unavailable or refusing)
-	ExitCluster     = 9  // reading a cluster failed (report)
-	ExitCheckFailed = 10 // diagnose: at least one check failed
-	// ExitApply: an apply failed, wholly or for some tenants: a cluster
-	// unreachable, a CRD missing, an object rejected, a field-manager conflict.
-	ExitApply = 11
+	ExitOK          = engine.ExitOK
+	ExitDiff        = engine.ExitDiff
+	ExitUsage       = engine.ExitUsage
+	ExitPartial     = engine.ExitPartial
+	ExitWaldur      = engine.ExitWaldur
+	ExitOutput      = engine.ExitOutput
+	ExitGit         = engine.ExitGit
+	ExitGuard       = engine.ExitGuard
+	ExitKeycloak    = engine.ExitKeycloak
+	ExitCluster     = engine.ExitCluster
+	ExitCheckFailed = engine.ExitCheckFailed
+	ExitApply       = engine.ExitApply
 )
 
-// exitError carries an exit code through cobra.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
-
-func withCode(code int, err error) error {
-	if err == nil {
-		return nil
-	}
-	return &exitError{code: code, err: err}
+// usageErr is a flag or config problem found before the engine runs.
+func usageErr(format string, args ...any) error {
+	return engine.Errorf(engine.ClassConfig, format, args...)
 }
 
 // app holds what every command shares.
@@ -74,15 +61,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := root.ExecuteContext(ctx)
-	if err == nil {
-		return ExitOK
-	}
-	var ee *exitError
-	code := ExitUsage
-	if errors.As(err, &ee) {
-		code = ee.code
-	}
+	code := engine.ExitCode(err)
 	switch code {
+	case ExitOK:
 	case ExitDiff:
 	case ExitPartial:
 		fmt.Fprintf(stderr, "warning: %v\n", err)
@@ -119,11 +100,11 @@ func init() { register((*app).versionCommand) }
 // loadConfig reads the config named by --config and sets up logging.
 func (a *app) loadConfig() (*config.Loaded, error) {
 	if a.configPath == "" {
-		return nil, withCode(ExitUsage, errors.New("--config is required"))
+		return nil, usageErr("--config is required")
 	}
 	cfg, err := config.Load(a.configPath)
 	if err != nil {
-		return nil, withCode(ExitUsage, err)
+		return nil, engine.Classify(engine.ClassConfig, err)
 	}
 	level := a.logLevel
 	if level == "" {

@@ -2,8 +2,9 @@ package cli
 
 import (
 	"context"
-	"fmt"
+	"crypto/sha256"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
@@ -20,12 +22,14 @@ import (
 
 // serveFlags are the flags of serve.
 type serveFlags struct {
-	sync       syncFlags
-	listen     string
-	interval   time.Duration
-	jitter     float64
-	grace      time.Duration
-	staleAfter time.Duration
+	snapshot       string
+	validateServer bool
+	kubeconfig     string
+	listen         string
+	interval       time.Duration
+	jitter         float64
+	grace          time.Duration
+	staleAfter     time.Duration
 }
 
 // tuneServeLoop adjusts the loop runServe built before it starts; tests gate
@@ -60,27 +64,27 @@ push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
 	fl.Float64Var(&f.jitter, "jitter", 0.1, "spread every wait randomly within ±this fraction of --interval (0 to below 1)")
 	fl.DurationVar(&f.grace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long the run in progress may go on before it is cancelled")
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "health fails when no run ended for this long (default 2×interval×(1+jitter)+shutdown-grace)")
-	fl.StringVar(&f.sync.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
-	fl.BoolVar(&f.sync.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
-	fl.StringVar(&f.sync.kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server")
+	fl.StringVar(&f.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
+	fl.BoolVar(&f.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server")
 	return cmd
 }
 
 func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	switch {
 	case f.interval <= 0:
-		return withCode(ExitUsage, fmt.Errorf("--interval must be above 0, got %s", f.interval))
+		return usageErr("--interval must be above 0, got %s", f.interval)
 	case f.jitter < 0 || f.jitter >= 1:
-		return withCode(ExitUsage, fmt.Errorf("--jitter must be at least 0 and below 1, got %v", f.jitter))
+		return usageErr("--jitter must be at least 0 and below 1, got %v", f.jitter)
 	case f.grace < 0:
-		return withCode(ExitUsage, fmt.Errorf("--shutdown-grace must not be negative, got %s", f.grace))
+		return usageErr("--shutdown-grace must not be negative, got %s", f.grace)
 	case f.staleAfter < 0:
-		return withCode(ExitUsage, fmt.Errorf("--stale-after must not be negative, got %s", f.staleAfter))
+		return usageErr("--stale-after must not be negative, got %s", f.staleAfter)
 	case f.staleAfter > 0 && f.staleAfter <= time.Duration(float64(f.interval)*(1+f.jitter)):
 		// Health would fail between two healthy runs, and a liveness probe
 		// on /livez would restart the pod forever.
-		return withCode(ExitUsage, fmt.Errorf("--stale-after %s must be longer than the longest wait between two runs, --interval × (1 + --jitter) = %s",
-			f.staleAfter, time.Duration(float64(f.interval)*(1+f.jitter))))
+		return usageErr("--stale-after %s must be longer than the longest wait between two runs, --interval × (1 + --jitter) = %s",
+			f.staleAfter, time.Duration(float64(f.interval)*(1+f.jitter)))
 	}
 	// Fail at once on a config that cannot work; every run reads it again,
 	// so an edited config (or a rotated secret file) needs no restart.
@@ -89,7 +93,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {
-		return withCode(ExitUsage, fmt.Errorf("--listen %s: %w", f.listen, err))
+		return usageErr("--listen %s: %w", f.listen, err)
 	}
 	stale := f.staleAfter
 	if stale == 0 {
@@ -97,11 +101,13 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	}
 	rec := metrics.New(version.String())
 	health := serve.NewHealth(time.Now(), stale, nil)
-	f.sync.quiet = true
 	log := a.log
+	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Identities: true, ValidateServer: f.validateServer}
+	w.Apply.Kubeconfig = f.kubeconfig
+	runs := &serveRuns{a: a, rec: rec, wire: w}
 	loop := &serve.Loop{
 		Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log,
-		Run: func(ctx context.Context) serve.Outcome { return a.serveRun(ctx, rec, f.sync) },
+		Run: runs.run,
 	}
 	tuneServeLoop(loop)
 	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
@@ -114,23 +120,58 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	return nil
 }
 
-// serveRun is one cycle of serve: a sync whose report, result and Waldur
-// traffic go to the metrics and a log line.
-func (a *app) serveRun(ctx context.Context, rec *metrics.Recorder, f syncFlags) serve.Outcome {
-	rec.Started()
+// serveRuns holds serve's one engine, kept between runs (the opened Git
+// repository, the last state and render) and built anew when the config
+// file changes.
+type serveRuns struct {
+	a    *app
+	rec  *metrics.Recorder
+	wire engine.Options
+	eng  *engine.Engine
+	hash [sha256.Size]byte // of the config file eng was built from
+}
+
+// engine returns the engine for cfg, building it when the config file changed.
+func (s *serveRuns) engine(cfg *config.Loaded) (*engine.Engine, error) {
+	b, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		return nil, usageErr("read %s: %w", cfg.Path, err)
+	}
+	if h := sha256.Sum256(b); s.eng == nil || h != s.hash {
+		if s.eng != nil {
+			s.a.log.Info("config changed: building the engine anew", "file", cfg.Path)
+		}
+		if s.eng, err = s.a.newEngine(cfg, s.wire); err != nil {
+			return nil, err
+		}
+		s.hash = h
+	}
+	return s.eng, nil
+}
+
+// run is one cycle of serve: a sync whose report, result and Waldur traffic
+// go to the metrics and a log line.
+func (s *serveRuns) run(ctx context.Context) serve.Outcome {
+	a := s.a
+	s.rec.Started()
 	start := time.Now()
 	ctx, tally := waldur.WithTally(ctx)
-	out, err := a.syncCycle(ctx, "serve", f)
 	var rep *report.Run
-	if out != nil && out.rep != nil {
-		rep = out.rep
+	cfg, err := a.loadConfig()
+	var eng *engine.Engine
+	if err == nil {
+		eng, err = s.engine(cfg)
+	}
+	if err == nil {
+		out := eng.Run(ctx, engine.Request{Command: "serve"})
+		err, rep = a.finish(cfg, out, verb{report: true, quiet: true}), out.Report
 	} else {
-		// The config could not be loaded: a failed run without stages.
+		// The config or the templates could not be loaded: a failed run without stages.
 		rep = report.New("serve", version.String(), false, start)
-		rep.Finish(exitCode(err), time.Now())
+		rep.Finish(engine.ExitCode(err), time.Now())
 	}
 	result := resultOf(rep.ExitCode)
-	rec.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
+	s.rec.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
 	args := []any{"result", result, "exit_code", rep.ExitCode, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond).String(),
 		"changes", countsLine(rep)}
 	if rep.Commit != "" {

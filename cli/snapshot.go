@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -24,27 +24,28 @@ func (a *app) snapshotCommand() *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
-				return withCode(ExitUsage, errors.New("--out is required (use - for stdout)"))
+				return usageErr("--out is required (use - for stdout)")
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
 			}
-			st, err := readState(cmd.Context(), cfg.Config, "", a.log)
+			src := &engine.APISource{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}
+			st, err := src.Read(cmd.Context())
 			if err != nil {
 				return err
 			}
 			var b bytes.Buffer
 			snap := &waldur.Snapshot{ToolVersion: version.Version, TakenAt: time.Now().UTC().Truncate(time.Second), State: *st}
 			if err := waldur.WriteSnapshot(&b, snap); err != nil {
-				return withCode(ExitRender, err)
+				return engine.Classify(engine.ClassOutput, err)
 			}
 			if out == "-" {
 				_, err = a.stdout.Write(b.Bytes())
 				return err
 			}
 			if err := writeFileAtomic(out, b.Bytes()); err != nil {
-				return withCode(ExitRender, err)
+				return engine.Classify(engine.ClassOutput, err)
 			}
 			a.log.Info("wrote snapshot", "file", out, "offerings", len(st.Offerings))
 			return nil

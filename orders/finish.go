@@ -170,6 +170,7 @@ func erredText(e *Executing, problem string) (string, string) {
 func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pushed render.Tree) (changeset.Set, map[string]int, error) {
 	r := s.newRun()
 	plan := PlanFinish(s.Offerings, st, res, pushed)
+	s.refuse(plan)
 	if !s.DryRun {
 		r.waitApplied(ctx, plan)
 	}
@@ -181,6 +182,22 @@ func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result
 	}
 	r.cs.Sort()
 	return r.cs, r.calls, r.finishErr("order feedback")
+}
+
+// refuse errs the orders of the resources the destination refused
+// (Stage.Refused) with the destination's reason.
+func (s *Stage) refuse(plan []Executing) {
+	for i := range plan {
+		e := &plan[i]
+		reason, ok := s.Refused[e.Order.MarketplaceResourceUUID]
+		if !ok || e.Outcome == Erred {
+			continue
+		}
+		e.Outcome, e.Expect, e.BackendID = Erred, nil, ""
+		e.Message = fmt.Sprintf("waldur-gitops could not apply %s: %s", e.Tenant, reason)
+		e.Traceback = fmt.Sprintf("waldur-gitops apply failed for this order.\noffering: %s\norder: %s (%s)\nresource: %s\nproblem: %s\n",
+			e.Offering.Name, e.Order.UUID, e.Order.Type, e.Order.MarketplaceResourceUUID, reason)
+	}
 }
 
 func (r *run) finish(ctx context.Context, e *Executing) {

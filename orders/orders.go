@@ -101,6 +101,10 @@ type Stage struct {
 	// approve as executing in the state (so a dry-run render shows their
 	// tenants), Finish only reports.
 	DryRun bool
+	// Refused maps the resources whose objects the destination refused (a
+	// direct apply the API server rejected) to the reason: Finish errs their
+	// executing orders with it.
+	Refused map[waldur.UUID]string
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).

@@ -1,0 +1,110 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// tuneWaldurClient adjusts the options of every Waldur client the commands
+// build; tests shorten the retry waits with it.
+var tuneWaldurClient = func(*waldur.ClientOptions) {}
+
+// verb is how one command runs the engine: the seams it wires, the request,
+// and how it shows the outcome.
+type verb struct {
+	wire engine.Options
+	req  engine.Request
+	// show prints the outcome on stdout; an error is ClassOutput.
+	show func(cfg *config.Loaded, out *engine.Outcome) error
+	// report writes the run report to the config's report file (not for a dry run).
+	report bool
+	// quiet (serve) logs the skipped resources instead of printing them.
+	quiet bool
+	// push sends the run's metrics to the config's Pushgateway (not for a dry run).
+	push bool
+}
+
+// runVerb loads the config, builds the engine and runs it once: the cycle
+// for every command that runs it (sync, render, apply, keycloak).
+func (a *app) runVerb(ctx context.Context, v verb) error {
+	cfg, err := a.loadConfig()
+	if err != nil {
+		return err
+	}
+	ctx, tally := waldur.WithTally(ctx)
+	eng, err := a.newEngine(cfg, v.wire)
+	if err != nil {
+		return err
+	}
+	out := eng.Run(ctx, v.req)
+	err = a.finish(cfg, out, v)
+	if v.push && !v.req.DryRun {
+		a.pushMetrics(ctx, cfg, out.Report, tally.Stats())
+	}
+	return err
+}
+
+// newEngine wires the engine of a verb with the app's logger and test hooks.
+func (a *app) newEngine(cfg *config.Loaded, o engine.Options) (*engine.Engine, error) {
+	o.Log, o.TuneWaldur = a.log, tuneWaldurClient
+	return engine.FromConfig(cfg.Config, o)
+}
+
+// finish lists the skipped resources, writes the run report and shows the
+// outcome. A failure to print or write is ClassOutput unless the run had
+// failed already; the report then carries the final exit code.
+func (a *app) finish(cfg *config.Loaded, out *engine.Outcome, v verb) error {
+	err := out.Err
+	fail := func(e error) {
+		if e != nil && err == nil {
+			err = engine.Classify(engine.ClassOutput, e)
+			out.Report.ExitCode = engine.ExitCode(err)
+		}
+	}
+	for _, e := range (changeset.Set{Entries: out.Report.Changes}).ByAction(changeset.Skip) {
+		if e.Stage != "render" {
+			continue
+		}
+		if v.quiet {
+			a.log.Warn("skipped", "subject", e.Subject, "reason", e.Reason)
+		} else {
+			fmt.Fprintf(a.stderr, "skipped %s: %s\n", e.Subject, e.Reason)
+		}
+	}
+	if v.report && !v.req.DryRun {
+		fail(writeRunReport(cfg, out.Report))
+	}
+	if v.show != nil {
+		fail(v.show(cfg, out))
+	}
+	return err
+}
+
+// writeRunReport writes the run report to the config's report file, if it names one.
+func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
+	if cfg.Report == "" {
+		return nil
+	}
+	var b strings.Builder
+	if err := rep.WriteJSON(&b); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(cfg.Report, []byte(b.String())); err != nil {
+		return fmt.Errorf("write the run report: %w", err)
+	}
+	return nil
+}
+
+// waldurClient builds the Waldur client of an offering, as the engine does,
+// for the commands that talk to Waldur outside the cycle (report, diagnose).
+func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
+	src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}
+	return src.Client(o)
+}

@@ -1,0 +1,41 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/localtree"
+	"github.com/waldur/waldur-gitops/render"
+)
+
+// DirPublisher writes the render into a local directory, replacing it
+// atomically (render --out).
+type DirPublisher struct {
+	Dir string
+}
+
+// Stage is "out".
+func (p *DirPublisher) Stage() string { return "out" }
+
+// Class is ClassOutput.
+func (p *DirPublisher) Class() Class { return ClassOutput }
+
+// Publish compares the render with the directory and writes it when it
+// differs; the directories of skipped resources are carried over.
+func (p *DirPublisher) Publish(_ context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error) {
+	prev, err := localtree.Read(p.Dir)
+	if err != nil {
+		return nil, changeset.Set{}, nil, err
+	}
+	next := res.Tree(prev)
+	pub := &Published{Before: prev, After: next, Where: p.Dir}
+	cs := res.Compare(prev, next)
+	if o.DryRun || next.Equal(prev) {
+		return pub, cs, nil, nil
+	}
+	if err := localtree.Write(p.Dir, next); err != nil {
+		return nil, cs, nil, err
+	}
+	pub.Wrote = true
+	return pub, cs, nil, nil
+}

@@ -1,0 +1,195 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/engine/enginetest"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// fakes is one set of in-memory seams over the bundled example.
+type fakes struct {
+	log        *enginetest.Log
+	source     *enginetest.Source
+	orders     *enginetest.Orders
+	validator  *enginetest.Validator
+	publisher  *enginetest.Publisher
+	identities *enginetest.Identities
+	render     engine.Renderer
+}
+
+func newFakes(t *testing.T) *fakes {
+	t.Helper()
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &enginetest.Log{}
+	return &fakes{
+		log: l, source: &enginetest.Source{Log: l, State: st}, orders: &enginetest.Orders{Log: l},
+		publisher: &enginetest.Publisher{Log: l}, identities: &enginetest.Identities{Log: l},
+		render: render.New(cfg.Config, tpls).Render,
+	}
+}
+
+func (f *fakes) engine() *engine.Engine {
+	s := engine.Seams{Source: f.source, Orders: f.orders, Publisher: f.publisher, Identities: f.identities}
+	if f.validator != nil {
+		s.Validator = f.validator
+	}
+	return engine.New(s, f.render, guard.DefaultOptions(), nil)
+}
+
+func stageNames(out *engine.Outcome) string {
+	var names []string
+	for _, st := range out.Report.Stages {
+		names = append(names, st.Name)
+	}
+	return strings.Join(names, " ")
+}
+
+// TestStageOrder: the seams are called in the pipeline's order, and the
+// report names the stages in that order.
+func TestStageOrder(t *testing.T) {
+	f := newFakes(t)
+	f.validator = &enginetest.Validator{Log: f.log}
+	out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := "source.read → orders.approve → validate → publish → identities.reconcile → orders.finish"
+	if got := f.log.String(); got != want {
+		t.Errorf("calls: %s\nwant:  %s", got, want)
+	}
+	if got := stageNames(out); got != "waldur approve render validate fake keycloak orders" {
+		t.Errorf("report stages: %s", got)
+	}
+	resources := map[waldur.UUID]bool{}
+	for _, tn := range out.Result.Tenants {
+		resources[tn.Resource] = true
+	}
+	if out.Report.Commit != "commit-1" || out.Report.ExitCode != 0 || len(f.orders.Finished) != len(resources) {
+		t.Errorf("commit %q, exit %d, finished %d of %d", out.Report.Commit, out.Report.ExitCode, len(f.orders.Finished), len(resources))
+	}
+}
+
+// TestDryRunChangesNothing: every seam is asked, none writes, and the exit
+// code says whether anything would change.
+func TestDryRunChangesNothing(t *testing.T) {
+	f := newFakes(t)
+	e := f.engine()
+	out := e.Run(context.Background(), engine.Request{Command: "sync", DryRun: true})
+	if f.publisher.Writes+f.orders.Writes+f.identities.Writes != 0 || f.publisher.Tree != nil {
+		t.Errorf("a dry run wrote: publisher %d, orders %d, identities %d", f.publisher.Writes, f.orders.Writes, f.identities.Writes)
+	}
+	if got := engine.ExitCode(out.Err); got != engine.ExitDiff {
+		t.Errorf("dry run on an empty destination: exit %d (%v), want %d", got, out.Err, engine.ExitDiff)
+	}
+	if !strings.Contains(f.log.String(), "publish dry-run") || out.Report.Commit != "" {
+		t.Errorf("calls %s, commit %q", f.log, out.Report.Commit)
+	}
+	// Published for real, a dry run finds nothing to do; skipped identities
+	// alone then give 3, and differences beat skips (1).
+	e.Run(context.Background(), engine.Request{Command: "sync"})
+	if out := e.Run(context.Background(), engine.Request{DryRun: true}); out.Err != nil {
+		t.Errorf("dry run after the publish: %v", out.Err)
+	}
+	f.identities.Skips = 2
+	if out := e.Run(context.Background(), engine.Request{DryRun: true}); engine.ExitCode(out.Err) != engine.ExitPartial {
+		t.Errorf("dry run with skips only: %v", out.Err)
+	}
+	f.publisher.Tree = nil
+	if out := e.Run(context.Background(), engine.Request{DryRun: true}); engine.ExitCode(out.Err) != engine.ExitDiff {
+		t.Errorf("dry run with differences and skips: %v", out.Err)
+	}
+}
+
+// TestFailureClasses: each stage's failure ends with the documented code,
+// and the stages after it run only where the cycle says so.
+func TestFailureClasses(t *testing.T) {
+	boom := errors.New("boom")
+	for _, tc := range []struct {
+		name   string
+		break_ func(*fakes)
+		code   int
+		calls  string
+	}{
+		{"waldur", func(f *fakes) { f.source.Err = boom }, engine.ExitWaldur, "source.read"},
+		{"waldur config", func(f *fakes) { f.source.Err = engine.Classify(engine.ClassConfig, boom) }, engine.ExitUsage, "source.read"},
+		{"approve", func(f *fakes) { f.orders.ApproveErr = boom }, engine.ExitWaldur, "source.read → orders.approve"},
+		{"render in the approval probe", func(f *fakes) { f.render = func(*waldur.State) (*render.Result, error) { return nil, boom } },
+			engine.ExitUsage, "source.read → orders.approve"},
+		{"validate", func(f *fakes) { f.validator = &enginetest.Validator{Log: f.log, Err: boom} }, engine.ExitApply, "source.read → orders.approve → validate"},
+		{"publish", func(f *fakes) { f.publisher.Err = boom }, engine.ExitGit, "source.read → orders.approve → publish"},
+		{"guard", func(f *fakes) { f.publisher.Err = &guard.Error{} }, engine.ExitGuard, "source.read → orders.approve → publish"},
+		{"keycloak after a push", func(f *fakes) { f.identities.Err = boom }, engine.ExitKeycloak,
+			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
+		{"keycloak credentials after a push", func(f *fakes) { f.identities.Err = engine.Classify(engine.ClassConfig, boom) }, engine.ExitKeycloak,
+			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
+		{"orders", func(f *fakes) { f.orders.FinishErr = boom }, engine.ExitWaldur,
+			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
+		{"skipped identities", func(f *fakes) { f.identities.Skips = 1 }, engine.ExitPartial,
+			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakes(t)
+			tc.break_(f)
+			out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
+			if got := engine.ExitCode(out.Err); got != tc.code || out.Report.ExitCode != tc.code {
+				t.Errorf("exit %d (report %d), want %d: %v", got, out.Report.ExitCode, tc.code, out.Err)
+			}
+			if got := f.log.String(); got != tc.calls {
+				t.Errorf("calls: %s\nwant:  %s", got, tc.calls)
+			}
+		})
+	}
+}
+
+// TestKeycloakFailureAfterPush: the commit stays, the orders still finish,
+// and the error says what was pushed instead of reading as a config problem.
+func TestKeycloakFailureAfterPush(t *testing.T) {
+	f := newFakes(t)
+	f.identities.Err = engine.Classify(engine.ClassConfig, errors.New("keycloak_password_file: no such file"))
+	out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
+	if engine.ExitCode(out.Err) != engine.ExitKeycloak || !strings.Contains(out.Err.Error(), "commit commit-1 was pushed") {
+		t.Errorf("error %v (exit %d)", out.Err, engine.ExitCode(out.Err))
+	}
+	if out.Report.Commit != "commit-1" || f.publisher.Writes != 1 || len(f.orders.Finished) == 0 {
+		t.Errorf("commit %q, publishes %d, orders finished %d", out.Report.Commit, f.publisher.Writes, len(f.orders.Finished))
+	}
+}
+
+// TestPartialWrite: a publisher that fails after writing part of the tree
+// stops the cycle before Keycloak and the orders, with the publisher's code.
+func TestPartialWrite(t *testing.T) {
+	f := newFakes(t)
+	f.publisher.Err, f.publisher.PartialWrite = errors.New("disk full"), true
+	out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
+	if engine.ExitCode(out.Err) != engine.ExitGit || len(f.orders.Finished) != 0 || f.identities.Writes != 0 {
+		t.Errorf("exit %d, orders finished %d, identity runs %d", engine.ExitCode(out.Err), len(f.orders.Finished), f.identities.Writes)
+	}
+	if st := out.Report.Stages[len(out.Report.Stages)-1]; st.Name != "fake" || st.Error != "disk full" {
+		t.Errorf("last stage %+v", st)
+	}
+}
+
+// TestLastOutcomeKept: the engine keeps the last run's state and render.
+func TestLastOutcomeKept(t *testing.T) {
+	f := newFakes(t)
+	e := f.engine()
+	if e.Last() != nil {
+		t.Fatal("an outcome before any run")
+	}
+	out := e.Run(context.Background(), engine.Request{Command: "serve"})
+	if e.Last() != out || out.State == nil || out.Result == nil || out.Published == nil {
+		t.Errorf("last %p, outcome %p: %+v", e.Last(), out, out)
+	}
+}

@@ -1,0 +1,200 @@
+// Package enginetest holds in-memory fakes of the engine's seams, so the
+// cycle can be tested as table tests without any server: each fake records
+// its calls in a shared Log, counts the writes it made, and fails on demand.
+package enginetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Log records the seams' calls in order, as "orders.approve dry-run" and the like.
+type Log struct {
+	mu    sync.Mutex
+	calls []string
+}
+
+func (l *Log) add(call string, dryRun bool) {
+	if dryRun {
+		call += " dry-run"
+	}
+	l.mu.Lock()
+	l.calls = append(l.calls, call)
+	l.mu.Unlock()
+}
+
+// Calls returns the calls so far.
+func (l *Log) Calls() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.calls...)
+}
+
+// String joins the calls with " → ".
+func (l *Log) String() string { return strings.Join(l.Calls(), " → ") }
+
+// Source answers State, or Err.
+type Source struct {
+	Log   *Log
+	State *waldur.State
+	Err   error
+}
+
+// Read returns a copy of State, so a run cannot change the fixture.
+func (s *Source) Read(context.Context) (*waldur.State, error) {
+	s.Log.add("source.read", false)
+	if s.Err != nil {
+		return nil, s.Err
+	}
+	st := &waldur.State{Offerings: append([]waldur.OfferingState(nil), s.State.Offerings...)}
+	return st, nil
+}
+
+// Orders counts approvals and finishes; a dry run counts nothing.
+type Orders struct {
+	Log                   *Log
+	ApproveErr, FinishErr error
+	// Writes counts the orders moved.
+	Writes int
+	// Finished holds the resources whose order Finish moved, each once.
+	Finished []waldur.UUID
+}
+
+// Approve probes the render, as the real stage does, and counts one move.
+func (o *Orders) Approve(_ context.Context, st *waldur.State, probe engine.Renderer, dryRun bool) (changeset.Set, map[string]int, error) {
+	o.Log.add("orders.approve", dryRun)
+	if o.ApproveErr != nil {
+		return changeset.Set{}, nil, o.ApproveErr
+	}
+	if _, err := probe(st); err != nil {
+		return changeset.Set{}, nil, err
+	}
+	if !dryRun {
+		o.Writes++
+	}
+	return changeset.Set{}, map[string]int{"approve": 1}, nil
+}
+
+// Finish records every rendered resource that pub holds.
+func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *engine.Published, dryRun bool) (changeset.Set, map[string]int, error) {
+	o.Log.add("orders.finish", dryRun)
+	if o.FinishErr != nil {
+		return changeset.Set{}, nil, o.FinishErr
+	}
+	var cs changeset.Set
+	for _, t := range res.Tenants {
+		if !pub.Has(t.Resource) || slices.Contains(o.Finished, t.Resource) {
+			continue
+		}
+		cs.Add(changeset.Entry{Stage: "orders", Kind: "Order", Subject: t.Dir, Action: changeset.Update, Resource: string(t.Resource)})
+		if !dryRun {
+			o.Finished = append(o.Finished, t.Resource)
+			o.Writes++
+		}
+	}
+	return cs, nil, nil
+}
+
+// Publisher keeps the destination's tree in memory.
+type Publisher struct {
+	Log *Log
+	// Tree is what the destination holds.
+	Tree render.Tree
+	// Err fails the publish; with PartialWrite the first half of the new
+	// files is written first.
+	Err          error
+	PartialWrite bool
+	// Writes counts the publishes that changed Tree.
+	Writes int
+	// StageName defaults to "fake".
+	StageName string
+}
+
+// Stage is StageName, or "fake".
+func (p *Publisher) Stage() string {
+	if p.StageName == "" {
+		return "fake"
+	}
+	return p.StageName
+}
+
+// Class is ClassGit.
+func (p *Publisher) Class() engine.Class { return engine.ClassGit }
+
+// Publish replaces Tree with the render (not for a dry run).
+func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.PublishOptions) (*engine.Published, changeset.Set, map[string]int, error) {
+	p.Log.add("publish", o.DryRun)
+	before := p.Tree
+	after := res.Tree(before)
+	cs := res.Compare(before, after)
+	pub := &engine.Published{Before: before, After: after, Where: "memory"}
+	if p.Err != nil {
+		if p.PartialWrite && !o.DryRun {
+			half := render.Tree{}
+			n := 0
+			for k, v := range after {
+				if n%2 == 0 {
+					half[k] = v
+				}
+				n++
+			}
+			p.Tree, p.Writes, pub.After, pub.Wrote = half, p.Writes+1, half, true
+			return pub, cs, nil, p.Err
+		}
+		return nil, cs, nil, p.Err
+	}
+	if !o.DryRun && !after.Equal(before) {
+		p.Tree, pub.Wrote, pub.Ref = after, true, fmt.Sprintf("commit-%d", p.Writes+1)
+		p.Writes++
+	}
+	return pub, cs, nil, nil
+}
+
+// Identities counts the reconciliations that would write.
+type Identities struct {
+	Log *Log
+	Err error
+	// Skips is the number of skip entries (users missing) each run reports.
+	Skips int
+	// Writes counts the reconciliations made (not dry runs).
+	Writes int
+}
+
+// Reconcile reports one group per rendered tenant.
+func (i *Identities) Reconcile(_ context.Context, res *render.Result, _ func(waldur.UUID) bool, o engine.IdentityOptions) (changeset.Set, map[string]int, error) {
+	i.Log.add("identities.reconcile", o.DryRun)
+	if i.Err != nil {
+		return changeset.Set{}, nil, i.Err
+	}
+	var cs changeset.Set
+	for _, t := range res.Tenants {
+		cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/" + t.Name, Action: changeset.Unchanged})
+	}
+	for n := range i.Skips {
+		cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakMembership", Subject: fmt.Sprintf("/missing-%d", n), Action: changeset.Skip, Reason: "user not found"})
+	}
+	if !o.DryRun {
+		i.Writes++
+	}
+	return cs, nil, nil
+}
+
+// Validator fails with Err.
+type Validator struct {
+	Log *Log
+	Err error
+}
+
+// Validate records the call.
+func (v *Validator) Validate(context.Context, *render.Result) (changeset.Set, map[string]int, error) {
+	v.Log.add("validate", false)
+	return changeset.Set{}, nil, v.Err
+}

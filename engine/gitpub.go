@@ -1,0 +1,148 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+)
+
+// GitPublisher commits the render to git.path of the GitOps repository and
+// pushes it. It opens the repository once and keeps it, so that in serve every
+// later fetch only brings what is new.
+type GitPublisher struct {
+	Config   *config.Config
+	Log      *slog.Logger
+	repo     *gitsync.Repo
+	openErr  error
+	writer   gitsync.Writer // repo prefetching for the current run
+	prepared bool
+}
+
+// Stage is "git".
+func (p *GitPublisher) Stage() string { return "git" }
+
+// Class is ClassGit.
+func (p *GitPublisher) Class() Class { return ClassGit }
+
+func (p *GitPublisher) open() error {
+	if p.repo != nil || p.openErr != nil {
+		return p.openErr
+	}
+	opts, err := gitsync.OptionsFromConfig(p.Config.Git)
+	if err == nil {
+		opts.Log = p.Log
+		p.repo, err = gitsync.Open(opts)
+	}
+	p.openErr = Classify(ClassConfig, err)
+	return p.openErr
+}
+
+// Prepare starts fetching the branch in the background.
+func (p *GitPublisher) Prepare(ctx context.Context) func() {
+	if p.open() != nil {
+		return nil
+	}
+	var wait func()
+	p.writer, wait = gitsync.Prefetch(ctx, p.repo)
+	p.prepared = true
+	return func() { wait(); p.prepared = false }
+}
+
+// Publish plans the tree on the branch tip and, unless DryRun, commits and
+// pushes it, starting over on the new tip after a lost race.
+func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error) {
+	if err := p.open(); err != nil {
+		return nil, changeset.Set{}, nil, err
+	}
+	w := p.writer
+	if !p.prepared {
+		w = p.repo
+	}
+	branch := p.Config.Git.Branch
+	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
+	var tenants changeset.Set
+	plan := func(cur render.Tree) (render.Tree, string, error) {
+		next := Layout(p.Config).Apply(res.Tree(cur))
+		tenants = res.Compare(cur, next)
+		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
+		if err := checkGuard(tenants, o.Guard); err != nil {
+			return nil, "", err
+		}
+		msg := tenants
+		msg.Merge(res.Changes)
+		return next, gitsync.Message(msg), nil
+	}
+	if o.DryRun {
+		return p.dryRun(ctx, w, plan, pub, &tenants)
+	}
+	r, err := gitsync.Sync(ctx, w, plan, p.Config.Git.Retries())
+	calls := map[string]int{"fetch": r.Attempts, "push": r.Attempts}
+	if err != nil {
+		return nil, tenants, calls, err
+	}
+	e := changeset.Entry{Stage: "git", Kind: "Commit", Subject: branch + " " + r.Commit, Action: changeset.Create}
+	if r.Commit == "" {
+		e.Subject, e.Action = branch+" "+r.Parent, changeset.Unchanged
+		calls["push"] = r.Attempts - 1
+	}
+	tenants.Add(e)
+	pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
+	return pub, tenants, calls, nil
+}
+
+// dryRun fetches the branch and plans the tree on it, committing nothing. A
+// guard refusal is returned with the plan, which is still shown.
+func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, pub *Published, tenants *changeset.Set) (*Published, changeset.Set, map[string]int, error) {
+	calls := map[string]int{"fetch": 1}
+	if err := w.Fetch(ctx); err != nil {
+		return nil, changeset.Set{}, calls, err
+	}
+	cur, err := w.Current(ctx)
+	if err != nil {
+		return nil, changeset.Set{}, calls, err
+	}
+	_, _, guardErr := plan(cur)
+	branch := p.Config.Git.Branch
+	e := changeset.Entry{Stage: "git", Kind: "Commit", Subject: branch + " on " + pub.Base, Action: changeset.Unchanged}
+	if pub.Base == "" {
+		e.Subject = branch + " (a new branch)"
+	}
+	if len(gitsync.ChangedFiles(pub.Before, pub.After)) > 0 {
+		e.Action = changeset.Create
+	}
+	cs := *tenants
+	cs.Add(e)
+	return pub, cs, calls, guardErr
+}
+
+// checkGuard refuses a change set that removes too many existing tenants.
+func checkGuard(cs changeset.Set, g guard.Options) error {
+	existing := 0
+	for _, e := range cs.Entries {
+		if e.Action != changeset.Create {
+			existing++
+		}
+	}
+	return guard.Check(cs, existing, g)
+}
+
+// Layout is the Flux shard layer the config asks for.
+func Layout(cfg *config.Config) gitsync.FluxLayout {
+	l := gitsync.FluxLayout{Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path}
+	for i := range cfg.Offerings {
+		o := &cfg.Offerings[i]
+		targets := []string{render.TargetCluster}
+		if o.BackendType == config.BackendRancher {
+			targets = []string{render.TargetManagement, render.TargetDownstream}
+		}
+		for _, t := range targets {
+			l.Targets = append(l.Targets, gitsync.FluxTarget{Offering: o.DirName(), Target: t})
+		}
+	}
+	return l
+}

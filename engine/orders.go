@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// OrderStage is the Orders seam over package orders, with the clients of the
+// run's APISource.
+type OrderStage struct {
+	Source    *APISource
+	Offerings []config.Offering
+	Log       *slog.Logger
+}
+
+// stage builds the orders.Stage of one step. clusters opens a reader of the
+// cluster of every offering with order_done_on: applied.
+func (s *OrderStage) stage(dryRun, clusters bool) (*orders.Stage, error) {
+	st := &orders.Stage{DryRun: dryRun, Log: s.Log}
+	for i := range s.Offerings {
+		o := &s.Offerings[i]
+		c, err := s.Source.Client(o)
+		if err != nil {
+			return nil, err
+		}
+		var cluster orders.Cluster
+		if clusters && o.OrderDoneOn == config.DoneOnApplied {
+			cs := o.Settings.Common()
+			r, err := kube.Open(kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext})
+			if err != nil {
+				return nil, Errorf(ClassConfig, "offering %s: order_done_on applied: %w", o.Name, err)
+			}
+			cluster = r
+		}
+		st.Offerings = append(st.Offerings, orders.OfferingFromConfig(o, c, cluster))
+	}
+	return st, nil
+}
+
+// Approve approves (or rejects) the pending-provider orders and updates st.
+func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Set, map[string]int, error) {
+	os, err := s.stage(dryRun, false)
+	if err != nil {
+		return changeset.Set{}, nil, err
+	}
+	return os.Approve(ctx, st, orders.Renderer(probe))
+}
+
+// Finish moves the executing orders whose effect pub carries.
+func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, dryRun bool) (changeset.Set, map[string]int, error) {
+	if pub == nil || pub.Incomplete {
+		return changeset.Set{}, nil, Errorf(ClassWaldur, "orders left executing: the publish did not complete")
+	}
+	os, err := s.stage(dryRun, !dryRun)
+	if err != nil {
+		return changeset.Set{}, nil, err
+	}
+	os.Refused = pub.Failed
+	cs, calls, err := os.Finish(ctx, st, res, pub.After)
+	if err != nil {
+		err = Errorf(ClassWaldur, "%w", err)
+	}
+	return cs, calls, err
+}
+
+var _ Orders = (*OrderStage)(nil)

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Source reads the Waldur state: the API of every offering, or a snapshot.
+type Source interface {
+	Read(ctx context.Context) (*waldur.State, error)
+}
+
+// Renderer renders a state; render.Renderer.Render is the one the engine uses.
+type Renderer func(*waldur.State) (*render.Result, error)
+
+// Orders is the order stage around the render and the publish: Approve
+// decides the pending-provider orders before the render (and updates the state
+// in place so the render includes what it approved), Finish moves the
+// executing orders whose effect is now published. Both report what they would
+// do when dryRun is set and change nothing then.
+type Orders interface {
+	Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Set, map[string]int, error)
+	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, dryRun bool) (changeset.Set, map[string]int, error)
+}
+
+// Validator checks the render before it is published (sync --validate-server:
+// a server-side dry run of every object). Any error blocks the publish.
+type Validator interface {
+	Validate(ctx context.Context, res *render.Result) (changeset.Set, map[string]int, error)
+}
+
+// Publisher makes the render durable somewhere: a commit in the GitOps
+// repository, the objects in the clusters, or a directory. With DryRun it
+// plans against what is there and writes nothing; the Published it returns
+// then describes what would be there.
+type Publisher interface {
+	// Stage is the name the publisher's stage has in the run report.
+	Stage() string
+	// Class is the failure class of an error the publisher returns unclassified.
+	Class() Class
+	Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error)
+}
+
+// PublishOptions are the switches of one publish.
+type PublishOptions struct {
+	DryRun bool
+	// Guard is the deletion policy the publish is checked against.
+	Guard guard.Options
+}
+
+// Preparer is a Publisher that can start work as the run starts, such as
+// fetching the repository while Waldur is read. Prepare returns the function
+// that waits for that work to end (nil when nothing was started).
+type Preparer interface {
+	Prepare(ctx context.Context) (wait func())
+}
+
+// Published is what a publish left at its destination, for the stages after
+// it: the order stage finishes an order only when its tenant is here, and the
+// identities stage keeps the groups of tenants that are still here.
+type Published struct {
+	// Before and After are the owned tree before the publish and as the
+	// destination holds it now (a dry run: would hold it). For a cluster,
+	// After holds the files of the tenants whose every object was applied.
+	Before, After render.Tree
+	// Ref is the commit made; empty when none was (or for a cluster or a directory).
+	Ref string
+	// Base is what the publish was planned on: the branch tip before the commit.
+	Base string
+	// Where names the destination for people: "URL branch:path", a directory.
+	Where string
+	// Wrote reports whether the destination was changed.
+	Wrote bool
+	// Failed maps the resources whose objects the destination refused to the
+	// reason (the API server's message); their orders are erred with it.
+	Failed map[waldur.UUID]string
+	// Incomplete is set when the publish failed as a whole somewhere (a
+	// cluster unreachable): what is not in After was not checked, so no
+	// order may be finished from its absence.
+	Incomplete bool
+
+	present map[waldur.UUID]bool // After's resources, read once
+}
+
+// Has reports whether the resource's tenant is at the destination, or was
+// refused there (its objects may be partly in place).
+func (p *Published) Has(id waldur.UUID) bool {
+	if p == nil {
+		return false
+	}
+	if _, failed := p.Failed[id]; failed {
+		return true
+	}
+	return p.resources()[id]
+}
+
+func (p *Published) resources() map[waldur.UUID]bool {
+	if p.present == nil {
+		p.present = p.After.ResourceUUIDs()
+	}
+	return p.present
+}
+
+// Identities reconciles the identity provider (Keycloak groups and
+// memberships) with the render. present reports whether a resource that is no
+// longer rendered still has a tenant at the destination: its groups stay.
+type Identities interface {
+	Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (changeset.Set, map[string]int, error)
+}
+
+// IdentityOptions are the switches of the identities stage.
+type IdentityOptions struct {
+	DryRun, NoDelete bool
+	Guard            guard.Options
+}
+
+// Seams are the stages of one engine. A nil seam's stage does not run: no
+// Orders for a snapshot (a recording says nothing about Waldur's orders now),
+// no Publisher for `keycloak` or a plain render, no Identities without Keycloak.
+type Seams struct {
+	Source     Source
+	Orders     Orders
+	Validator  Validator
+	Publisher  Publisher
+	Identities Identities
+}

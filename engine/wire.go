@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"log/slog"
+
+	"github.com/waldur/waldur-gitops/apply"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Destination is where a run publishes the render.
+type Destination int
+
+// The destinations.
+const (
+	// Nowhere: the render is only shown (render to stdout, keycloak).
+	Nowhere Destination = iota
+	// Git: a commit in the GitOps repository (sync, serve, render --dry-run).
+	Git
+	// Cluster: server-side apply into the clusters (apply).
+	Cluster
+	// Directory: a local directory (render --out).
+	Directory
+)
+
+// Options choose the seams FromConfig wires for a verb.
+type Options struct {
+	// Snapshot reads the state from this file instead of the API; the order
+	// stage never runs then.
+	Snapshot string
+	Publish  Destination
+	// Dir is the directory of Publish: Directory.
+	Dir string
+	// Orders runs the order stage (approve before the render, finish after
+	// the publish) when the state comes from the API.
+	Orders bool
+	// Identities reconciles Keycloak for the offerings with keycloak_enabled.
+	Identities bool
+	// ValidateServer dry-runs every object on the API server before the publish.
+	ValidateServer bool
+	// Apply are the options of the cluster publisher and the validator
+	// (kubeconfig, conflicts, rate); DryRun and Guard are set per run.
+	Apply apply.Options
+	Log   *slog.Logger
+	// TuneWaldur adjusts every Waldur client's options (tests).
+	TuneWaldur func(*waldur.ClientOptions)
+	// KeycloakConnect replaces the Keycloak client (tests).
+	KeycloakConnect func(keycloak.Target) (*keycloak.Client, error)
+}
+
+// FromConfig builds the engine a verb runs: the templates are loaded once,
+// one Waldur client per offering serves reading and the orders, and each seam
+// is the package that implements it. A config the templates cannot work
+// with is a config error.
+func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
+	tpls, err := render.LoadTemplates(cfg)
+	if err != nil {
+		return nil, Classify(ClassConfig, err)
+	}
+	var s Seams
+	if o.Snapshot != "" {
+		s.Source = &SnapshotSource{Path: o.Snapshot, Log: o.Log}
+	} else {
+		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
+		s.Source = src
+		if o.Orders && o.Publish != Nowhere {
+			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, Log: o.Log}
+		}
+	}
+	switch o.Publish {
+	case Git:
+		s.Publisher = &GitPublisher{Config: cfg, Log: o.Log}
+	case Cluster:
+		opts := o.Apply
+		opts.Log = o.Log
+		s.Publisher = &ClusterPublisher{Config: cfg, Options: opts}
+	case Directory:
+		s.Publisher = &DirPublisher{Dir: o.Dir}
+	}
+	if o.ValidateServer {
+		opts := o.Apply
+		opts.Log = o.Log
+		s.Validator = &ServerValidator{Config: cfg, Options: opts}
+	}
+	if o.Identities && len(keycloak.Targets(cfg)) > 0 {
+		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Connect: o.KeycloakConnect}
+	}
+	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
+	return New(s, render.New(cfg, tpls).Render, g, o.Log), nil
+}
