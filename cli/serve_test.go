@@ -715,3 +715,39 @@ func TestPushAfterSignal(t *testing.T) {
 		t.Fatalf("nothing pushed after the signal:\n%s", stderr.String())
 	}
 }
+
+// TestServeKeepsOneEngine: serve builds its engine once and keeps it (and
+// with it the opened repository) from run to run, and builds it anew when
+// the config file changes.
+func TestServeKeepsOneEngine(t *testing.T) {
+	dir := t.TempDir()
+	cfgPath := filepath.Join(dir, "config.yaml")
+	abs, err := filepath.Abs("../examples/site-templates")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(mustRead(t, exampleConfig)), "templates_dir: site-templates", "templates_dir: "+abs)
+	writeFile(t, cfgPath, text)
+	a := &app{configPath: cfgPath, stdout: &strings.Builder{}, stderr: &strings.Builder{}}
+	runs := &serveRuns{a: a, wire: engine.Options{Snapshot: exampleSnapshot}}
+	load := func() *engine.Engine {
+		t.Helper()
+		cfg, err := a.loadConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, err := runs.engine(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	first := load()
+	if again := load(); again != first {
+		t.Error("the engine was built anew for an unchanged config")
+	}
+	writeFile(t, cfgPath, text+"\n# edited\n")
+	if changed := load(); changed == first {
+		t.Error("the engine was kept after the config file changed")
+	}
+}

@@ -2,17 +2,13 @@ package engine
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/version"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Engine runs the cycle with one set of seams. It lives as long as its
@@ -37,29 +33,6 @@ func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
 	return &Engine{seams: s, render: r, guard: g, log: log}
 }
 
-// Request is what one run is asked to do.
-type Request struct {
-	// Command names the run in the report: sync, render, apply, keycloak, serve.
-	Command string
-	// DryRun changes nothing anywhere and reports what would change.
-	DryRun bool
-	// AllowMassPrune lets this run past the deletion guard (--allow-mass-prune).
-	AllowMassPrune bool
-	// NoDelete keeps identity groups nobody needs (keycloak --no-delete).
-	NoDelete bool
-}
-
-// Outcome is what one run leaves: its report (exit code included) and what
-// each stage produced, for the verb to print and serve to keep.
-type Outcome struct {
-	Report    *report.Run
-	State     *waldur.State
-	Result    *render.Result
-	Published *Published
-	// Err is the run's failure with its class; nil on success.
-	Err error
-}
-
 // Last is the outcome of the latest run, nil before the first.
 func (e *Engine) Last() *Outcome { return e.last }
 
@@ -82,8 +55,12 @@ func (e *Engine) stages(req Request) []stage {
 	g := e.guard
 	g.Allow = req.AllowMassPrune
 	list := []stage{{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-		st, err := s.Source.Read(ctx)
-		o.State = st
+		var err error
+		if r, ok := s.Source.(Refresher); ok && len(req.Resources) > 0 && e.last != nil && e.last.State != nil {
+			o.State, err = r.Refresh(ctx, e.last.State, req.Resources)
+		} else {
+			o.State, err = s.Source.Read(ctx)
+		}
 		return changeset.Set{}, nil, err
 	}}}
 	if s.Orders != nil {
@@ -167,67 +144,3 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 	return out
 }
 
-// classify gives a stage's failure its class. After something was published
-// a failure is never "bad config" (exit 2 reads as "nothing happened"): it
-// takes the stage's own class and says what was published.
-func classify(st stage, err error, pub *Published) error {
-	err = Classify(st.class, err)
-	c, contained := ClassOf(err), isContained(err)
-	if pub != nil && pub.Wrote {
-		if c == ClassConfig {
-			c = st.class
-		}
-		what := "the apply went through"
-		if pub.Ref != "" {
-			what = "commit " + pub.Ref + " was pushed"
-		}
-		err = fmt.Errorf("%w (%s)", err, what)
-	}
-	return &Error{Stage: st.name, Class: c, Err: err, Contained: contained}
-}
-
-// verdict is the run's one exit decision: a failure first; then, in a dry
-// run, differences (exit 1, whether or not something was skipped); then
-// skipped resources or identities (exit 3).
-func verdict(req Request, out *Outcome, err error) error {
-	if err != nil {
-		return err
-	}
-	changes := changeset.Set{Entries: out.Report.Changes}
-	if req.DryRun && changes.Changed() {
-		return Errorf(ClassDiff, "differences found")
-	}
-	var resources, identities int
-	for _, e := range changes.ByAction(changeset.Skip) {
-		switch e.Stage {
-		case "render":
-			resources++
-		case "keycloak":
-			identities++
-		}
-	}
-	var parts []string
-	if resources > 0 {
-		parts = append(parts, fmt.Sprintf("%d resource(s)", resources))
-	}
-	if identities > 0 {
-		parts = append(parts, fmt.Sprintf("%d Keycloak group(s) or membership(s)", identities))
-	}
-	if len(parts) > 0 {
-		return Errorf(ClassPartial, "%s skipped (listed in the output), the rest done", strings.Join(parts, " and "))
-	}
-	return nil
-}
-
-// renderClassified renders st; a failure is a config error wherever it happens.
-func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {
-	res, err := e.render(st)
-	return res, Classify(ClassRender, err)
-}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}

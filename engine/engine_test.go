@@ -193,3 +193,31 @@ func TestLastOutcomeKept(t *testing.T) {
 		t.Errorf("last %p, outcome %p: %+v", e.Last(), out, out)
 	}
 }
+
+// refreshing is a Source that also refreshes, recording which it did.
+type refreshing struct {
+	*enginetest.Source
+	refreshed [][]waldur.UUID
+}
+
+func (r *refreshing) Refresh(_ context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
+	r.refreshed = append(r.refreshed, ids)
+	return last, nil
+}
+
+// TestRunForSomeResources: a run asked to look at a few resources refreshes
+// the last state instead of reading everything, but only once there is one.
+func TestRunForSomeResources(t *testing.T) {
+	f := newFakes(t)
+	src := &refreshing{Source: f.source}
+	e := engine.New(engine.Seams{Source: src, Publisher: f.publisher}, f.render, guard.DefaultOptions(), nil)
+	ids := []waldur.UUID{"0123456789abcdef0123456789abcdef"}
+	e.Run(context.Background(), engine.Request{Resources: ids}) // no last state yet: a full read
+	out := e.Run(context.Background(), engine.Request{Resources: ids})
+	if out.Err != nil || len(src.refreshed) != 1 || src.refreshed[0][0] != ids[0] {
+		t.Fatalf("refreshed %v, err %v", src.refreshed, out.Err)
+	}
+	if got := f.log.String(); got != "source.read → publish → publish" {
+		t.Errorf("calls %s", got)
+	}
+}

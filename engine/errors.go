@@ -3,8 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strings"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Class is what kind of failure ended (or marked) a run. Every failure the
@@ -135,3 +139,68 @@ func ClassOf(err error) Class {
 
 // ExitCode is the process exit code for err.
 func ExitCode(err error) int { return ClassOf(err).ExitCode() }
+
+// classify gives a stage's failure its class. After something was published
+// a failure is never "bad config" (exit 2 reads as "nothing happened"): it
+// takes the stage's own class and says what was published.
+func classify(st stage, err error, pub *Published) error {
+	err = Classify(st.class, err)
+	c, contained := ClassOf(err), isContained(err)
+	if pub != nil && pub.Wrote {
+		if c == ClassConfig {
+			c = st.class
+		}
+		what := "the apply went through"
+		if pub.Ref != "" {
+			what = "commit " + pub.Ref + " was pushed"
+		}
+		err = fmt.Errorf("%w (%s)", err, what)
+	}
+	return &Error{Stage: st.name, Class: c, Err: err, Contained: contained}
+}
+
+// verdict is the run's one exit decision: a failure first; then, in a dry
+// run, differences (exit 1, whether or not something was skipped); then
+// skipped resources or identities (exit 3).
+func verdict(req Request, out *Outcome, err error) error {
+	if err != nil {
+		return err
+	}
+	changes := changeset.Set{Entries: out.Report.Changes}
+	if req.DryRun && changes.Changed() {
+		return Errorf(ClassDiff, "differences found")
+	}
+	var resources, identities int
+	for _, e := range changes.ByAction(changeset.Skip) {
+		switch e.Stage {
+		case "render":
+			resources++
+		case "keycloak":
+			identities++
+		}
+	}
+	var parts []string
+	if resources > 0 {
+		parts = append(parts, fmt.Sprintf("%d resource(s)", resources))
+	}
+	if identities > 0 {
+		parts = append(parts, fmt.Sprintf("%d Keycloak group(s) or membership(s)", identities))
+	}
+	if len(parts) > 0 {
+		return Errorf(ClassPartial, "%s skipped (listed in the output), the rest done", strings.Join(parts, " and "))
+	}
+	return nil
+}
+
+// renderClassified renders st; a failure is a config error wherever it happens.
+func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {
+	res, err := e.render(st)
+	return res, Classify(ClassRender, err)
+}
+
+func cmpOr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

@@ -1,8 +1,13 @@
 package engine
 
 import (
+	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
@@ -93,4 +98,87 @@ func logOrDiscard(l *slog.Logger) *slog.Logger {
 		return slog.New(slog.DiscardHandler)
 	}
 	return l
+}
+
+// Refresher is a Source that can bring a previous state up to date for a
+// few resources only, instead of reading every offering again.
+type Refresher interface {
+	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
+}
+
+// Refresh returns a copy of last in which the named resources, their teams
+// and every offering's open orders are read again: per offering one order
+// listing, and one resource and one team read per named resource. A resource
+// now in a state the listing leaves out (Terminated) or answering 404 leaves
+// the state; one of another offering is ignored.
+func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
+	st := &waldur.State{Offerings: make([]waldur.OfferingState, len(last.Offerings))}
+	for i, prev := range last.Offerings {
+		o := s.offering(prev.Name)
+		if o == nil {
+			return nil, Errorf(ClassConfig, "offering %q of the last state is no longer configured", prev.Name)
+		}
+		c, err := s.Client(o)
+		if err != nil {
+			return nil, err
+		}
+		ost := prev
+		ost.Resources = slices.Clone(prev.Resources)
+		ost.Teams = maps.Clone(prev.Teams)
+		if ost.Teams == nil {
+			ost.Teams = map[waldur.UUID][]waldur.TeamMember{}
+		}
+		if ost.Orders, err = c.ListOrders(ctx, prev.OfferingUUID); err != nil {
+			return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
+		}
+		for _, id := range ids {
+			if err := refreshResource(ctx, c, &ost, id); err != nil {
+				return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
+			}
+		}
+		st.Offerings[i] = ost
+	}
+	return st, nil
+}
+
+// refreshResource reads one resource (and its team) into ost.
+func refreshResource(ctx context.Context, c *waldur.Client, ost *waldur.OfferingState, id waldur.UUID) error {
+	at := slices.IndexFunc(ost.Resources, func(r waldur.Resource) bool { return r.UUID == id })
+	r, err := c.GetResource(ctx, id)
+	switch {
+	case waldur.HasStatus(err, http.StatusNotFound):
+		if at >= 0 {
+			ost.Resources = slices.Delete(ost.Resources, at, at+1)
+		}
+		return nil
+	case err != nil:
+		return err
+	case r.OfferingUUID != ost.OfferingUUID:
+		return nil
+	}
+	if at >= 0 {
+		ost.Resources = slices.Delete(ost.Resources, at, at+1)
+	}
+	if !slices.Contains(waldur.ListedResourceStates, r.State) {
+		return nil
+	}
+	team, err := c.Team(ctx, id)
+	if err != nil {
+		return err
+	}
+	ost.Teams[r.ProjectUUID] = team
+	pos, _ := slices.BinarySearchFunc(ost.Resources, *r, func(a, b waldur.Resource) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
+	})
+	ost.Resources = slices.Insert(ost.Resources, pos, *r)
+	return nil
+}
+
+func (s *APISource) offering(name string) *config.Offering {
+	for i := range s.Offerings {
+		if s.Offerings[i].Name == name {
+			return &s.Offerings[i]
+		}
+	}
+	return nil
 }

@@ -11,11 +11,11 @@ import (
 	"strings"
 )
 
-// Resource and order states listed by ListResources and ListOrders.
-var (
-	listedResourceStates = []string{ResourceCreating, ResourceOK, ResourceErred, ResourceUpdating, ResourceTerminating}
-	listedOrderStates    = []string{OrderPendingProvider, OrderExecuting}
-)
+// ListedResourceStates are the resource states ListResources returns.
+var ListedResourceStates = []string{ResourceCreating, ResourceOK, ResourceErred, ResourceUpdating, ResourceTerminating}
+
+// listedOrderStates are the order states ListOrders returns.
+var listedOrderStates = []string{OrderPendingProvider, OrderExecuting}
 
 // Field selections: exactly the JSON keys of the types decoded, derived from their
 // struct tags so that they follow types.go.
@@ -54,7 +54,7 @@ func (c *Client) listResources(ctx context.Context, offering UUID) ([]Resource, 
 	if err != nil {
 		return nil, err
 	}
-	q := url.Values{"offering_uuid": {offering.Hex()}, "state": listedResourceStates, "o": {"created"}, "field": resourceFields}
+	q := url.Values{"offering_uuid": {offering.Hex()}, "state": ListedResourceStates, "o": {"created"}, "field": resourceFields}
 	all, err := listAll[Resource](ctx, c, KindResourcesList, "marketplace-provider-resources/", q)
 	if err != nil {
 		return nil, err

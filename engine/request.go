@@ -1,0 +1,35 @@
+package engine
+
+import (
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Request is what one run is asked to do.
+type Request struct {
+	// Command names the run in the report: sync, render, apply, keycloak, serve.
+	Command string
+	// DryRun changes nothing anywhere and reports what would change.
+	DryRun bool
+	// AllowMassPrune lets this run past the deletion guard (--allow-mass-prune).
+	AllowMassPrune bool
+	// NoDelete keeps identity groups nobody needs (keycloak --no-delete).
+	NoDelete bool
+	// Resources, when set, asks to look at these resources only: a Source
+	// that is a Refresher reads them (and the open orders) into the last
+	// run's state instead of reading every offering again.
+	Resources []waldur.UUID
+}
+
+// Outcome is what one run leaves: its report (exit code included) and what
+// each stage produced, for the verb to print and serve to keep.
+type Outcome struct {
+	Report    *report.Run
+	State     *waldur.State
+	Result    *render.Result
+	Published *Published
+	// Err is the run's failure with its class; nil on success.
+	Err error
+}
+

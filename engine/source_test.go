@@ -1,0 +1,83 @@
+package engine_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+)
+
+const offeringUUID = "0ff00000000040008000000000000042"
+
+// TestRefreshReadsOnlyTheNamedResources: a run asked to look at one resource
+// reads that resource, its team and the open orders, and no listing of
+// resources or teams; the state it builds equals a full read.
+func TestRefreshReadsOnlyTheNamedResources(t *testing.T) {
+	srv := waldurtest.New(t)
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var ids []waldur.UUID
+	for i, slug := range []string{"alpha", "beta", "gamma", "delta"} {
+		ids = append(ids, srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: slug, Created: created.Add(time.Duration(i) * time.Hour),
+			ProjectUUID: waldur.UUID("0aa0000000004000800000000000000" + string(rune('1'+i))), Limits: waldur.Limits{"cpu": "1"}}))
+	}
+	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
+	src := &engine.APISource{Offerings: []config.Offering{o}}
+	ctx := context.Background()
+	last, err := src.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// Waldur changes: beta's limit, a new resource epsilon with a Create
+	// order, gamma terminated.
+	beta, _ := srv.Resource(ids[1])
+	beta.Limits = waldur.Limits{"cpu": "4"}
+	srv.AddResource(beta)
+	eps := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "epsilon", Created: created.Add(90 * time.Minute),
+		ProjectUUID: "0aa00000000040008000000000000009", State: waldur.ResourceCreating})
+	srv.AddOrder(offeringUUID, waldur.Order{Type: waldur.OrderCreate, MarketplaceResourceUUID: eps})
+	gamma, _ := srv.Resource(ids[2])
+	gamma.State = waldur.ResourceTerminated
+	srv.AddResource(gamma)
+
+	ctx, tally := waldur.WithTally(ctx)
+	got, err := src.Refresh(ctx, last, []waldur.UUID{ids[1], eps, ids[2]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := tally.Stats().Requests
+	if calls[waldur.KindResourcesList] != 0 || calls[waldur.KindResourceGet] != 3 || calls[waldur.KindOrdersList] != 1 {
+		t.Errorf("refresh made the calls %v, want 3 resource reads and 1 order listing, no resource listing", calls)
+	}
+	full, err := src.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Offerings) != 1 || len(full.Offerings) != 1 {
+		t.Fatalf("offerings: %d refreshed, %d read", len(got.Offerings), len(full.Offerings))
+	}
+	g, f := got.Offerings[0], full.Offerings[0]
+	var gs, fs []string
+	for _, r := range g.Resources {
+		gs = append(gs, r.Slug+":"+r.State+":"+string(r.Limits["cpu"]))
+	}
+	for _, r := range f.Resources {
+		fs = append(fs, r.Slug+":"+r.State+":"+string(r.Limits["cpu"]))
+	}
+	if len(gs) != len(fs) || len(g.Orders) != len(f.Orders) || len(g.Orders) != 1 {
+		t.Fatalf("refreshed %v with %d orders, a full read %v with %d", gs, len(g.Orders), fs, len(f.Orders))
+	}
+	for i := range gs {
+		if gs[i] != fs[i] {
+			t.Errorf("resource %d: refreshed %s, read %s", i, gs[i], fs[i])
+		}
+	}
+	if len(last.Offerings[0].Resources) != 4 || last.Offerings[0].Resources[1].Limits["cpu"] != "1" {
+		t.Error("refresh changed the last state in place")
+	}
+}
