@@ -1,0 +1,27 @@
+// Package engine owns the one cycle every command that changes something
+// runs: sync, render (--dry-run and --out), apply, keycloak and serve.
+//
+//	        Source            Orders          render          Validator       Publisher          Identities       Orders
+//	  waldur ──────▶ approve ──────▶ render ──────▶ validate ──────▶ git | apply | out ──────▶ keycloak ──────▶ orders
+//	  (API or        (pending-       (pure:          (--validate-     (commit and push,    (groups and       (executing
+//	   snapshot)      provider)       render.New)     server)          apply, or a dir)     memberships)      → done/erred)
+//
+// Each arrow is a small interface in seams.go; the packages that do the work
+// implement them through the adapters beside it: waldur (APISource,
+// SnapshotSource), orders (OrderStage), gitsync (GitPublisher), apply
+// (ClusterPublisher, ServerValidator), localtree (DirPublisher) and keycloak
+// (KeycloakStage). FromConfig wires the seams a verb asks for; a nil seam's
+// stage does not run (no orders from a snapshot, no publisher for the
+// keycloak command).
+//
+// cycle.go runs the stages in order and records each in the run report. The
+// first failure ends the run, except that the identities stage lets the
+// orders go on and a failure contained to some tenants (objects an API server
+// refused) lets the others go on. errors.go holds the one table from failure
+// class to exit code and the run's verdict: a failure first, then in a dry
+// run differences (exit 1), then skipped resources or identities (exit 3).
+//
+// To add a stage: give it an interface in seams.go and a field in Seams, an
+// entry in Engine.stages at its place in the pipeline (with its failure
+// class), its adapter in a file of its own, and its wiring in FromConfig.
+package engine
