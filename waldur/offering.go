@@ -44,8 +44,26 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 			return fmt.Errorf("list resources of offering %s: %w", id, err)
 		}
 		badRes = bad
-		st.Resources, st.Teams, badTeams, err = c.readTeams(ctx, res)
-		return err
+		// The Terminated listing follows the live one, so that a resource
+		// terminated meanwhile is in at least one of them; teams are read
+		// at the same time.
+		tg := newGroup(ctx, 0)
+		tg.Go(func(ctx context.Context) (err error) {
+			var since time.Time
+			if c.opts.TerminatedWindow > 0 {
+				since = time.Now().Add(-c.opts.TerminatedWindow)
+			}
+			terminated, badTerm, err = c.listTerminated(ctx, id, since)
+			if err != nil {
+				return fmt.Errorf("list terminated resources of offering %s: %w", id, err)
+			}
+			return nil
+		})
+		tg.Go(func(ctx context.Context) (err error) {
+			st.Resources, st.Teams, badTeams, err = c.readTeams(ctx, res)
+			return err
+		})
+		return tg.Wait()
 	})
 	g.Go(func(ctx context.Context) (err error) {
 		st.Orders, badOrders, err = c.listOrders(ctx, id)
@@ -54,17 +72,6 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 	g.Go(func(ctx context.Context) (err error) {
 		st.OfferingUsers, badUsers, err = c.listOfferingUsers(ctx, id)
 		return err
-	})
-	g.Go(func(ctx context.Context) (err error) {
-		var since time.Time
-		if c.opts.TerminatedWindow > 0 {
-			since = time.Now().Add(-c.opts.TerminatedWindow)
-		}
-		terminated, badTerm, err = c.listTerminated(ctx, id, since)
-		if err != nil {
-			return fmt.Errorf("list terminated resources of offering %s: %w", id, err)
-		}
-		return nil
 	})
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
