@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/internal/redact"
@@ -45,10 +46,13 @@ func decodeRecords[T any](kind string, raws []json.RawMessage) ([]T, []BadRecord
 	for i, raw := range raws {
 		var v T
 		if err := json.Unmarshal(raw, &v); err != nil {
-			key := "(record)"
+			key := failingKey[T](raw)
 			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Field != "" {
+			if key == "" && errors.As(err, &te) && te.Field != "" {
 				key = te.Field
+			}
+			if key == "" {
+				key = "(record)"
 			}
 			bad = append(bad, BadRecord{Kind: kind, UUID: validKey(raw), Key: key,
 				Reason: fmt.Sprintf("record %d of the listing does not decode: key %s: %s", i+1, key, redact.String(err.Error()))})
@@ -62,6 +66,28 @@ func decodeRecords[T any](kind string, raws []json.RawMessage) ([]T, []BadRecord
 		out = append(out, v)
 	}
 	return out, bad
+}
+
+// failingKey finds the JSON key of T whose value does not decode, by decoding
+// the record's keys one by one; "" when none does on its own.
+func failingKey[T any](raw json.RawMessage) string {
+	var fields map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil {
+		return ""
+	}
+	t := reflect.TypeFor[T]()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		v, ok := fields[name]
+		if name == "" || !ok {
+			continue
+		}
+		if json.Unmarshal(v, reflect.New(f.Type).Interface()) != nil {
+			return name
+		}
+	}
+	return ""
 }
 
 // checkUUIDs checks the uuid keys of a decoded record.
