@@ -179,9 +179,11 @@ func TestEchoedSecretsAreMaskedInEveryForm(t *testing.T) {
 	const other = "kc-pa55word/with+plus"
 	redact.Register(other)
 	echoes := map[string]func(tok string) string{
-		"raw":         func(tok string) string { return `{"detail": "bad header Token ` + tok + `"}` },
-		"query":       func(tok string) string { return "<html>token=" + url.QueryEscape(tok+"&"+other) + "</html>" },
-		"basic":       func(tok string) string { return "<html>Basic " + base64.StdEncoding.EncodeToString([]byte("x:"+tok)) + "</html>" },
+		"raw":   func(tok string) string { return `{"detail": "bad header Token ` + tok + `"}` },
+		"query": func(tok string) string { return "<html>token=" + url.QueryEscape(tok+"&"+other) + "</html>" },
+		"basic": func(tok string) string {
+			return "<html>Basic " + base64.StdEncoding.EncodeToString([]byte("x:"+tok)) + "</html>"
+		},
 		"json":        func(tok string) string { return `{"detail": "` + strings.ReplaceAll(other, "/", `\/`) + `"}` },
 		"cut short":   func(tok string) string { return "<html>" + strings.Repeat("y", 230) + " Token " + tok + "</html>" },
 		"other raw":   func(string) string { return `["password ` + other + ` is wrong"]` },
