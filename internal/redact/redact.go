@@ -28,6 +28,8 @@ package redact
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"log/slog"
 	"net/url"
 	"regexp"
 	"slices"
@@ -262,4 +264,26 @@ func URL(raw string) string {
 	}
 	u.User = nil
 	return String(u.String())
+}
+
+// ReplaceAttr is a slog.HandlerOptions.ReplaceAttr that masks, with the
+// Default Redactor, every string, error and Stringer attribute value and
+// the message: install it on the process's log handler so that no log line
+// shows a secret whatever a caller logs.
+func ReplaceAttr(_ []string, a slog.Attr) slog.Attr {
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		if s := v.String(); s != "" {
+			a.Value = slog.StringValue(String(s))
+		}
+	case slog.KindAny:
+		switch x := v.Any().(type) {
+		case error:
+			a.Value = slog.StringValue(String(x.Error()))
+		case fmt.Stringer:
+			a.Value = slog.StringValue(String(x.String()))
+		}
+	}
+	return a
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/url"
 	"strings"
 	"testing"
@@ -196,4 +197,16 @@ func FuzzStringNeverLeaks(f *testing.F) {
 			t.Errorf("String(%q) = %q holds the secret", pre+secret+post, got)
 		}
 	})
+}
+
+func TestReplaceAttrMasksLogLines(t *testing.T) {
+	redact.Register("log-secret-71c3")
+	var b strings.Builder
+	log := slog.New(slog.NewJSONHandler(&b, &slog.HandlerOptions{ReplaceAttr: redact.ReplaceAttr}))
+	log.Info("login with log-secret-71c3", "error", errors.New("echo "+url.QueryEscape("log-secret-71c3")),
+		"url", "https://u:p@h/", "n", 3, slog.Group("g", "pw", "log-secret-71c3"))
+	out := b.String()
+	if strings.Contains(out, "log-secret-71c3") || strings.Contains(out, "u:p@") || !strings.Contains(out, `"n":3`) {
+		t.Errorf("log line %s", out)
+	}
 }
