@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Backend types.
@@ -265,9 +267,12 @@ func (o *Offering) Token() (Secret, error) {
 		if t == "" {
 			return "", fmt.Errorf("offering %s: waldur_api_token_file %s is empty", o.Name, o.WaldurAPITokenFile)
 		}
+		redact.Register(t)
 		return Secret(t), nil
 	case strings.TrimSpace(os.Getenv(TokenEnv)) != "":
-		return Secret(strings.TrimSpace(os.Getenv(TokenEnv))), nil
+		t := strings.TrimSpace(os.Getenv(TokenEnv))
+		redact.Register(t)
+		return Secret(t), nil
 	}
 	return "", fmt.Errorf("offering %s: no Waldur token: set waldur_api_token, waldur_api_token_file or $%s", o.Name, TokenEnv)
 }
@@ -317,6 +322,7 @@ func Parse(data []byte, path string) (*Loaded, error) {
 	cfg.Metrics.applyDefaults(filepath.Dir(path))
 	cfg.validate(r)
 	cfg.Metrics.validate(r)
+	registerSecrets(cfg)
 	if len(r.problems) > 0 {
 		r.sortProblems()
 		return nil, &ValidationError{File: path, Problems: r.problems}
@@ -405,13 +411,9 @@ func (m *Metrics) applyDefaults(dir string) {
 // credentials come from a file or the environment.
 func (m *Metrics) validate(r *report) {
 	if m.PushgatewayURL != "" {
-		u, err := url.Parse(m.PushgatewayURL)
+		u, ok := checkURL("metrics.pushgateway_url", m.PushgatewayURL, "use metrics.username with password_file or password_env", r)
 		switch {
-		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			// The value is not repeated: it might hold a credential.
-			r.addf("metrics.pushgateway_url", nil, "must be an http or https URL with a host")
-		case u.User != nil:
-			r.addf("metrics.pushgateway_url", nil, "must not contain user information: use metrics.username with password_file or password_env")
+		case !ok:
 		case u.RawQuery != "" || u.Fragment != "":
 			r.addf("metrics.pushgateway_url", nil, "must not have a query or fragment")
 		case strings.Contains(u.Path, "/metrics/job"):

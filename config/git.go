@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Transports of a git.url, as GitTransport returns them.
@@ -102,6 +104,7 @@ func readSecretFile(key, file string) (Secret, error) {
 	if s == "" {
 		return "", fmt.Errorf("%s %s is empty", key, file)
 	}
+	redact.Register(s)
 	return Secret(s), nil
 }
 
@@ -110,6 +113,7 @@ func readSecretEnv(key, name string) (Secret, error) {
 	if s == "" {
 		return "", fmt.Errorf("%s: the environment variable %s is not set or empty", key, name)
 	}
+	redact.Register(s)
 	return Secret(s), nil
 }
 
@@ -149,6 +153,9 @@ func (g *Git) validate(r *report) {
 				if _, has := u.User.Password(); has {
 					// The value is not repeated: it holds a credential.
 					r.addf("git.url", nil, "must not contain a password: put it in git.password_file, git.password_env, git.token_file or git.token_env")
+				} else if tr == GitHTTPS {
+					// A token is often given as the user name of an https URL.
+					r.addf("git.url", nil, "must not contain user information: put the user name in git.username and the password or token in git.password_file, git.password_env, git.token_file or git.token_env")
 				}
 			}
 		}

@@ -284,6 +284,8 @@ func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
 	}
 	if c.KeycloakEnabled && k.URL == "" {
 		r.addf(kp+".keycloak_url", nil, "required when keycloak_enabled is true")
+	} else if k.URL != "" {
+		checkURL(kp+".keycloak_url", k.URL, "use keycloak_username with keycloak_password_file or keycloak_password_env, or client_secret_file", r)
 	}
 	if v := *k.RequestsPerSecond; v < 0 {
 		r.addf(kp+".requests_per_second", nil, "must not be negative (0 turns the limit off), got %v", v)

@@ -3,7 +3,6 @@ package config
 import (
 	"fmt"
 	"maps"
-	"net/url"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -127,8 +126,8 @@ func (o *Offering) validate(at string, r *report) {
 	}
 	if o.WaldurAPIURL == "" {
 		r.addf(at+".waldur_api_url", nil, "required")
-	} else if u, err := url.Parse(o.WaldurAPIURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		r.addf(at+".waldur_api_url", nil, "must be an http or https URL, got %q", o.WaldurAPIURL)
+	} else {
+		checkURL(at+".waldur_api_url", o.WaldurAPIURL, "put the token in waldur_api_token, waldur_api_token_file or $"+TokenEnv, r)
 	}
 	if o.WaldurOfferingUUID == "" {
 		r.addf(at+".waldur_offering_uuid", nil, "required")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -121,7 +122,7 @@ func failing(name, target string, err error) Check {
 // itself (GET /api/marketplace-provider-offerings/<uuid>/), and compares the
 // configured components with the offering's.
 func WaldurChecks(o *config.Offering, api WaldurAPI, clientErr error) []Check {
-	target := fmt.Sprintf("%s (%s)", o.Name, o.WaldurAPIURL)
+	target := fmt.Sprintf("%s (%s)", o.Name, redact.URL(o.WaldurAPIURL))
 	if clientErr != nil {
 		return []Check{failing("waldur token", target, clientErr), failing("waldur offering", o.Name, clientErr)}
 	}
@@ -177,7 +178,7 @@ func missingComponents(o *config.Offering, off *waldur.ProviderOffering) []strin
 // GitChecks checks that the repository can be read (and whether the branch
 // exists) and that a push would be accepted.
 func GitChecks(g config.Git, remote GitRemote, clientErr error) []Check {
-	target := gitsync.RedactURL(g.URL)
+	target := redact.URL(gitsync.RedactURL(g.URL))
 	if clientErr != nil {
 		return []Check{failing("git read", target, clientErr), failing("git write", target, clientErr)}
 	}
@@ -204,8 +205,9 @@ func GitChecks(g config.Git, remote GitRemote, clientErr error) []Check {
 
 // KeycloakChecks checks the login and reading the realm's groups.
 func KeycloakChecks(k config.KeycloakSettings, kc Keycloak, clientErr error) []Check {
-	login := fmt.Sprintf("%s realm %s", strings.TrimRight(k.URL, "/"), k.UserRealm)
-	realm := fmt.Sprintf("%s realm %s", strings.TrimRight(k.URL, "/"), k.Realm)
+	shown := strings.TrimRight(redact.URL(k.URL), "/")
+	login := fmt.Sprintf("%s realm %s", shown, k.UserRealm)
+	realm := fmt.Sprintf("%s realm %s", shown, k.Realm)
 	if clientErr != nil {
 		return []Check{failing("keycloak login", login, clientErr), failing("keycloak realm", realm, clientErr)}
 	}

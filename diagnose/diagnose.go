@@ -14,6 +14,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Check is one connection check.
@@ -68,14 +70,18 @@ func Run(ctx context.Context, checks []Check, opts Options) []Result {
 	return out
 }
 
+// runOne runs a check. Its target, detail and error pass through the
+// process-wide redactor (internal/redact) before anything else is done to
+// them.
 func runOne(ctx context.Context, c Check, timeout time.Duration) (res Result) {
-	res = Result{Name: c.Name, Target: c.Target}
+	target := redact.String(c.Target)
+	res = Result{Name: c.Name, Target: target}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
 	defer func() {
 		if p := recover(); p != nil {
-			res.OK, res.Detail = false, fmt.Sprintf("check panicked: %v", p)
+			res.OK, res.Detail = false, oneLine(redact.String(fmt.Sprintf("check panicked: %v", p)))
 		}
 		res.Duration = time.Since(start)
 	}()
@@ -84,9 +90,9 @@ func runOne(ctx context.Context, c Check, timeout time.Duration) (res Result) {
 		if ctx.Err() == context.DeadlineExceeded {
 			err = fmt.Errorf("no answer within %s: %w", timeout, err)
 		}
-		return Result{Name: c.Name, Target: c.Target, Detail: oneLine(err.Error())}
+		return Result{Name: c.Name, Target: target, Detail: oneLine(redact.String(err.Error()))}
 	}
-	res.OK, res.Detail = true, oneLine(detail)
+	res.OK, res.Detail = true, oneLine(redact.String(detail))
 	return res
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
 	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
@@ -254,5 +255,36 @@ func TestClusterCheckAndTable(t *testing.T) {
 	out := b.String()
 	if !strings.HasPrefix(out, "CHECK") || !strings.Contains(out, "pass") || strings.Count(out, "FAIL") != 3 || !strings.HasSuffix(out, "4 check(s), 3 failed\n") {
 		t.Errorf("table:\n%s", out)
+	}
+}
+
+// TestTargetsAndDetailsAreRedacted: a URL with user information (which Load
+// refuses, but a config built in code might carry) and a registered secret
+// echoed by a failing check never reach a result, in the table or in JSON.
+func TestTargetsAndDetailsAreRedacted(t *testing.T) {
+	const pw = "diag-pa55word-e41f"
+	redact.Register("diag-registered-secret-9a")
+	o := &config.Offering{Name: "Plain", WaldurAPIURL: "https://ana:" + pw + "@waldur.example.org/api/", WaldurOfferingUUID: string(offering)}
+	checks := diagnose.WaldurChecks(o, nil, errors.New("dial with diag-registered-secret-9a failed at https://u:"+pw+"@h/"))
+	kc := config.KeycloakSettings{URL: "https://admin:" + pw + "@sso.example.org/", Realm: "waldur", UserRealm: "master"}
+	checks = append(checks, diagnose.KeycloakChecks(kc, nil, errors.New("no client"))...)
+	checks = append(checks, diagnose.Check{Name: "ok", Target: "x", Run: func(context.Context) (string, error) {
+		return "token " + url.QueryEscape("diag-registered-secret-9a"), nil
+	}})
+	rs := run(t, checks)
+	var table strings.Builder
+	if err := diagnose.WriteTable(&table, rs); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(rs)
+	for _, out := range []string{table.String(), string(js)} {
+		for _, s := range []string{pw, "diag-registered-secret-9a"} {
+			if strings.Contains(out, s) {
+				t.Errorf("output shows %q:\n%s", s, out)
+			}
+		}
+	}
+	if !strings.Contains(table.String(), "Plain (https://waldur.example.org/api/)") || !strings.Contains(table.String(), "https://sso.example.org realm master") {
+		t.Errorf("targets lost their host:\n%s", table.String())
 	}
 }

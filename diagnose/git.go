@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // gitRemote talks to a remote with go-git's transports: the reference
@@ -109,12 +109,10 @@ func (r *gitRemote) advertised(ctx context.Context, push bool) (map[string]strin
 	return out, nil
 }
 
-// clean removes the secret from an error, in case a server echoes it.
+// clean removes the secret (in every form, see internal/redact) from an
+// error, in case a server echoes it.
 func (r *gitRemote) clean(err error) error {
-	if r.secret == "" || !strings.Contains(err.Error(), r.secret) {
-		return err
-	}
-	return errors.New(strings.ReplaceAll(err.Error(), r.secret, "[redacted]"))
+	return redact.Default().With(r.secret).Error(err)
 }
 
 // writable checks that a local repository's object store takes new files.

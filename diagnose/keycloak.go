@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // gocloakCheck logs in and reads the realm with gocloak. The token is obtained
@@ -93,13 +93,9 @@ func (c *gocloakCheck) ReadGroups(ctx context.Context) (int, error) {
 	return len(groups), nil
 }
 
-// clean keeps secrets out of an error message.
+// clean keeps secrets out of an error message, in every form a token
+// endpoint may echo them (internal/redact).
 func (c *gocloakCheck) clean(err error) error {
-	msg := err.Error()
-	for _, s := range []string{c.k.Password.Reveal(), c.k.ClientSecret.Reveal(), c.token} {
-		if s != "" {
-			msg = strings.ReplaceAll(msg, s, "[redacted]")
-		}
-	}
-	return errors.New(msg)
+	red := redact.Default().With(c.k.Password.Reveal(), c.k.ClientSecret.Reveal(), c.token)
+	return errors.New(red.String(err.Error()))
 }

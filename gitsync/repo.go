@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"io"
 	"log/slog"
 	"strings"
@@ -350,14 +351,11 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.msg }
 func (e *redactedError) Unwrap() error { return e.err }
 
+// redact masks the secrets, and every secret registered from the config, in
+// every form they can take (internal/redact).
 func redact(err error, secrets []string) error {
 	msg := err.Error()
-	clean := msg
-	for _, s := range secrets {
-		if s != "" {
-			clean = strings.ReplaceAll(clean, s, "[redacted]")
-		}
-	}
+	clean := redactpkg.Default().With(secrets...).String(msg)
 	if clean == msg {
 		return err
 	}

@@ -3,8 +3,8 @@ package metrics
 import (
 	"context"
 	"fmt"
+	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,10 +51,13 @@ func Push(ctx context.Context, cfg *config.Metrics, command string, g prometheus
 // GroupingCommand is the grouping label that names the command whose run was pushed.
 const GroupingCommand = "command"
 
-// redact keeps a password out of an error text, should a proxy echo it back.
+// redact keeps a password (in every form, and every secret registered from
+// the config) out of an error text, should a proxy echo it back.
 func redact(err error, secret string) error {
-	if secret == "" || !strings.Contains(err.Error(), secret) {
+	msg := err.Error()
+	clean := redactpkg.Default().With(secret).String(msg)
+	if clean == msg {
 		return err
 	}
-	return fmt.Errorf("%s", strings.ReplaceAll(err.Error(), secret, "[redacted]"))
+	return fmt.Errorf("%s", clean)
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // MaxPageSize is the largest page size Waldur serves; larger requests are clamped
@@ -39,9 +41,18 @@ type ClientOptions struct {
 	// RetryWaitMin and RetryWaitMax bound the exponential backoff between attempts.
 	// A Retry-After answer on 429/503 replaces the backoff but is capped at RetryWaitMax.
 	RetryWaitMin, RetryWaitMax time.Duration
-	// Logger receives one debug line per HTTP attempt (nil: discard).
+	// TerminatedWindow limits the Terminated resources ReadOffering lists to
+	// those modified within it (zero: DefaultTerminatedWindow; negative: all).
+	TerminatedWindow time.Duration
+	// Logger receives one debug line per HTTP attempt and one info line per
+	// retry, with the attempt number and the wait (nil: discard).
 	Logger *slog.Logger
 }
+
+// DefaultTerminatedWindow is how far back ReadOffering lists Terminated
+// resources. A tenant whose resource was terminated longer ago can still be
+// confirmed with LookupResource.
+const DefaultTerminatedWindow = 90 * 24 * time.Hour
 
 // DefaultClientOptions returns the options used when the configuration sets nothing.
 func DefaultClientOptions() ClientOptions {
@@ -54,6 +65,8 @@ func DefaultClientOptions() ClientOptions {
 		RetryMax:     5,
 		RetryWaitMin: 200 * time.Millisecond,
 		RetryWaitMax: 5 * time.Second,
+
+		TerminatedWindow: DefaultTerminatedWindow,
 	}
 }
 
@@ -66,6 +79,7 @@ type Client struct {
 	log   *slog.Logger
 	slots chan struct{} // bounds requests in flight
 	stats *statsRecorder
+	red   *redact.Redactor // masks the token and every registered secret
 }
 
 // NewClient validates opts and returns a client. Zero Timeout, PageSize,
@@ -93,6 +107,7 @@ func NewClient(opts ClientOptions) (*Client, error) {
 		log:   log,
 		slots: make(chan struct{}, opts.Concurrency),
 		stats: newStatsRecorder(),
+		red:   redact.Default().With(opts.Token),
 	}
 	c.http = c.newRetryClient()
 	return c, nil
@@ -111,6 +126,9 @@ func withDefaults(o ClientOptions) ClientOptions {
 	}
 	if o.UserAgent == "" {
 		o.UserAgent = d.UserAgent
+	}
+	if o.TerminatedWindow == 0 {
+		o.TerminatedWindow = d.TerminatedWindow
 	}
 	return o
 }
@@ -199,7 +217,7 @@ func (c *Client) newRetryClient() *retryablehttp.Client {
 		RetryWaitMin:   c.opts.RetryWaitMin,
 		RetryWaitMax:   c.opts.RetryWaitMax,
 		RetryMax:       c.opts.RetryMax,
-		CheckRetry:     retryablehttp.DefaultRetryPolicy,
+		CheckRetry:     c.checkRetry,
 		Backoff:        backoff,
 		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 		RequestLogHook: c.onAttempt,

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 func TestNormalizeBaseURL(t *testing.T) {
@@ -128,8 +130,25 @@ func TestErrorDetail(t *testing.T) {
 		{"", ""},
 	}
 	for _, tt := range tests {
-		if got := errorDetail([]byte(tt.body)); got != tt.want {
+		if got, _ := errorDetail([]byte(tt.body), redact.New()); got != tt.want {
 			t.Errorf("errorDetail(%q) = %q, want %q", tt.body, got, tt.want)
+		}
+	}
+}
+
+// TestErrorDetailMasksBeforeShortening: a token echoed at the end of a long
+// HTML page is masked, not cut in half and shown.
+func TestErrorDetailMasksBeforeShortening(t *testing.T) {
+	const token = "3f1c9a7e5b2d4c6e8a0b1c2d3e4f5a6b7c8d9e0f"
+	red := redact.New().With(token)
+	body := "<html>" + strings.Repeat("x", 190) + " Authorization: Token " + token + "</html>"
+	got, isJSON := errorDetail([]byte(body), red)
+	if isJSON {
+		t.Error("an HTML body counted as JSON")
+	}
+	for i := 0; i+6 <= len(token); i++ {
+		if strings.Contains(got, token[i:i+6]) {
+			t.Fatalf("detail %q shows part of the token (%q)", got, token[i:i+6])
 		}
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // APIError is a Waldur answer with a non-2xx status.
@@ -22,6 +24,12 @@ type APIError struct {
 	Detail string
 	// Location is the redirect target of a 3xx answer (redirects are not followed).
 	Location string
+	// Attempts is the number of attempts made when the status is one that is
+	// retried (429, 5xx) and retries ran out; zero otherwise.
+	Attempts int
+	// JSON reports whether the body was JSON, as Waldur's own answers are; an
+	// HTML 404 comes from a proxy or a wrong URL, not from Waldur.
+	JSON bool
 }
 
 // Error implements error.
@@ -33,6 +41,9 @@ func (e *APIError) Error() string {
 	}
 	if hint := e.hint(); hint != "" {
 		b.WriteString(" (" + hint + ")")
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " (gave up after %d attempts)", e.Attempts)
 	}
 	return b.String()
 }
@@ -75,34 +86,39 @@ func IsNotFound(err error) bool { return HasStatus(err, http.StatusNotFound) }
 // IsConflict reports whether err is a 409 answer (wrong state for a transition).
 func IsConflict(err error) bool { return HasStatus(err, http.StatusConflict) }
 
-// newAPIError builds the error for a non-2xx answer. Any occurrence of the token
-// in the body is masked, in case a proxy echoes request headers.
-func newAPIError(method, shownURL string, resp *http.Response, body []byte, token string) *APIError {
-	detail := errorDetail(body)
-	if token != "" {
-		detail = strings.ReplaceAll(detail, token, "[redacted]")
+// newAPIError builds the error for a non-2xx answer. Every registered secret
+// and the token are masked in the detail and the redirect target (before any
+// truncation), in case a proxy echoes request headers or a form body.
+func newAPIError(method, shownURL string, resp *http.Response, body []byte, red *redact.Redactor) *APIError {
+	detail, isJSON := errorDetail(body, red)
+	loc := resp.Header.Get("Location")
+	if loc != "" {
+		loc = red.String(redact.URL(loc))
 	}
 	return &APIError{
 		Method:     method,
 		URL:        shownURL,
 		StatusCode: resp.StatusCode,
 		Detail:     detail,
-		Location:   resp.Header.Get("Location"),
+		Location:   loc,
+		JSON:       isJSON,
 	}
 }
 
 // errorDetail condenses the error shapes DRF produces: {"detail": "…"},
-// {"field": ["…"]}, ["…"], or a non-JSON (HTML) page.
-func errorDetail(body []byte) string {
+// {"field": ["…"]}, ["…"], or a non-JSON (HTML) page; masked by red before it
+// is shortened. isJSON reports whether the body was JSON.
+func errorDetail(body []byte, red *redact.Redactor) (detail string, isJSON bool) {
 	body = bytes.TrimSpace(body)
 	if len(body) == 0 {
-		return ""
+		return "", false
 	}
 	var v any
 	if err := json.Unmarshal(body, &v); err != nil {
-		return "non-JSON body: " + snippet(bytes.Join(bytes.Fields(body), []byte(" ")), 200)
+		clean := red.String(string(bytes.Join(bytes.Fields(body), []byte(" "))))
+		return "non-JSON body: " + snippet([]byte(clean), 200), false
 	}
-	return flattenDetail(v)
+	return red.String(flattenDetail(v)), true
 }
 
 func flattenDetail(v any) string {

@@ -75,9 +75,12 @@ func TestTokenNeverLoggedOrReturned(t *testing.T) {
 	errs = append(errs, err)
 	srv.FailNext(2, 503)
 	errs = append(errs, c.ApproveOrder(ctx, offering))
-	srv.InjectFault(waldurtest.Fault{Count: 5, Drop: true}) // net/http may replay once on a reused connection
+	// net/http replays a request whose reused connection closes before an
+	// answer, once per idle connection: enough drops for every one of them.
+	srv.InjectFault(waldurtest.Fault{Count: 40, Drop: true})
 	_, err = c.Version(ctx)
 	errs = append(errs, err)
+	srv.ClearFaults()
 	errs = append(errs, c.SetOrderErred(ctx, offering, "m", "tb"))
 	bad := newClient(t, srv.URL(), secretToken+"x", func(o *waldur.ClientOptions) { o.Logger = logger })
 	_, err = bad.ListOfferingUsers(ctx, offering)
@@ -151,7 +154,6 @@ func TestResponseThatIsNotAnArray(t *testing.T) {
 	tests := []struct{ name, body, want string }{
 		{"envelope object", `{"count": 0, "results": []}`, "is not a JSON array"},
 		{"html", `<html>maintenance</html>`, "is not a JSON array"},
-		{"bad item", `[{"uuid": 42}]`, "decode http"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,7 +3,9 @@ package waldur
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
+	"time"
 )
 
 // Reader reads the Waldur state of one offering. *Client implements it; tests
@@ -15,73 +17,162 @@ type Reader interface {
 var _ Reader = (*Client)(nil)
 
 // ReadOffering reads everything the renderer needs about one offering: its
-// resources, open orders, offering users and the team of every project that has
-// a resource. Teams are read once per project, through the project's first
-// resource in (created, uuid) order. The lists are read concurrently, bounded by
-// Concurrency. Any failed call fails the whole read: a partial state is never
-// returned, because rendering it could delete tenants from Git.
+// resources, open orders, offering users, the resources terminated within
+// TerminatedWindow and the team of every project that has a resource. Teams
+// are read once per project, through the project's first resource in
+// (created, uuid) order (the next one when that resource's team answers 404).
+// The lists are read concurrently, bounded by Concurrency.
+//
+// A record that cannot be used (it does not decode, a uuid in it is
+// malformed, its team answers 404 through every resource of its project) is
+// left out and listed in BadRecords; the rest is read as usual. Any failed
+// call or inconsistent listing (*InconsistentListingError) fails the whole
+// read: a partial state is never returned, because rendering it could delete
+// tenants from Git.
 func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (*OfferingState, error) {
 	id, err := canonical("offering", offering)
 	if err != nil {
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
 	}
 	st := &OfferingState{Name: name, OfferingUUID: id}
+	var badRes, badOrders, badUsers, badTerm, badTeams []BadRecord
+	var terminated []UUID
 	g := newGroup(ctx, 0)
 	g.Go(func(ctx context.Context) error {
-		res, err := c.ListResources(ctx, id)
+		res, bad, err := c.listResources(ctx, id)
 		if err != nil {
-			return err
+			return fmt.Errorf("list resources of offering %s: %w", id, err)
 		}
-		st.Resources = res
-		st.Teams, err = c.readTeams(ctx, res)
+		badRes = bad
+		// The Terminated listing follows the live one, so that a resource
+		// terminated meanwhile is in at least one of them; teams are read
+		// at the same time.
+		tg := newGroup(ctx, 0)
+		tg.Go(func(ctx context.Context) (err error) {
+			var since time.Time
+			if c.opts.TerminatedWindow > 0 {
+				since = time.Now().Add(-c.opts.TerminatedWindow)
+			}
+			terminated, badTerm, err = c.listTerminated(ctx, id, since)
+			if err != nil {
+				return fmt.Errorf("list terminated resources of offering %s: %w", id, err)
+			}
+			return nil
+		})
+		tg.Go(func(ctx context.Context) (err error) {
+			st.Resources, st.Teams, badTeams, err = c.readTeams(ctx, res)
+			return err
+		})
+		return tg.Wait()
+	})
+	g.Go(func(ctx context.Context) (err error) {
+		st.Orders, badOrders, err = c.listOrders(ctx, id)
 		return err
 	})
 	g.Go(func(ctx context.Context) (err error) {
-		st.Orders, err = c.ListOrders(ctx, id)
-		return err
-	})
-	g.Go(func(ctx context.Context) (err error) {
-		st.OfferingUsers, err = c.ListOfferingUsers(ctx, id)
+		st.OfferingUsers, badUsers, err = c.listOfferingUsers(ctx, id)
 		return err
 	})
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
 	}
+	live := map[UUID]bool{}
+	for _, r := range st.Resources {
+		live[r.UUID] = true
+	}
+	for _, b := range slices.Concat(badRes, badTeams) {
+		if b.Kind == RecordResource && b.UUID != "" {
+			live[b.UUID] = true
+		}
+	}
+	for _, t := range terminated {
+		if !live[t] {
+			st.Terminated = append(st.Terminated, t)
+		}
+	}
+	st.BadRecords = slices.Concat(badRes, badTeams, badOrders, badUsers, badTerm)
+	if len(st.BadRecords) > 0 {
+		c.log.Warn("waldur records skipped", "offering", name, "count", len(st.BadRecords), "records", badRecordsText(st.BadRecords))
+	}
 	return st, nil
 }
 
 // readTeams fetches the team of each project once, through the project's first
-// resource in the given (sorted) order.
-func (c *Client) readTeams(ctx context.Context, resources []Resource) (map[UUID][]TeamMember, error) {
-	type job struct{ project, resource UUID }
-	var jobs []job
-	seen := map[UUID]bool{}
+// resource in the given (sorted) order. A team that answers 404 (the resource
+// was deleted after it was listed) is read through the project's next
+// resource; the resources whose team could not be read are left out of the
+// returned resources and reported as bad records.
+func (c *Client) readTeams(ctx context.Context, resources []Resource) ([]Resource, map[UUID][]TeamMember, []BadRecord, error) {
+	type job struct {
+		project UUID
+		via     []UUID // the project's resources, in order
+	}
+	var jobs []*job
+	byProject := map[UUID]*job{}
 	for _, r := range resources {
-		if r.ProjectUUID == "" || seen[r.ProjectUUID] {
+		if r.ProjectUUID == "" {
 			continue
 		}
-		seen[r.ProjectUUID] = true
-		jobs = append(jobs, job{r.ProjectUUID, r.UUID})
+		j := byProject[r.ProjectUUID]
+		if j == nil {
+			j = &job{project: r.ProjectUUID}
+			byProject[r.ProjectUUID] = j
+			jobs = append(jobs, j)
+		}
+		j.via = append(j.via, r.UUID)
 	}
-	teams := make([][]TeamMember, len(jobs))
+	type result struct {
+		members []TeamMember
+		bad     []BadRecord
+		gone    []UUID // resources whose team answered 404
+	}
+	results := make([]result, len(jobs))
 	g := newGroup(ctx, c.opts.Concurrency)
 	for i, j := range jobs {
-		g.Go(func(ctx context.Context) (err error) {
-			teams[i], err = c.Team(ctx, j.resource)
-			if err != nil {
-				return fmt.Errorf("project %s: %w", j.project, err)
+		g.Go(func(ctx context.Context) error {
+			for _, r := range j.via {
+				members, bad, err := c.team(ctx, r)
+				if IsNotFound(err) {
+					results[i].gone = append(results[i].gone, r)
+					continue
+				}
+				if err != nil {
+					return fmt.Errorf("read team of resource %s (project %s): %w", r, j.project, err)
+				}
+				results[i].members, results[i].bad = members, bad
+				return nil
 			}
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	out := make(map[UUID][]TeamMember, len(jobs))
+	teams := make(map[UUID][]TeamMember, len(jobs))
+	gone := map[UUID]bool{}
+	var bad []BadRecord
 	for i, j := range jobs {
-		out[j.project] = teams[i]
+		res := results[i]
+		bad = append(bad, res.bad...)
+		if res.members == nil && len(res.gone) == len(j.via) {
+			// Every resource of the project answered 404: skip them all.
+			for _, r := range res.gone {
+				gone[r] = true
+				bad = append(bad, BadRecord{Kind: RecordResource, UUID: r, Key: "team",
+					Reason: fmt.Sprintf("key team: GET marketplace-provider-resources/%s/team/ answered 404 (deleted after it was listed?); its tenant is kept as it is", r)})
+			}
+			continue
+		}
+		if res.members == nil {
+			res.members = []TeamMember{}
+		}
+		teams[j.project] = res.members
 	}
-	return out, nil
+	kept := resources
+	if len(gone) > 0 {
+		kept = slices.DeleteFunc(slices.Clone(resources), func(r Resource) bool { return gone[r.UUID] })
+	}
+	return kept, teams, bad, nil
 }
 
 // group runs functions concurrently, at most limit at a time (0: no limit); the

@@ -166,7 +166,7 @@ func TestReadOfferingFailsOnAnyError(t *testing.T) {
 		status     int
 		wantInErr  string
 	}{
-		{"resources", "/api/marketplace-provider-resources/?", 403, "list resources of offering"},
+		{"resources", "/api/marketplace-provider-resources/?", 403, "resources of offering"},
 		{"orders", "/api/marketplace-orders/", 404, "list orders of offering"},
 		{"offering users", "/api/marketplace-offering-users/", 500, "list offering users of offering"},
 		{"one team", "/team/", 400, "read team of resource"},

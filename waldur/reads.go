@@ -3,12 +3,15 @@ package waldur
 import (
 	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 )
 
 // ListedResourceStates are the resource states ListResources returns.
@@ -40,29 +43,33 @@ func jsonFields[T any]() []string {
 }
 
 // ListResources returns the resources of one offering in states Creating, OK,
-// Erred, Updating and Terminating, sorted by (created, uuid).
+// Erred, Updating and Terminating, sorted by (created, uuid). Records that
+// cannot be used are left out (ReadOffering reports them); an inconsistent
+// listing is an *InconsistentListingError.
 func (c *Client) ListResources(ctx context.Context, offering UUID) ([]Resource, error) {
-	out, err := c.listResources(ctx, offering)
+	out, bad, err := c.listResources(ctx, offering)
 	if err != nil {
 		return nil, fmt.Errorf("list resources of offering %s: %w", offering, err)
 	}
+	c.logBad(bad)
 	return out, nil
 }
 
-func (c *Client) listResources(ctx context.Context, offering UUID) ([]Resource, error) {
+func (c *Client) listResources(ctx context.Context, offering UUID) ([]Resource, []BadRecord, error) {
 	offering, err := canonical("offering", offering)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	q := url.Values{"offering_uuid": {offering.Hex()}, "state": ListedResourceStates, "o": {"created"}, "field": resourceFields}
-	all, err := listAll[Resource](ctx, c, KindResourcesList, "marketplace-provider-resources/", q)
+	raws, err := listAll(ctx, c, KindResourcesList, "marketplace-provider-resources/", q)
 	if err != nil {
-		return nil, err
+		return nil, nil, withOffering(err, offering)
 	}
+	all, bad := decodeRecords[Resource](RecordResource, raws)
 	out := all[:0]
 	for _, r := range all {
 		if r.OfferingUUID != "" && r.OfferingUUID != offering {
-			return nil, fmt.Errorf("server returned resource %s of offering %s; is the offering_uuid filter supported?", r.UUID, r.OfferingUUID)
+			return nil, nil, fmt.Errorf("server returned resource %s of offering %s; is the offering_uuid filter supported?", r.UUID, r.OfferingUUID)
 		}
 		if r.State != ResourceTerminated {
 			out = append(out, r)
@@ -71,68 +78,188 @@ func (c *Client) listResources(ctx context.Context, offering UUID) ([]Resource, 
 	slices.SortStableFunc(out, func(a, b Resource) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
 	})
+	return out, bad, nil
+}
+
+// ListTerminated returns the uuids, sorted, of the offering's resources in
+// state Terminated, modified after since (all of them for the zero time). It
+// asks only for the uuid and state of each, so a long history stays cheap.
+func (c *Client) ListTerminated(ctx context.Context, offering UUID, since time.Time) ([]UUID, error) {
+	out, bad, err := c.listTerminated(ctx, offering, since)
+	if err != nil {
+		return nil, fmt.Errorf("list terminated resources of offering %s: %w", offering, err)
+	}
+	c.logBad(bad)
 	return out, nil
+}
+
+func (c *Client) listTerminated(ctx context.Context, offering UUID, since time.Time) ([]UUID, []BadRecord, error) {
+	offering, err := canonical("offering", offering)
+	if err != nil {
+		return nil, nil, err
+	}
+	q := url.Values{"offering_uuid": {offering.Hex()}, "state": {ResourceTerminated}, "o": {"created"}, "field": {"uuid", "state"}}
+	if !since.IsZero() {
+		q.Set("modified", since.UTC().Format(time.RFC3339))
+	}
+	raws, err := listAll(ctx, c, KindTerminatedList, "marketplace-provider-resources/", q)
+	if err != nil {
+		return nil, nil, withOffering(err, offering)
+	}
+	type terminated struct {
+		UUID  UUID   `json:"uuid"`
+		State string `json:"state"`
+	}
+	var out []UUID
+	var bad []BadRecord
+	for i, raw := range raws {
+		var t terminated
+		if err := json.Unmarshal(raw, &t); err != nil || !t.UUID.Valid() {
+			bad = append(bad, BadRecord{Kind: RecordResource, UUID: validKey(raw), Key: "uuid",
+				Reason: fmt.Sprintf("record %d of the Terminated listing: key uuid is not a uuid", i+1)})
+			continue
+		}
+		if t.State == ResourceTerminated {
+			out = append(out, t.UUID)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out), bad, nil
+}
+
+// logBad warns about records left out of a listing whose caller does not
+// return them.
+func (c *Client) logBad(bad []BadRecord) {
+	if len(bad) > 0 {
+		c.log.Warn("waldur records skipped", "count", len(bad), "records", badRecordsText(bad))
+	}
 }
 
 // ListOrders returns the orders of one offering in states pending-provider and
-// executing, sorted by (created, uuid).
+// executing, sorted by (created, uuid). Records that cannot be used are left
+// out (ReadOffering reports them).
 func (c *Client) ListOrders(ctx context.Context, offering UUID) ([]Order, error) {
-	offering, err := canonical("offering", offering)
+	out, bad, err := c.listOrders(ctx, offering)
 	if err != nil {
-		return nil, fmt.Errorf("list orders: %w", err)
+		return nil, err
 	}
-	q := url.Values{"offering_uuid": {offering.Hex()}, "state": listedOrderStates, "o": {"created"}, "field": orderFields}
-	out, err := listAll[Order](ctx, c, KindOrdersList, "marketplace-orders/", q)
-	if err != nil {
-		return nil, fmt.Errorf("list orders of offering %s: %w", offering, err)
-	}
-	slices.SortStableFunc(out, func(a, b Order) int {
-		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
-	})
+	c.logBad(bad)
 	return out, nil
 }
 
-// ListOfferingUsers returns the unrestricted offering users of one offering,
-// sorted by uuid.
-func (c *Client) ListOfferingUsers(ctx context.Context, offering UUID) ([]OfferingUser, error) {
+func (c *Client) listOrders(ctx context.Context, offering UUID) ([]Order, []BadRecord, error) {
 	offering, err := canonical("offering", offering)
 	if err != nil {
-		return nil, fmt.Errorf("list offering users: %w", err)
+		return nil, nil, fmt.Errorf("list orders: %w", err)
+	}
+	q := url.Values{"offering_uuid": {offering.Hex()}, "state": listedOrderStates, "o": {"created"}, "field": orderFields}
+	raws, err := listAll(ctx, c, KindOrdersList, "marketplace-orders/", q)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list orders of offering %s: %w", offering, withOffering(err, offering))
+	}
+	out, bad := decodeRecords[Order](RecordOrder, raws)
+	slices.SortStableFunc(out, func(a, b Order) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
+	})
+	return out, bad, nil
+}
+
+// ListOfferingUsers returns the unrestricted offering users of one offering,
+// sorted by uuid. Records that cannot be used are left out (ReadOffering
+// reports them).
+func (c *Client) ListOfferingUsers(ctx context.Context, offering UUID) ([]OfferingUser, error) {
+	out, bad, err := c.listOfferingUsers(ctx, offering)
+	if err != nil {
+		return nil, err
+	}
+	c.logBad(bad)
+	return out, nil
+}
+
+func (c *Client) listOfferingUsers(ctx context.Context, offering UUID) ([]OfferingUser, []BadRecord, error) {
+	offering, err := canonical("offering", offering)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list offering users: %w", err)
 	}
 	q := url.Values{"offering_uuid": {offering.Hex()}, "is_restricted": {"false"}, "o": {"created"}, "field": offeringUserFields}
-	out, err := listAll[OfferingUser](ctx, c, KindOfferingUsersList, "marketplace-offering-users/", q)
+	raws, err := listAll(ctx, c, KindOfferingUsersList, "marketplace-offering-users/", q)
 	if err != nil {
-		return nil, fmt.Errorf("list offering users of offering %s: %w", offering, err)
+		return nil, nil, fmt.Errorf("list offering users of offering %s: %w", offering, withOffering(err, offering))
 	}
+	out, bad := decodeRecords[OfferingUser](RecordOfferingUser, raws)
 	slices.SortStableFunc(out, func(a, b OfferingUser) int { return cmp.Compare(a.UUID, b.UUID) })
+	return out, bad, nil
+}
+
+// listStrict reads a listing and decodes every record; one that does not
+// decode fails the listing.
+func listStrict[T any](ctx context.Context, c *Client, kind, path string, q url.Values) ([]T, error) {
+	raws, err := listAll(ctx, c, kind, path, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]T, 0, len(raws))
+	for i, raw := range raws {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return nil, fmt.Errorf("decode record %d of %s: %w", i+1, path, err)
+		}
+		out = append(out, v)
+	}
 	return out, nil
 }
 
 // Team returns the team of a resource's project (an unpaginated list), sorted by
-// user uuid.
+// user uuid. Members that cannot be used are left out (ReadOffering reports
+// them).
 func (c *Client) Team(ctx context.Context, resource UUID) ([]TeamMember, error) {
-	out, err := c.team(ctx, resource)
+	out, bad, err := c.team(ctx, resource)
 	if err != nil {
 		return nil, fmt.Errorf("read team of resource %s: %w", resource, err)
 	}
+	c.logBad(bad)
 	return out, nil
 }
 
-func (c *Client) team(ctx context.Context, resource UUID) ([]TeamMember, error) {
+func (c *Client) team(ctx context.Context, resource UUID) ([]TeamMember, []BadRecord, error) {
 	resource, err := canonical("resource", resource)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	r, err := c.do(ctx, call{kind: KindTeam, method: http.MethodGet, path: "marketplace-provider-resources/" + resource.Hex() + "/team/"})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out, err := decodeList[TeamMember](r)
+	raws, err := decodeList[json.RawMessage](r)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
+	}
+	out, bad := decodeRecords[TeamMember](RecordTeamMember, raws)
+	for i := range bad {
+		bad[i].Resource = resource
 	}
 	slices.SortStableFunc(out, func(a, b TeamMember) int { return cmp.Compare(a.UUID, b.UUID) })
-	return out, nil
+	return out, bad, nil
+}
+
+// LookupResource reads one resource directly (GET
+// marketplace-provider-resources/<uuid>/), to confirm an absence that a
+// listing suggests. found is false with a nil error only when Waldur itself
+// answered 404 with its JSON "Not found." body: the resource does not exist,
+// or is no longer visible to the token's provider. Any other failure —
+// including a 404 page that is not JSON, from a proxy or a wrong URL — is an
+// error, and the resource's absence is unknown. A found resource may be in
+// any state (Terminated included) and of any offering: check both.
+func (c *Client) LookupResource(ctx context.Context, resource UUID) (res *Resource, found bool, err error) {
+	res, err = c.GetResource(ctx, resource)
+	var ae *APIError
+	if errors.As(err, &ae) && ae.StatusCode == http.StatusNotFound && ae.JSON {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, err
+	}
+	return res, true, nil
 }
 
 // GetResource reads one provider resource.

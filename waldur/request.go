@@ -10,9 +10,12 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // maxBodyBytes bounds a response body; a full page of 300 resources is a few MB.
@@ -32,18 +35,35 @@ type reply struct {
 	header http.Header
 	body   []byte
 	url    string // display form, for error messages
+	red    *redact.Redactor
 }
 
-type kindKey struct{}
+// attemptInfo travels in a request's context: what the call is (for counts
+// and logs) and how many attempts it made.
+type attemptInfo struct {
+	kind, method, path string
+	attempts           atomic.Int32
+}
+
+type attemptKey struct{}
+
+func attemptOf(ctx context.Context) *attemptInfo {
+	if a, ok := ctx.Value(attemptKey{}).(*attemptInfo); ok {
+		return a
+	}
+	return &attemptInfo{}
+}
 
 // do sends cl with retries and returns the 2xx answer, an *APIError for any other
-// status, or a transport error. At most Concurrency calls run at once.
+// status, or a transport error. At most Concurrency calls run at once. Every
+// error text passes through the client's redactor.
 func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	u := c.endpoint(cl.path, cl.query)
-	shown := displayURL(u)
-	req, err := c.newRequest(ctx, cl, u)
+	shown := c.red.String(displayURL(u))
+	info := &attemptInfo{kind: cl.kind, method: cl.method, path: u.Path}
+	req, err := c.newRequest(context.WithValue(ctx, attemptKey{}, info), cl, u)
 	if err != nil {
-		return nil, fmt.Errorf("waldur %s %s: %w", cl.method, shown, err)
+		return nil, c.red.Error(fmt.Errorf("waldur %s %s: %w", cl.method, shown, err))
 	}
 	select {
 	case c.slots <- struct{}{}:
@@ -53,14 +73,21 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	}
 	fail := func(err error) (*reply, error) {
 		c.count(ctx, (*statsRecorder).failed, cl.kind)
-		return nil, err
+		return nil, c.red.Error(err)
 	}
 	resp, err := c.http.Do(req)
+	attempts := int(info.attempts.Load())
 	if err != nil {
 		closeBody(resp)
-		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown, transportCause(ctx, err)))
+		err = transportCause(ctx, err)
+		if attempts > 1 && ctx.Err() == nil {
+			err = fmt.Errorf("%w (gave up after %d attempts)", err, attempts)
+		}
+		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown, err))
 	}
 	defer closeBody(resp)
+	// The transport has read the body already (see authTransport); this reads
+	// it from memory.
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
 	switch {
 	case err != nil:
@@ -68,9 +95,19 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	case len(body) > maxBodyBytes:
 		return fail(fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown, maxBodyBytes))
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return fail(newAPIError(cl.method, shown, resp, body, c.opts.Token))
+		ae := newAPIError(cl.method, shown, resp, body, c.red)
+		if attempts > 1 && retryableStatus(resp.StatusCode) {
+			ae.Attempts = attempts
+		}
+		return fail(ae)
 	}
-	return &reply{header: resp.Header, body: body, url: shown}, nil
+	return &reply{header: resp.Header, body: body, url: shown, red: c.red}, nil
+}
+
+// retryableStatus reports whether the retry policy retries an answer with
+// this status (429 and 5xx except 501).
+func retryableStatus(code int) bool {
+	return code == http.StatusTooManyRequests || (code >= 500 && code != http.StatusNotImplemented)
 }
 
 func (c *Client) newRequest(ctx context.Context, cl call, u *url.URL) (*retryablehttp.Request, error) {
@@ -82,7 +119,6 @@ func (c *Client) newRequest(ctx context.Context, cl call, u *url.URL) (*retryabl
 		}
 		body = b
 	}
-	ctx = context.WithValue(ctx, kindKey{}, cl.kind)
 	req, err := retryablehttp.NewRequestWithContext(ctx, cl.method, u.String(), body)
 	if err != nil {
 		return nil, err
@@ -128,8 +164,10 @@ func displayURL(u *url.URL) string {
 	return v.String()
 }
 
-// authTransport adds the token to requests for the configured host, counts and
-// logs every attempt. The token is never logged.
+// authTransport adds the token to requests for the configured host, reads
+// the whole response body (so that a connection reset in the middle of a body
+// is a transport error, which the retry policy retries), counts and logs
+// every attempt. The token is never logged.
 type authTransport struct {
 	base   http.RoundTripper
 	client *Client
@@ -142,27 +180,63 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		req = req.Clone(req.Context())
 		req.Header.Set("Authorization", "Token "+c.opts.Token)
 	}
-	kind, _ := req.Context().Value(kindKey{}).(string)
+	kind := attemptOf(req.Context()).kind
 	c.count(req.Context(), (*statsRecorder).attempt, kind)
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
-	attrs := []any{"kind", kind, "method", req.Method, "path", req.URL.Path, "duration", time.Since(start)}
+	attrs := []any{"kind", kind, "method", req.Method, "path", req.URL.Path}
+	if err == nil {
+		var body []byte
+		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+		_ = resp.Body.Close()
+		if err != nil {
+			err = fmt.Errorf("read response body (status %d, %d bytes read): %w", resp.StatusCode, len(body), err)
+		} else {
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+		}
+	}
+	attrs = append(attrs, "duration", time.Since(start))
 	if err != nil {
-		c.log.Debug("waldur request failed", append(attrs, "error", err)...)
+		c.log.Debug("waldur request failed", append(attrs, "error", c.red.String(err.Error()))...)
 		return nil, err
 	}
 	c.log.Debug("waldur request", append(attrs, "status", resp.StatusCode)...)
 	return resp, nil
 }
 
-// onAttempt is the retryablehttp hook run before every attempt; it counts retries.
+// onAttempt is the retryablehttp hook run before every attempt; it counts
+// attempts and retries.
 func (c *Client) onAttempt(_ retryablehttp.Logger, req *http.Request, attempt int) {
+	info := attemptOf(req.Context())
+	info.attempts.Add(1)
 	if attempt == 0 {
 		return
 	}
-	kind, _ := req.Context().Value(kindKey{}).(string)
-	c.count(req.Context(), (*statsRecorder).retry, kind)
-	c.log.Debug("waldur request retry", "kind", kind, "method", req.Method, "path", req.URL.Path, "attempt", attempt+1)
+	c.count(req.Context(), (*statsRecorder).retry, info.kind)
+}
+
+// checkRetry is retryablehttp's default policy, logging at info each attempt
+// that will be retried, with its number and the wait before the next one.
+func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	retry, perr := retryablehttp.DefaultRetryPolicy(ctx, resp, err)
+	if !retry || perr != nil {
+		return retry, perr
+	}
+	info := attemptOf(ctx)
+	n := int(info.attempts.Load())
+	if n > c.opts.RetryMax {
+		return retry, perr // the last attempt: do reports the failure
+	}
+	wait := backoff(c.opts.RetryWaitMin, c.opts.RetryWaitMax, n-1, resp)
+	attrs := []any{"kind", info.kind, "method", info.method, "path", info.path,
+		"attempt", n, "max_attempts", c.opts.RetryMax + 1, "wait", wait.String()}
+	if err != nil {
+		attrs = append(attrs, "error", c.red.String(transportCause(ctx, err).Error()))
+	} else {
+		attrs = append(attrs, "status", resp.StatusCode)
+	}
+	c.log.Info("waldur request failed, retrying", attrs...)
+	return retry, perr
 }
 
 // backoff doubles the wait from lo per attempt up to hi. A Retry-After header
@@ -211,7 +285,7 @@ func decodeJSON(r *reply, v any) error {
 func decodeList[T any](r *reply) ([]T, error) {
 	b := bytes.TrimSpace(r.body)
 	if len(b) == 0 || b[0] != '[' {
-		return nil, fmt.Errorf("decode %s: response is not a JSON array (starts with %q)", r.url, snippet(b, 40))
+		return nil, fmt.Errorf("decode %s: response is not a JSON array (starts with %q)", r.url, snippet([]byte(r.red.String(string(b))), 40))
 	}
 	var out []T
 	if err := decodeJSON(r, &out); err != nil {

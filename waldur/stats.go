@@ -9,6 +9,7 @@ import (
 // Call kinds used as keys of CallStats.
 const (
 	KindResourcesList     = "resources.list"
+	KindTerminatedList    = "resources.list_terminated"
 	KindResourceGet       = "resources.get"
 	KindResourceBackendID = "resources.set_backend_id"
 	KindOrdersList        = "orders.list"

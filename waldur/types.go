@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -287,6 +288,59 @@ type OfferingState struct {
 	Teams map[UUID][]TeamMember `json:"teams"`
 	// OfferingUsers of the offering (is_restricted=false).
 	OfferingUsers []OfferingUser `json:"offering_users"`
+	// Terminated lists, sorted, the resources of the offering in state
+	// Terminated (modified within the client's TerminatedWindow): their
+	// tenants are positively terminated, not vanished. A resource that is
+	// also in Resources (its state changed between the two reads) is left
+	// out here.
+	Terminated []UUID `json:"terminated,omitempty"`
+	// BadRecords are the records Waldur sent that could not be used; they
+	// were left out of the lists above. A bad resource with a valid UUID
+	// must keep its tenant exactly as it is.
+	BadRecords []BadRecord `json:"bad_records,omitempty"`
+}
+
+// IsTerminated reports whether the resource is listed in Terminated.
+func (s *OfferingState) IsTerminated(id UUID) bool {
+	_, ok := slices.BinarySearch(s.Terminated, id)
+	return ok
+}
+
+// Kinds of BadRecord.
+const (
+	RecordResource     = "resource"
+	RecordOrder        = "order"
+	RecordOfferingUser = "offering_user"
+	RecordTeamMember   = "team_member"
+)
+
+// BadRecord is one record of a listing that was skipped: it did not decode, a
+// uuid in it is malformed, or what belongs to it could not be read (the team
+// of a resource deleted between listing and reading). The rest of the
+// offering is read as usual.
+type BadRecord struct {
+	// Kind is RecordResource, RecordOrder, RecordOfferingUser or RecordTeamMember.
+	Kind string `json:"kind"`
+	// UUID is the record's own uuid when it is a valid one, else empty.
+	UUID UUID `json:"uuid,omitempty"`
+	// Resource is, for a team member, the resource whose team listed it.
+	Resource UUID `json:"resource,omitempty"`
+	// Key is the JSON key at fault ("uuid", "project_uuid", "created", "team", …).
+	Key string `json:"key"`
+	// Reason says what is wrong, naming the key.
+	Reason string `json:"reason"`
+}
+
+// String describes the record.
+func (b BadRecord) String() string {
+	s := b.Kind
+	if b.UUID != "" {
+		s += " " + string(b.UUID)
+	}
+	if b.Resource != "" {
+		s += " of resource " + string(b.Resource)
+	}
+	return s + ": " + b.Reason
 }
 
 // State is the Waldur state of every configured offering.

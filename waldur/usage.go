@@ -65,7 +65,7 @@ func (c *Client) ListComponentUsages(ctx context.Context, f UsageFilter) ([]Comp
 	if !f.BillingPeriod.IsZero() {
 		q.Set("billing_period", BillingPeriod(f.BillingPeriod))
 	}
-	out, err := listAll[ComponentUsage](ctx, c, KindUsagesList, "marketplace-component-usages/", q)
+	out, err := listStrict[ComponentUsage](ctx, c, KindUsagesList, "marketplace-component-usages/", q)
 	if err != nil {
 		return nil, fmt.Errorf("list component usages (%s): %w", describeUsageFilter(f), err)
 	}

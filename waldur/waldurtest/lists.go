@@ -26,6 +26,7 @@ const (
 	choices                      // repeated key, values from the parameter's enum
 	boolean                      // true/false
 	exact                        // one value, compared as a string
+	after                        // a date-time; matches later values
 )
 
 // filter maps a query parameter onto a wire key.
@@ -40,6 +41,7 @@ var (
 		{"state", "state", choices},
 		{"project_uuid", "project_uuid", uuidSingle},
 		{"customer_uuid", "customer_uuid", uuidSingle},
+		{"modified", "modified", after},
 	}
 	orderFilters = []filter{
 		{"offering_uuid", "offering_uuid", uuidSingle},
@@ -72,13 +74,23 @@ func (s *Server) list(r *http.Request, op *operation, items []object, filters []
 		}
 		preds = append(preds, pred)
 	}
-	var matched []object
-	for _, o := range items {
-		if !slices.ContainsFunc(preds, func(p func(object) bool) bool { return !p(o) }) {
-			matched = append(matched, o)
+	match := func() []object {
+		var matched []object
+		for _, o := range items {
+			if !slices.ContainsFunc(preds, func(p func(object) bool) bool { return !p(o) }) {
+				matched = append(matched, o)
+			}
 		}
+		order(matched, q.Get("o"))
+		return matched
 	}
-	order(matched, q.Get("o"))
+	matched := match()
+	pageNo, _ := strconv.Atoi(q.Get("page"))
+	fault := s.takeListFault(r.URL.Path, q, max(pageNo, 1))
+	if fault != nil && fault.Kind == ListTerminateBetweenPages && len(matched) > 0 {
+		matched[0]["state"], matched[0]["modified"] = "Terminated", now()
+		matched = match()
+	}
 	lo, hi, header, errResp := s.paginate(r, len(matched))
 	if errResp != nil {
 		return errResp
@@ -87,11 +99,55 @@ func (s *Server) list(r *http.Request, op *operation, items []object, filters []
 	for _, o := range matched[lo:hi] {
 		page = append(page, selectFields(o, q["field"]))
 	}
+	if fault != nil {
+		switch fault.Kind {
+		case ListRepeatItem:
+			if lo > 0 && len(page) > 0 {
+				page[0] = selectFields(matched[lo-1], q["field"])
+			}
+		case ListWrongCount:
+			if header.Get("X-Result-Count") != "" {
+				header.Set("X-Result-Count", strconv.Itoa(len(matched)+fault.CountDelta))
+			}
+		}
+	}
 	resp := jsonResponse(http.StatusOK, page)
 	for k, v := range header {
 		resp.header[k] = v
 	}
 	return resp
+}
+
+// takeListFault returns the list fault for this path and page, if any, and
+// counts it down. It runs with s.mu held.
+func (s *Server) takeListFault(path string, q url.Values, page int) *ListFault {
+	for i, f := range s.listFaults {
+		first := max(f.Page, 2)
+		if f.Kind == ListWrongCount {
+			first = max(f.Page, 1)
+		}
+		if f.Count > 0 && page >= first && strings.HasPrefix(path, f.PathPrefix) && queryHas(q, f.Query) {
+			f.Count--
+			cp := *f
+			if f.Count == 0 {
+				s.listFaults = append(s.listFaults[:i], s.listFaults[i+1:]...)
+			}
+			return &cp
+		}
+	}
+	return nil
+}
+
+// queryHas reports whether q carries every value of want.
+func queryHas(q, want url.Values) bool {
+	for k, vs := range want {
+		for _, v := range vs {
+			if !slices.Contains(q[k], v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // compile turns the filter's query values into a predicate, or returns the
@@ -121,6 +177,15 @@ func (f filter) compile(values []string, op *operation) (func(object) bool, stri
 		return func(o object) bool { return slices.Contains(values, fmt.Sprint(o[f.key])) }, ""
 	case exact:
 		return func(o object) bool { return fmt.Sprint(o[f.key]) == values[0] }, ""
+	case after:
+		t, err := time.Parse(time.RFC3339Nano, values[0])
+		if err != nil {
+			return nil, "Enter a valid date/time."
+		}
+		return func(o object) bool {
+			got, err := time.Parse(time.RFC3339Nano, fmt.Sprint(o[f.key]))
+			return err == nil && got.After(t)
+		}, ""
 	case boolean:
 		want, err := strconv.ParseBool(values[0])
 		if err != nil {

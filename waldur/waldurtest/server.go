@@ -31,6 +31,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -66,6 +67,46 @@ type Fault struct {
 	RetryAfter string
 	// Drop closes the connection without answering (a transport error).
 	Drop bool
+	// ResetMidBody handles the request as usual (side effects included), then
+	// sends the status line, the headers and half of the body and resets the
+	// connection: a transport error in the middle of a response body.
+	ResetMidBody bool
+}
+
+// ListFaultKind is how a ListFault distorts a list answer.
+type ListFaultKind int
+
+const (
+	// ListTerminateBetweenPages imitates offset paging under concurrent
+	// change: before a page after the first is cut, the first item the
+	// listing matches leaves it (a resource's state becomes Terminated, as
+	// when its Terminate order is finished elsewhere), so every later item
+	// moves up one place and the item at the page boundary is never served.
+	// X-Result-Count is honest and drops by one.
+	ListTerminateBetweenPages ListFaultKind = iota + 1
+	// ListRepeatItem serves the page with its first item replaced by the last
+	// item of the previous page: one item repeated, one missing,
+	// X-Result-Count unchanged.
+	ListRepeatItem
+	// ListWrongCount adds CountDelta to X-Result-Count.
+	ListWrongCount
+)
+
+// ListFault distorts the next Count answers of a list endpoint whose path
+// (below the server prefix) starts with PathPrefix, for pages Page and later
+// (a page number below 2 means 2 for the kinds that need a previous page, 1
+// for ListWrongCount).
+type ListFault struct {
+	Kind       ListFaultKind
+	PathPrefix string
+	Count      int
+	Page       int
+	// Query, when set, restricts the fault to requests whose query carries
+	// each of these values of each key (e.g. state=OK to leave the
+	// Terminated listing alone).
+	Query url.Values
+	// CountDelta is what ListWrongCount adds to X-Result-Count.
+	CountDelta int
 }
 
 // Option configures a Server.
@@ -117,6 +158,7 @@ type Server struct {
 	mu          sync.Mutex
 	data        *store
 	faults      []*Fault
+	listFaults  []*ListFault
 	delays      map[string]time.Duration
 	hooks       []func(*http.Request, []byte)
 	events      []event
@@ -170,11 +212,18 @@ func (s *Server) InjectFault(f Fault) {
 	s.faults = append(s.faults, &f)
 }
 
-// ClearFaults drops every queued fault.
+// InjectListFault queues a distortion of list answers.
+func (s *Server) InjectListFault(f ListFault) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.listFaults = append(s.listFaults, &f)
+}
+
+// ClearFaults drops every queued fault and list fault.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults = nil
+	s.faults, s.listFaults = nil, nil
 }
 
 // FailNext answers the next n requests with status (a JSON detail body for 4xx,
@@ -308,11 +357,16 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if err := s.contract.checkRequest(r.Context(), r, body, op); err != nil {
 		s.violation(r, "request", err)
 	}
-	if f := s.takeFault(rel); f != nil {
+	f := s.takeFault(rel)
+	if f != nil && !f.ResetMidBody {
 		s.writeFault(w, f)
 		return
 	}
 	resp := s.handle(r, body, op)
+	if f != nil {
+		s.writeReset(w, resp)
+		return
+	}
 	if resp.status >= 200 && resp.status < 300 {
 		if err := s.contract.checkResponse(r.Context(), r, body, op, resp); err != nil {
 			s.violation(r, "response", err)
@@ -409,6 +463,32 @@ func (s *Server) writeFault(w http.ResponseWriter, f *Fault) {
 		resp.header.Set("Retry-After", f.RetryAfter)
 	}
 	s.write(w, resp)
+}
+
+// writeReset sends resp's status line, headers (with the full
+// Content-Length) and half its body over the raw connection, then resets it.
+func (s *Server) writeReset(w http.ResponseWriter, resp *response) {
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		s.t.Errorf("waldurtest: cannot reset the connection: no http.Hijacker")
+		return
+	}
+	conn, buf, err := hj.Hijack()
+	if err != nil {
+		s.t.Errorf("waldurtest: hijack: %v", err)
+		return
+	}
+	defer conn.Close()
+	fmt.Fprintf(buf, "HTTP/1.1 %d %s\r\n", resp.status, http.StatusText(resp.status))
+	h := resp.header.Clone()
+	h.Set("Content-Length", fmt.Sprint(len(resp.body)))
+	_ = h.Write(buf)
+	fmt.Fprint(buf, "\r\n")
+	_, _ = buf.Write(resp.body[:len(resp.body)/2])
+	_ = buf.Flush()
+	if tc, ok := conn.(interface{ SetLinger(int) error }); ok {
+		_ = tc.SetLinger(0) // close with RST, not FIN
+	}
 }
 
 func (s *Server) write(w http.ResponseWriter, resp *response) {
