@@ -178,8 +178,8 @@ type k8sUTProfile struct {
 }
 
 func (p *k8sUTProfile) projectClaims(*TenantData) []string { return nil }
-func (p *k8sUTProfile) defaultTarget() string { return TargetCluster }
-func (p *k8sUTProfile) targets() []string     { return []string{TargetCluster} }
+func (p *k8sUTProfile) defaultTarget() string              { return TargetCluster }
+func (p *k8sUTProfile) targets() []string                  { return []string{TargetCluster} }
 func (p *k8sUTProfile) claims(d *TenantData) []string {
 	return []string{d.Name}
 }
@@ -252,11 +252,11 @@ type namespaceProfile struct {
 }
 
 func (p *namespaceProfile) projectClaims(*TenantData) []string { return nil }
-func (p *namespaceProfile) defaultTarget() string         { return TargetCluster }
-func (p *namespaceProfile) targets() []string             { return []string{TargetCluster} }
-func (p *namespaceProfile) claims(d *TenantData) []string { return []string{d.Name} }
-func (p *namespaceProfile) groups(d *TenantData) []Group  { return nsRoleGroups(p.o, d) }
-func extendedKey(c config.Component) string               { return "requests." + c.K8sResource }
+func (p *namespaceProfile) defaultTarget() string              { return TargetCluster }
+func (p *namespaceProfile) targets() []string                  { return []string{TargetCluster} }
+func (p *namespaceProfile) claims(d *TenantData) []string      { return []string{d.Name} }
+func (p *namespaceProfile) groups(d *TenantData) []Group       { return nsRoleGroups(p.o, d) }
+func extendedKey(c config.Component) string                    { return "requests." + c.K8sResource }
 func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
 	var err error
 	if d.Name, err = namespaceName(p.s.NamespacePrefix, r.Slug); err != nil {
@@ -334,10 +334,10 @@ type okdProfile struct {
 }
 
 func (p *okdProfile) projectClaims(*TenantData) []string { return nil }
-func (p *okdProfile) defaultTarget() string         { return TargetCluster }
-func (p *okdProfile) targets() []string             { return []string{TargetCluster} }
-func (p *okdProfile) claims(d *TenantData) []string { return []string{d.Name} }
-func (p *okdProfile) groups(*TenantData) []Group    { return nil }
+func (p *okdProfile) defaultTarget() string              { return TargetCluster }
+func (p *okdProfile) targets() []string                  { return []string{TargetCluster} }
+func (p *okdProfile) claims(d *TenantData) []string      { return []string{d.Name} }
+func (p *okdProfile) groups(*TenantData) []Group         { return nil }
 
 func (p *okdProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
 	if err := requireSlugs(r); err != nil {
