@@ -34,6 +34,9 @@ type TenantData struct {
 	Members []Member
 	// RoleBindings are the RoleBindings the namespace and okd profiles render.
 	RoleBindings []RoleBinding
+	// LimitRange holds the container defaults of the namespace profile's
+	// LimitRange; nil when the quota constrains neither cpu nor memory.
+	LimitRange *LimitRangeData
 
 	// K8sUT, Rancher and OKD hold profile-specific values; nil for other profiles.
 	K8sUT   *K8sUTData
@@ -184,4 +187,14 @@ type OKDData struct {
 	Description  string
 	Organization string
 	Parent       string
+}
+
+// LimitRangeData is the default requests and limits given to containers that set
+// none, so that a Pod without resources is admitted under a quota on cpu or
+// memory (see defaultLimitRange).
+type LimitRangeData struct {
+	// Default are the default limits, DefaultRequest the default requests, by
+	// resource (cpu, memory).
+	Default        map[string]string
+	DefaultRequest map[string]string
 }

@@ -279,6 +279,7 @@ func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *Tenant
 	if err != nil {
 		return err
 	}
+	d.LimitRange = defaultLimitRange(d.Quota)
 	d.Members = in.members(d, r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
 	var groups *RoleLists
 	if p.s.KeycloakEnabled || *p.s.BindGroups {

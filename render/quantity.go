@@ -164,3 +164,58 @@ func exactAmount(s string, v float64) error {
 	}
 	return nil
 }
+
+// Container defaults of the namespace profile's LimitRange, before the caps.
+var (
+	containerDefaultLimit   = map[string]string{"cpu": "1", "memory": "1Gi"}
+	containerDefaultRequest = map[string]string{"cpu": "100m", "memory": "128Mi"}
+)
+
+// defaultLimitRange gives containers that set no resources a default limit and
+// request for every resource the quota constrains (cpu, memory): without one,
+// Kubernetes refuses every such Pod under a quota on requests or limits. The
+// defaults are 1 CPU and 1Gi limit, 100m and 128Mi request, each capped at the
+// tenant's quota so that one default container always fits; a resource whose
+// quota is zero (a paused tenant) gets none, so Pods stay refused.
+func defaultLimitRange(quota map[string]string) *LimitRangeData {
+	lr := &LimitRangeData{Default: map[string]string{}, DefaultRequest: map[string]string{}}
+	capped := func(v string, caps ...string) (kresource.Quantity, bool) {
+		q := kresource.MustParse(v)
+		for _, c := range caps {
+			if c == "" {
+				continue
+			}
+			cq, err := kresource.ParseQuantity(c)
+			if err != nil {
+				return q, false
+			}
+			if cq.Cmp(q) < 0 {
+				q = cq
+			}
+		}
+		return q, !q.IsZero()
+	}
+	for _, res := range []string{"cpu", "memory"} {
+		limitCap := quota["limits."+res]
+		requestCap := quota["requests."+res]
+		if requestCap == "" {
+			requestCap = quota[res]
+		}
+		if limitCap == "" && requestCap == "" {
+			continue
+		}
+		def, ok := capped(containerDefaultLimit[res], limitCap)
+		if !ok {
+			continue
+		}
+		req, ok := capped(containerDefaultRequest[res], def.String(), requestCap)
+		if !ok {
+			continue
+		}
+		lr.Default[res], lr.DefaultRequest[res] = def.String(), req.String()
+	}
+	if len(lr.Default) == 0 {
+		return nil
+	}
+	return lr
+}

@@ -276,3 +276,34 @@ func goldenDir(backend string) string {
 	return backend
 }
 
+// TestDefaultLimitRange: the container defaults are capped at the quota so one
+// default container always fits, and a resource the quota does not constrain,
+// or constrains to zero, gets none.
+func TestDefaultLimitRange(t *testing.T) {
+	tests := []struct {
+		quota       map[string]string
+		def, defReq map[string]string
+	}{
+		{map[string]string{"limits.cpu": "4", "limits.memory": "8Gi"}, map[string]string{"cpu": "1", "memory": "1Gi"}, map[string]string{"cpu": "100m", "memory": "128Mi"}},
+		{map[string]string{"limits.cpu": "0.5", "limits.memory": "64Mi"}, map[string]string{"cpu": "500m", "memory": "64Mi"}, map[string]string{"cpu": "100m", "memory": "64Mi"}},
+		{map[string]string{"requests.cpu": "50m"}, map[string]string{"cpu": "1"}, map[string]string{"cpu": "50m"}},
+		{map[string]string{"cpu": "2"}, map[string]string{"cpu": "1"}, map[string]string{"cpu": "100m"}},
+		{map[string]string{"limits.cpu": "0", "limits.memory": "1Gi"}, map[string]string{"memory": "1Gi"}, map[string]string{"memory": "128Mi"}},
+		{map[string]string{"requests.storage": "10Gi", "requests.nvidia.com/gpu": "1"}, nil, nil},
+		{map[string]string{"limits.cpu": "0"}, nil, nil},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.quota), func(t *testing.T) {
+			lr := defaultLimitRange(tt.quota)
+			if tt.def == nil {
+				if lr != nil {
+					t.Fatalf("got %+v, want none", lr)
+				}
+				return
+			}
+			if lr == nil || fmt.Sprint(lr.Default) != fmt.Sprint(tt.def) || fmt.Sprint(lr.DefaultRequest) != fmt.Sprint(tt.defReq) {
+				t.Errorf("got %+v, want default %v request %v", lr, tt.def, tt.defReq)
+			}
+		})
+	}
+}
