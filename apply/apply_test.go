@@ -62,6 +62,7 @@ func TestApplyLifecycle(t *testing.T) {
 	)
 	genomeObjects := []string{
 		"Namespace/tenant-genome-portal", genomeQuota,
+		"LimitRange/tenant-genome-portal/waldur-container-defaults",
 		"NetworkPolicy/tenant-genome-portal/default-deny-ingress",
 		"RoleBinding/tenant-genome-portal/waldur-admin",
 		"RoleBinding/tenant-genome-portal/waldur-readonly",
@@ -194,6 +195,7 @@ func TestApplyLifecycle(t *testing.T) {
 			edits: []edit{setCPU("Genome portal", "6"), setCPU("Restricted staging", "lots")},
 			want: allOf(changeset.Skip,
 				"Namespace/tenant-restricted-staging", "ResourceQuota/tenant-restricted-staging/waldur-quota",
+				"LimitRange/tenant-restricted-staging/waldur-container-defaults",
 				"NetworkPolicy/tenant-restricted-staging/default-deny-ingress",
 				"RoleBinding/tenant-restricted-staging/waldur-admin", "RoleBinding/tenant-restricted-staging/waldur-readonly",
 				"RoleBinding/tenant-restricted-staging/waldur-readwrite"),

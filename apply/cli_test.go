@@ -52,16 +52,16 @@ func TestApplyCommand(t *testing.T) {
 		{name: "bad dry-run mode", args: []string{"--snapshot", noRancher, "--dry-run=client"}, code: cli.ExitUsage,
 			stderr: []string{"--dry-run=client is not supported"}},
 		{name: "server dry run of a new cluster", args: []string{"--snapshot", noRancher, "--dry-run"}, code: cli.ExitDiff,
-			stdout: []string{"Namespace/tenant-genome-portal created (server dry run)", "ManagedNamespace/waldur-system/waldur-genomics-pipeline created (server dry run)", "apply (server dry run): 30 created, 0 configured, 0 unchanged, 0 deleted, 0 skipped"},
+			stdout: []string{"Namespace/tenant-genome-portal created (server dry run)", "ManagedNamespace/waldur-system/waldur-genomics-pipeline created (server dry run)", "apply (server dry run): 33 created, 0 configured, 0 unchanged, 0 deleted, 0 skipped"},
 			check: func(t *testing.T, _ string) {
 				if c.get(gvrNamespace, "", "tenant-genome-portal") != nil {
 					t.Error("the dry run created a namespace")
 				}
 			}},
 		{name: "apply", args: []string{"--snapshot", noRancher}, code: cli.ExitOK,
-			stdout: []string{"RoleBinding/tenant-genome-portal/waldur-admin created\n", "apply: 30 created, 0 configured, 0 unchanged, 0 deleted, 0 skipped"}},
+			stdout: []string{"RoleBinding/tenant-genome-portal/waldur-admin created\n", "apply: 33 created, 0 configured, 0 unchanged, 0 deleted, 0 skipped"}},
 		{name: "re-apply", args: []string{"--snapshot", noRancher}, code: cli.ExitOK,
-			stdout:   []string{"apply: 0 created, 0 configured, 30 unchanged, 0 deleted, 0 skipped"},
+			stdout:   []string{"apply: 0 created, 0 configured, 33 unchanged, 0 deleted, 0 skipped"},
 			notInOut: []string{" created", " configured"}},
 		// Unchanged objects need no request at all: the inventory shows them.
 		{name: "run report as JSON", args: []string{"--snapshot", noRancher, "--output", "json"}, code: cli.ExitOK,
@@ -77,13 +77,13 @@ func TestApplyCommand(t *testing.T) {
 				if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 					t.Fatalf("%v\n%s", err, stdout)
 				}
-				if rep.Command != "apply" || rep.Counts["apply"]["unchanged"] != 30 || len(rep.Stages) != 3 || rep.Stages[2].Calls["apply"] != 0 {
+				if rep.Command != "apply" || rep.Counts["apply"]["unchanged"] != 33 || len(rep.Stages) != 3 || rep.Stages[2].Calls["apply"] != 0 {
 					t.Errorf("report %+v", rep)
 				}
 			}},
 		{name: "missing CRDs", args: []string{"--snapshot", exampleSnapshot}, code: cli.ExitApply,
 			stdout: []string{"Namespace/gpu-llm-finetune skipped: not applied: the cluster serves no Project (management.cattle.io/v3), ProjectRoleTemplateBinding (management.cattle.io/v3) (a CRD is missing)\n",
-				"apply: 0 created, 0 configured, 30 unchanged, 0 deleted, 12 skipped"},
+				"apply: 0 created, 0 configured, 33 unchanged, 0 deleted, 12 skipped"},
 			stderr: []string{"serves no Project (management.cattle.io/v3): install the CustomResourceDefinition projects.management.cattle.io",
 				"rancher-gpu/downstream/gpu-llm-finetune, rancher-gpu/management/gpu-llm-finetune"}},
 	}

@@ -32,7 +32,7 @@ var defaultKinds = map[string]map[string][]schema.GroupVersionKind{
 }
 
 func coreKinds(roleBindings bool) []schema.GroupVersionKind {
-	k := []schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}, {Version: "v1", Kind: "ResourceQuota"}}
+	k := []schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}, {Version: "v1", Kind: "ResourceQuota"}, {Version: "v1", Kind: "LimitRange"}}
 	if roleBindings {
 		k = append(k, schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"})
 	}

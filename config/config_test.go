@@ -17,7 +17,7 @@ var (
 	defaultK8sUTQuota   = map[string]string{"cpu": "cpu", "ram": "memory", "storage": "storage", "gpu": "gpu"}
 	defaultNSQuota      = map[string]string{"cpu": "limits.cpu", "ram": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu"}
 	defaultClusterRoles = map[string]string{"admin": "admin", "readwrite": "edit", "readonly": "view"}
-	defaultOKDRoles     = map[string]string{"owner": "admin", "manager": "edit", "member": "view"}
+	defaultOKDRoles     = map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "view", "observer": "view"}
 )
 
 func equalMap[V comparable](t *testing.T, what string, got, want map[string]V) {
@@ -124,7 +124,7 @@ func TestExampleConfig(t *testing.T) {
 		equal(t, "allocation_prefix (explicitly empty)", s.AllocationPrefix, "")
 		equal(t, "customer_prefix", s.CustomerPrefix, "org-")
 		equal(t, "project_prefix", s.ProjectPrefix, "proj-")
-		equal(t, "default_role", s.DefaultRole, "edit")
+		equal(t, "default_role (default: least privilege)", s.DefaultRole, "view")
 		equalMap(t, "role_mapping", s.RoleMapping, defaultOKDRoles)
 	})
 	t.Run("rancher", func(t *testing.T) {
@@ -193,7 +193,7 @@ func TestDefaults(t *testing.T) {
 			equal(t, "allocation_prefix", o.AllocationPrefix, "alloc-")
 			equal(t, "customer_prefix", o.CustomerPrefix, "org-")
 			equal(t, "project_prefix", o.ProjectPrefix, "proj-")
-			equal(t, "default_role", o.DefaultRole, "edit")
+			equal(t, "default_role", o.DefaultRole, "view")
 			equalMap(t, "role_mapping", o.RoleMapping, defaultOKDRoles)
 		}},
 		{"rancher", "      cluster_id: c-m-abc123\n", func(t *testing.T, s config.Settings) {
@@ -343,7 +343,7 @@ func TestSiteAgentConfigs(t *testing.T) {
 				equal(t, "verify_ssl", o.VerifiesSSL(), false)
 				s := o.Settings.OKD
 				equal(t, "allocation_prefix", s.AllocationPrefix, "alloc-")
-				equalMap(t, "role_mapping", s.RoleMapping, map[string]string{"owner": "admin", "manager": "admin", "member": "view"})
+				equalMap(t, "role_mapping", s.RoleMapping, map[string]string{"owner": "admin", "manager": "admin", "admin": "edit", "member": "view", "observer": "view"})
 			},
 		},
 	}

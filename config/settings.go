@@ -161,9 +161,10 @@ type OKDSettings struct {
 	// <namespace_prefix><project_prefix><project_slug> (default proj-).
 	CustomerPrefix string `yaml:"customer_prefix"`
 	ProjectPrefix  string `yaml:"project_prefix"`
-	// DefaultRole is the ClusterRole of a Waldur role not in the mapping (default edit).
+	// DefaultRole is the ClusterRole of a Waldur role not in the mapping (default
+	// view: an unknown role never gets more than a member).
 	DefaultRole string `yaml:"default_role"`
-	// RoleMapping maps Waldur roles to ClusterRoles, merged over owner→admin, manager→edit, member→view.
+	// RoleMapping maps Waldur roles to ClusterRoles, merged over DefaultOKDRoleMapping.
 	RoleMapping map[string]string `yaml:"role_mapping"`
 
 	APIURL      Ignored `yaml:"api_url"`
@@ -213,6 +214,15 @@ var NamespaceRoles = []string{NSRoleAdmin, NSRoleReadWrite, NSRoleReadOnly}
 // DefaultNSRoleMapping is the site agent's Waldur-role → namespace-role mapping.
 func DefaultNSRoleMapping() map[string]string {
 	return map[string]string{"manager": NSRoleAdmin, "admin": NSRoleAdmin, "member": NSRoleReadWrite}
+}
+
+// DefaultOKDRoleMapping is the okd profile's Waldur-role → ClusterRole mapping,
+// least privilege first: the organisation owner administers the project,
+// project managers and admins edit it, members and observers view it. The
+// default_role of a role not listed is view too, so that no unknown role gets
+// more than a member.
+func DefaultOKDRoleMapping() map[string]string {
+	return map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "view", "observer": "view"}
 }
 
 // defaultDownscaled is the default downscaled limit set, by component type.

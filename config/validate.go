@@ -168,7 +168,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		o.Settings.Namespace = &NamespaceSettings{NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, QuotaName: "waldur-quota", UserIdentityField: "username"}
 		target = o.Settings.Namespace
 	case BackendOKD:
-		o.Settings.OKD = &OKDSettings{NamespacePrefix: "waldur-", AllocationPrefix: "alloc-", CustomerPrefix: "org-", ProjectPrefix: "proj-", DefaultRole: "edit"}
+		o.Settings.OKD = &OKDSettings{NamespacePrefix: "waldur-", AllocationPrefix: "alloc-", CustomerPrefix: "org-", ProjectPrefix: "proj-", DefaultRole: "view"}
 		target = o.Settings.OKD
 	case BackendRancher:
 		o.Settings.Rancher = &RancherSettings{ProjectPrefix: "waldur-", DefaultRole: "workloads-manage", QuotaName: "custom-resource-quota", BindingNamespace: "backing"}
@@ -213,6 +213,11 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		if !manifest.IsDNS1123Label(s.QuotaName) {
 			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
 		}
+		for key, prefix := range map[string]string{"group_prefix": s.GroupPrefix, "user_prefix": s.UserPrefix} {
+			if p := strings.ToLower(prefix); strings.HasPrefix(p, "system:") || strings.HasPrefix(p, "kube:") {
+				r.addf(sp+"."+key, nil, "%q would make every subject a name Kubernetes reserves (system:…, kube:…)", prefix)
+			}
+		}
 		if s.BindGroups == nil {
 			s.BindGroups = &c.KeycloakEnabled
 		}
@@ -227,7 +232,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		} else if a := s.AllocationPrefix; a != "" && !nsPrefixTail.MatchString(a) {
 			r.addf(sp+".allocation_prefix", nil, "%q can only yield names that are not RFC 1123 labels: use lower-case letters, digits and '-'", a)
 		}
-		s.RoleMapping = mergeMap(map[string]string{"owner": "admin", "manager": "edit", "member": "view"}, normalizeKeys(sp+".role_mapping", s.RoleMapping, r))
+		s.RoleMapping = mergeMap(DefaultOKDRoleMapping(), normalizeKeys(sp+".role_mapping", s.RoleMapping, r))
 		if s.DefaultRole == "" {
 			r.addf(sp+".default_role", nil, "must not be empty")
 		}

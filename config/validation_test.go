@@ -123,6 +123,8 @@ func TestSingleProblems(t *testing.T) {
 		{"namespace bad quota_name", oneOffering("namespace", "      quota_name: Quota\n", ""), "offerings[0].backend_settings.quota_name", "not a valid object name"},
 		{"namespace bad user_identity_field", oneOffering("namespace", "      user_identity_field: uid\n", ""), "offerings[0].backend_settings.user_identity_field", "must be one of"},
 		{"namespace role_mapping target", oneOffering("namespace", "      role_mapping: {member: edit}\n", ""), "offerings[0].backend_settings.role_mapping.member", `got "edit"`},
+		{"namespace user_prefix reserved", oneOffering("namespace", "      user_prefix: 'system:'\n", ""), "offerings[0].backend_settings.user_prefix", "reserves"},
+		{"namespace group_prefix reserved", oneOffering("namespace", "      group_prefix: 'Kube:x-'\n", ""), "offerings[0].backend_settings.group_prefix", "reserves"},
 		{"namespace bind_users as a string", oneOffering("namespace", "      bind_users: 'true'\n", ""), "offerings[0].backend_settings.bind_users", "expected true or false"},
 		{"rancher bad cluster_id", oneOffering("rancher", "      cluster_id: local:c-1\n", ""), "offerings[0].backend_settings.cluster_id", "not a Rancher cluster id"},
 		{"rancher empty default_role", oneOffering("rancher", "      cluster_id: c-1\n      default_role: ''\n", ""), "offerings[0].backend_settings.default_role", "must not be empty"},
@@ -160,7 +162,7 @@ func TestRoleMappingSpellings(t *testing.T) {
 		{"namespace", "{PROJECT.ADMIN: readonly, ' Project.Member ': readonly}",
 			map[string]string{"manager": "admin", "admin": "readonly", "member": "readonly"}},
 		{"okd", "{PROJECT.MEMBER: edit, CUSTOMER.MANAGER: view, guest: view}",
-			map[string]string{"owner": "admin", "manager": "edit", "member": "edit", "service_manager": "view", "guest": "view"}},
+			map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "edit", "observer": "view", "service_manager": "view", "guest": "view"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.backend, func(t *testing.T) {

@@ -1,5 +1,7 @@
 package render
 
+import "slices"
+
 // TenantData is what every template, default or site-provided, is rendered with:
 // one Waldur resource as the profile sees it. docs/templates.md documents it.
 type TenantData struct {
@@ -32,6 +34,9 @@ type TenantData struct {
 	Members []Member
 	// RoleBindings are the RoleBindings the namespace and okd profiles render.
 	RoleBindings []RoleBinding
+	// LimitRange holds the container defaults of the namespace profile's
+	// LimitRange; nil when the quota constrains neither cpu nor memory.
+	LimitRange *LimitRangeData
 
 	// K8sUT, Rancher and OKD hold profile-specific values; nil for other profiles.
 	K8sUT   *K8sUTData
@@ -40,6 +45,26 @@ type TenantData struct {
 
 	// Item is the current element inside a forEach template.
 	Item any
+
+	// warnings are problems that did not stop the tenant from rendering (a limit
+	// dropped for want of a quota mapping); excluded are the members left out
+	// because Kubernetes reserves their names.
+	warnings []string
+	excluded []excludedMember
+}
+
+// exclude records a member left out, once per name and reason.
+func (d *TenantData) exclude(name, reason string) {
+	e := excludedMember{name, reason}
+	if !slices.Contains(d.excluded, e) {
+		d.excluded = append(d.excluded, e)
+	}
+}
+
+// excludedMember is a team member, or one identity of a member, left out of a
+// tenant and why.
+type excludedMember struct {
+	name, reason string
 }
 
 // backendID is the id Waldur records for the resource.
@@ -138,6 +163,10 @@ type RancherData struct {
 	ProjectID   string
 	DisplayName string
 	Description string
+	// ProjectAnnotations go on the Project as the site agent sets them:
+	// waldur/organization (the customer slug), waldur/managed ("true") and
+	// waldur/project_slug.
+	ProjectAnnotations map[string]string
 	// ProjectQuota is {limit: {...}} for the Project's resourceQuota and
 	// namespaceDefaultResourceQuota; nil when no component maps to a project quota field.
 	ProjectQuota map[string]any
@@ -158,4 +187,14 @@ type OKDData struct {
 	Description  string
 	Organization string
 	Parent       string
+}
+
+// LimitRangeData is the default requests and limits given to containers that set
+// none, so that a Pod without resources is admitted under a quota on cpu or
+// memory (see defaultLimitRange).
+type LimitRangeData struct {
+	// Default are the default limits, DefaultRequest the default requests, by
+	// resource (cpu, memory).
+	Default        map[string]string
+	DefaultRequest map[string]string
 }

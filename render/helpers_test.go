@@ -133,6 +133,12 @@ func dump(res *Result) []byte {
 	for _, e := range res.Changes.ByAction("skip") {
 		fmt.Fprintf(&b, "%s: %s\n", e.Subject, e.Reason)
 	}
+	if len(res.Warnings) > 0 {
+		b.WriteString("=== warnings\n")
+		for _, w := range res.Warnings {
+			fmt.Fprintf(&b, "%s: %s\n", w.Subject, w.Message)
+		}
+	}
 	return b.Bytes()
 }
 

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -158,6 +160,10 @@ func EffectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limit
 			bad = append(bad, fmt.Sprintf("%s=%q is not a number", k, string(l[k])))
 		case v < 0:
 			bad = append(bad, fmt.Sprintf("%s=%s is negative", k, l[k]))
+		default:
+			if err := exactAmount(string(l[k]), v); err != nil {
+				bad = append(bad, fmt.Sprintf("%s=%v", k, err))
+			}
 		}
 		out[k] = v
 	}
@@ -182,14 +188,19 @@ func EffectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limit
 
 // members returns the resource's team members that have an offering username,
 // with their normalised Waldur role, sorted by username. A resource with
-// restrict_member_access has none.
-func (in *offeringInput) members(r *waldur.Resource, role func(waldurRole string) string) []Member {
+// restrict_member_access has none. A member whose offering username Kubernetes
+// reserves (see reservedName) is left out and recorded in d.
+func (in *offeringInput) members(d *TenantData, r *waldur.Resource, role func(waldurRole string) string) []Member {
 	if r.RestrictMemberAccess {
 		return []Member{}
 	}
 	out := []Member{}
 	for _, m := range in.st.Teams[r.ProjectUUID] {
 		if m.OfferingUserUsername == "" || inactiveUserStates[m.OfferingUserState] {
+			continue
+		}
+		if why := reservedName(m.OfferingUserUsername); why != "" {
+			d.exclude(m.OfferingUserUsername, "offering username: "+why)
 			continue
 		}
 		wr := waldur.NormalizeRole(m.Role)
@@ -255,3 +266,36 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // num formats a quota number without a trailing ".0".
 func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// reservedName says why name must never become a Kubernetes user or group
+// (an RBAC subject, a ManagedNamespace user, a Keycloak member whose name the
+// cluster sees), "" when it may. Kubernetes reserves the system: prefix for its
+// own identities (system:anonymous, system:masters, system:serviceaccount:…,
+// system:authenticated), OpenShift the kube: prefix (kube:admin); both are
+// matched without regard to case. Empty names, names with surrounding white
+// space and names with control or invisible characters are refused too: they
+// cannot be told apart from other names when read.
+func reservedName(name string) string {
+	lower := strings.ToLower(name)
+	switch {
+	case strings.TrimSpace(name) == "":
+		return "the name is empty or only white space"
+	case !utf8.ValidString(name):
+		return "the name is not valid UTF-8"
+	case strings.IndexFunc(name, invisible) >= 0:
+		return "the name contains a control or invisible character"
+	case strings.TrimSpace(name) != name:
+		return "the name begins or ends with white space"
+	case strings.HasPrefix(lower, "system:"):
+		return "the name begins with system:, which Kubernetes reserves for its own users and groups"
+	case strings.HasPrefix(lower, "kube:"):
+		return "the name begins with kube:, which OpenShift reserves for its own users"
+	}
+	return ""
+}
+
+// invisible reports control, format (zero-width, bidi) and line or paragraph
+// separator characters.
+func invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) || r == utf8.RuneError
+}

@@ -4,7 +4,9 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math/big"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,6 +33,9 @@ type profile interface {
 	fill(in *offeringInput, r *waldur.Resource, d *TenantData) error
 	// claims lists names that must be unique among the offering's resources.
 	claims(d *TenantData) []string
+	// projectClaims lists names that resources of one Waldur project share and
+	// resources of two projects must not.
+	projectClaims(d *TenantData) []string
 	// groups lists the Keycloak groups the resource needs.
 	groups(d *TenantData) []Group
 }
@@ -65,38 +70,61 @@ func namespaceName(prefix, slug string) (string, error) {
 	return name, nil
 }
 
-// quotaKeyFunc maps a component (key, type) to quota keys and values.
-type quotaKeyFunc func(key, typ string, c config.Component, v float64) (map[string]string, error)
+// quotaKeyFunc maps a component (key, type) and its exact limit to quota keys
+// and values; an *unmappedError says that no quota key maps the component.
+type quotaKeyFunc func(key, typ string, c config.Component, v *big.Rat) (map[string]quantity, error)
 
-// buildQuota converts the effective limits into a quota map.
-func buildQuota(o *config.Offering, limits map[string]float64, f quotaKeyFunc) (map[string]string, error) {
+// buildQuota converts the effective limits into a quota map. A component no
+// quota key maps is dropped with a warning, as the site agent drops it; a value
+// that does not fit its quota key exactly is refused (see checkQuantity).
+func buildQuota(o *config.Offering, d *TenantData, f quotaKeyFunc) (map[string]string, error) {
 	q := map[string]string{}
-	for _, k := range sortedKeys(limits) {
-		kv, err := f(k, o.ComponentType(k), o.BackendComponents[k], limits[k])
+	for _, k := range sortedKeys(d.Resource.Limits) {
+		kv, err := f(k, o.ComponentType(k), o.BackendComponents[k], exact(d.Resource.Limits[k]))
+		var um *unmappedError
+		if errors.As(err, &um) {
+			d.warnings = append(d.warnings, um.Error())
+			continue
+		}
 		if err != nil {
 			return nil, err
 		}
-		for qk, qv := range kv {
+		for _, qk := range sortedKeys(kv) {
+			if err := checkQuantity(k, qk, kv[qk]); err != nil {
+				return nil, err
+			}
 			if _, dup := q[qk]; dup {
 				return nil, fmt.Errorf("component %s maps to quota key %s, which another component already sets", k, qk)
 			}
-			q[qk] = qv
+			q[qk] = kv[qk].text
 		}
 	}
 	return q, nil
 }
 
-func unmapped(key, typ string) error {
-	return fmt.Errorf("component %s (type %s) has no quota mapping: add it to backend_settings.component_quota_mapping or give it a k8s_resource", key, typ)
+// unmappedError is a component that no quota key maps: its limit is dropped.
+type unmappedError struct{ key, typ, hint string }
+
+func (e *unmappedError) Error() string {
+	return fmt.Sprintf("component %s (type %s) has no quota mapping: its limit is not rendered; %s", e.key, e.typ, e.hint)
 }
 
-// gi formats gibibytes for the types measured in them.
-func withUnit(typ string, v float64) string {
+// Hints for an unmapped component, per profile: only the namespace, okd and
+// rancher profiles read k8s_resource.
+const (
+	hintQuotaMapping = "to render it, add its type to backend_settings.component_quota_mapping"
+	hintMappingOrExt = "to render it, add its type to backend_settings.component_quota_mapping or give the component a k8s_resource"
+	hintK8sResource  = "to render it, give the component a k8s_resource (requests.<k8s_resource>)"
+)
+
+// unitQuantity is v in the unit the site agent gives a component type:
+// gibibytes for ram, memory and storage, plain numbers for everything else.
+func unitQuantity(typ string, v *big.Rat) quantity {
 	switch typ {
 	case "ram", "memory", "storage":
-		return num(v) + "Gi"
+		return giQuantity(v)
 	}
-	return num(v)
+	return plainQuantity(v)
 }
 
 // roleMapper returns a function mapping Waldur roles through m, else def.
@@ -149,8 +177,9 @@ type k8sUTProfile struct {
 	o *config.Offering
 }
 
-func (p *k8sUTProfile) defaultTarget() string { return TargetCluster }
-func (p *k8sUTProfile) targets() []string     { return []string{TargetCluster} }
+func (p *k8sUTProfile) projectClaims(*TenantData) []string { return nil }
+func (p *k8sUTProfile) defaultTarget() string              { return TargetCluster }
+func (p *k8sUTProfile) targets() []string                  { return []string{TargetCluster} }
 func (p *k8sUTProfile) claims(d *TenantData) []string {
 	return []string{d.Name}
 }
@@ -161,20 +190,20 @@ func (p *k8sUTProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData
 	if d.Name, err = namespaceName(p.s.NamespacePrefix, r.Slug); err != nil {
 		return err
 	}
-	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, _ config.Component, v float64) (map[string]string, error) {
+	d.Quota, err = buildQuota(p.o, d, func(k, typ string, _ config.Component, v *big.Rat) (map[string]quantity, error) {
 		field, ok := p.s.ComponentQuotaMapping[typ]
 		switch {
 		case !ok:
-			return nil, unmapped(k, typ)
+			return nil, &unmappedError{k, typ, hintQuotaMapping}
 		case field == "":
 			return nil, nil
 		}
-		return map[string]string{field: withUnit(typ, v)}, nil
+		return map[string]quantity{field: unitQuantity(typ, v)}, nil
 	})
 	if err != nil {
 		return err
 	}
-	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	d.Members = in.members(d, r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
 	if p.s.KeycloakEnabled {
 		if d.Groups, err = nsGroupNames(p.o, d); err != nil {
 			return err
@@ -189,6 +218,10 @@ func (p *k8sUTProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData
 			}
 			if p.s.CRUserIdentityLowercase {
 				id = strings.ToLower(id)
+			}
+			if why := reservedName(id); why != "" {
+				d.exclude(m.Username, fmt.Sprintf("ManagedNamespace user %q (its %s): %s", id, p.s.CRUserIdentityField, why))
+				continue
 			}
 			l := d.Users.forRole(m.Role)
 			*l = append(*l, id)
@@ -218,34 +251,36 @@ type namespaceProfile struct {
 	o *config.Offering
 }
 
-func (p *namespaceProfile) defaultTarget() string         { return TargetCluster }
-func (p *namespaceProfile) targets() []string             { return []string{TargetCluster} }
-func (p *namespaceProfile) claims(d *TenantData) []string { return []string{d.Name} }
-func (p *namespaceProfile) groups(d *TenantData) []Group  { return nsRoleGroups(p.o, d) }
-func extendedKey(c config.Component) string               { return "requests." + c.K8sResource }
+func (p *namespaceProfile) projectClaims(*TenantData) []string { return nil }
+func (p *namespaceProfile) defaultTarget() string              { return TargetCluster }
+func (p *namespaceProfile) targets() []string                  { return []string{TargetCluster} }
+func (p *namespaceProfile) claims(d *TenantData) []string      { return []string{d.Name} }
+func (p *namespaceProfile) groups(d *TenantData) []Group       { return nsRoleGroups(p.o, d) }
+func extendedKey(c config.Component) string                    { return "requests." + c.K8sResource }
 func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
 	var err error
 	if d.Name, err = namespaceName(p.s.NamespacePrefix, r.Slug); err != nil {
 		return err
 	}
 	d.QuotaName = p.s.QuotaName
-	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, c config.Component, v float64) (map[string]string, error) {
+	d.Quota, err = buildQuota(p.o, d, func(k, typ string, c config.Component, v *big.Rat) (map[string]quantity, error) {
 		if c.K8sResource != "" {
-			return map[string]string{extendedKey(c): num(v)}, nil
+			return map[string]quantity{extendedKey(c): plainQuantity(v)}, nil
 		}
 		field, ok := p.s.ComponentQuotaMapping[typ]
 		switch {
 		case !ok:
-			return nil, unmapped(k, typ)
+			return nil, &unmappedError{k, typ, hintMappingOrExt}
 		case field == "":
 			return nil, nil
 		}
-		return map[string]string{field: withUnit(typ, v)}, nil
+		return map[string]quantity{field: unitQuantity(typ, v)}, nil
 	})
 	if err != nil {
 		return err
 	}
-	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	d.LimitRange = defaultLimitRange(d.Quota)
+	d.Members = in.members(d, r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
 	var groups *RoleLists
 	if p.s.KeycloakEnabled || *p.s.BindGroups {
 		if groups, err = nsGroupNames(p.o, d); err != nil {
@@ -259,14 +294,24 @@ func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *Tenant
 	for _, role := range config.NamespaceRoles {
 		rb := RoleBinding{Name: "waldur-" + role, ClusterRole: p.s.ClusterRoles[role], Subjects: []Subject{}}
 		if *p.s.BindGroups {
-			rb.Subjects = append(rb.Subjects, Subject{APIGroup: rbacGroup, Kind: "Group", Name: p.s.GroupPrefix + (*groups.forRole(role))[0]})
+			name := p.s.GroupPrefix + (*groups.forRole(role))[0]
+			if why := reservedName(name); why != "" {
+				return fmt.Errorf("RoleBinding subject group %q is refused: %s", name, why)
+			}
+			rb.Subjects = append(rb.Subjects, Subject{APIGroup: rbacGroup, Kind: "Group", Name: name})
 		}
 		if *p.s.BindUsers {
 			var users []string
 			for _, m := range d.Members {
-				if id := in.identity(m, p.s.UserIdentityField); m.Role == role && id != "" {
-					users = append(users, p.s.UserPrefix+id)
+				id := in.identity(m, p.s.UserIdentityField)
+				if m.Role != role || id == "" {
+					continue
 				}
+				if why := reservedName(p.s.UserPrefix + id); why != "" {
+					d.exclude(m.Username, fmt.Sprintf("RoleBinding subject user %q (its %s): %s", p.s.UserPrefix+id, p.s.UserIdentityField, why))
+					continue
+				}
+				users = append(users, p.s.UserPrefix+id)
 			}
 			slices.Sort(users)
 			for _, u := range slices.Compact(users) {
@@ -289,10 +334,11 @@ type okdProfile struct {
 	o *config.Offering
 }
 
-func (p *okdProfile) defaultTarget() string         { return TargetCluster }
-func (p *okdProfile) targets() []string             { return []string{TargetCluster} }
-func (p *okdProfile) claims(d *TenantData) []string { return []string{d.Name} }
-func (p *okdProfile) groups(*TenantData) []Group    { return nil }
+func (p *okdProfile) projectClaims(*TenantData) []string { return nil }
+func (p *okdProfile) defaultTarget() string              { return TargetCluster }
+func (p *okdProfile) targets() []string                  { return []string{TargetCluster} }
+func (p *okdProfile) claims(d *TenantData) []string      { return []string{d.Name} }
+func (p *okdProfile) groups(*TenantData) []Group         { return nil }
 
 func (p *okdProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) error {
 	if err := requireSlugs(r); err != nil {
@@ -303,25 +349,26 @@ func (p *okdProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) 
 		return err
 	}
 	d.QuotaName = "waldur-quota"
-	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, c config.Component, v float64) (map[string]string, error) {
+	two := big.NewRat(2, 1)
+	d.Quota, err = buildQuota(p.o, d, func(k, typ string, c config.Component, v *big.Rat) (map[string]quantity, error) {
 		switch {
 		case c.K8sResource != "":
-			return map[string]string{extendedKey(c): num(v)}, nil
+			return map[string]quantity{extendedKey(c): plainQuantity(v)}, nil
 		case typ == "cpu":
-			return map[string]string{"requests.cpu": num(v), "limits.cpu": num(2 * v)}, nil
+			return map[string]quantity{"requests.cpu": plainQuantity(v), "limits.cpu": plainQuantity(mul(two, v))}, nil
 		case typ == "memory" || typ == "ram":
-			return map[string]string{"requests.memory": num(v) + "Gi", "limits.memory": num(2*v) + "Gi"}, nil
+			return map[string]quantity{"requests.memory": giQuantity(v), "limits.memory": giQuantity(mul(two, v))}, nil
 		case typ == "storage":
-			return map[string]string{"requests.storage": num(v) + "Gi"}, nil
+			return map[string]quantity{"requests.storage": giQuantity(v)}, nil
 		case typ == "pods":
-			return map[string]string{"pods": num(v)}, nil
+			return map[string]quantity{"pods": plainQuantity(v)}, nil
 		}
-		return nil, unmapped(k, typ)
+		return nil, &unmappedError{k, typ, hintK8sResource}
 	})
 	if err != nil {
 		return err
 	}
-	d.Members = in.members(r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
+	d.Members = in.members(d, r, roleMapper(p.s.RoleMapping, p.s.DefaultRole))
 	d.OKD = &OKDData{
 		DisplayName:  cmpOr(r.Name, d.Name),
 		Description:  description(r),
@@ -406,10 +453,21 @@ func (p *rancherProfile) claims(d *TenantData) []string {
 	return []string{d.Name, "project:" + d.Rancher.ProjectName}
 }
 
-// Pod-security labels the site agent puts on every Rancher namespace.
+// projectClaims: the child group is the Waldur project's, shared by its resources.
+func (p *rancherProfile) projectClaims(d *TenantData) []string {
+	if d.Rancher.ChildGroup == "" {
+		return nil
+	}
+	return []string{"Keycloak group " + Group{Name: d.Rancher.ChildGroup, Parent: d.Rancher.ParentGroup}.Path()}
+}
+
+// Labels the site agent puts on every Rancher namespace (pod security), and
+// waldur/managed, which it sets as an annotation, as a label too so that
+// selectors find the namespaces.
 var rancherNamespaceLabels = map[string]string{
 	"pod-security.kubernetes.io/enforce":         "restricted",
 	"pod-security.kubernetes.io/enforce-version": "latest",
+	"waldur/managed":                             "true",
 }
 
 // rancherProjectFields maps quota keys to Rancher's resourceQuota.limit fields.
@@ -430,7 +488,7 @@ func (p *rancherProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantDa
 		return err
 	}
 	d.QuotaName = p.s.QuotaName
-	d.Quota, err = buildQuota(p.o, d.Resource.Limits, func(k, typ string, c config.Component, v float64) (map[string]string, error) {
+	d.Quota, err = buildQuota(p.o, d, func(k, typ string, c config.Component, v *big.Rat) (map[string]quantity, error) {
 		key := ""
 		switch {
 		case c.K8sResource != "":
@@ -446,14 +504,14 @@ func (p *rancherProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantDa
 		case typ == "pods":
 			key = "pods"
 		default:
-			return nil, unmapped(k, typ)
+			return nil, &unmappedError{k, typ, hintK8sResource}
 		}
-		return map[string]string{key: rancherQuantity(key, v)}, nil
+		return map[string]quantity{key: rancherQuantity(key, v)}, nil
 	})
 	if err != nil {
 		return err
 	}
-	d.Members = in.members(r, func(string) string { return p.s.DefaultRole })
+	d.Members = in.members(d, r, func(string) string { return p.s.DefaultRole })
 	rd := &RancherData{
 		ClusterID:    p.s.ClusterID,
 		ProjectName:  p.projectName(r),
@@ -473,7 +531,12 @@ func (p *rancherProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantDa
 			limit[field] = v
 		}
 	}
-	ann := map[string]string{"field.cattle.io/projectId": rd.ProjectID}
+	rd.ProjectAnnotations = map[string]string{
+		"waldur/organization": r.CustomerSlug,
+		"waldur/managed":      "true",
+		"waldur/project_slug": cmpOr(r.ProjectSlug, "unknown"),
+	}
+	ann := map[string]string{"field.cattle.io/projectId": rd.ProjectID, "waldur/managed": "true"}
 	if len(limit) > 0 {
 		rd.ProjectQuota = map[string]any{"limit": limit}
 		b, err := json.Marshal(rd.ProjectQuota)
@@ -535,17 +598,23 @@ func (p *rancherProfile) groups(d *TenantData) []Group {
 	}
 }
 
-// rancherQuantity formats a quota value the way the site agent's Rancher plugin does.
-func rancherQuantity(key string, v float64) string {
+// rancherQuantity formats a quota value the way the site agent's Rancher plugin
+// does (limits.cpu in millicores, limits.memory and requests.storage in
+// mebibytes, the rest as plain numbers), exactly: a memory or storage value
+// that is not a whole number of mebibytes is written in gibibytes instead of
+// being truncated, and a CPU value finer than a millicore is refused.
+func rancherQuantity(key string, v *big.Rat) quantity {
 	switch key {
 	case "limits.cpu":
-		return fmt.Sprintf("%dm", int64(v*1000))
-	case "limits.memory":
-		return fmt.Sprintf("%dMi", int64(v*1024))
-	case "requests.storage":
-		return fmt.Sprintf("%dMi", int64(v)*1024)
+		m := mul(v, thousand)
+		return quantity{ratString(m) + "m", v}
+	case "limits.memory", "requests.storage":
+		if m := mul(v, big.NewRat(1024, 1)); m.IsInt() {
+			return quantity{ratString(m) + "Mi", mul(m, mib)}
+		}
+		return giQuantity(v)
 	}
-	return fmt.Sprintf("%d", int64(v))
+	return plainQuantity(v)
 }
 
 func truncate(s string, n int) string {

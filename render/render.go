@@ -13,6 +13,7 @@ import (
 	"path"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/api/types"
@@ -43,8 +44,30 @@ type Result struct {
 	// Terminations maps the UUID of every resource Waldur is terminating (a
 	// Terminate order pending or executing, or the resource in state Terminating)
 	// to its Terminate orders. Removing such a tenant is expected; removing any
-	// other is what the mass-deletion guard counts.
+	// other is what the mass-deletion guard counts. A Kept resource is never in it.
 	Terminations map[waldur.UUID][]waldur.UUID
+	// Kept maps the UUID of every resource whose state is missing or not one
+	// Waldur defines (Creating, OK, Erred, Updating, Terminating, Terminated) to
+	// the reason. Such a resource is neither rendered nor removed: Tree carries
+	// its tenant directories over from the previous tree byte for byte, and a
+	// publisher must treat it as unchanged (no delete, no update, no order
+	// moved) and report it. Each also has a skip entry in Changes.
+	Kept map[waldur.UUID]string
+	// Warnings are problems that did not stop a resource from rendering: a limit
+	// dropped because no quota key maps its component. Sorted by subject.
+	Warnings []Warning
+}
+
+// Warning is a problem with one rendered resource that left the rest of it
+// rendered.
+type Warning struct {
+	// Offering is the offering's config name; Resource the resource's UUID.
+	Offering string
+	Resource waldur.UUID
+	// Subject names the resource as skip entries do: <offering dir>/<uuid> ("<name>").
+	Subject string
+	// Message says what was left out and how to render it.
+	Message string
 }
 
 // Tenant is the rendered output for one Waldur resource in one target directory.
@@ -132,7 +155,7 @@ func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error)
 // state does not cover a configured offering; problems with single resources are
 // reported in the result's Changes and Skipped and the rest is rendered.
 func (r *Renderer) Render(st *waldur.State) (*Result, error) {
-	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}}
+	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}, Kept: map[waldur.UUID]string{}}
 	groups := map[string]*Group{}
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
@@ -157,6 +180,7 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		return cmp.Or(cmp.Compare(a.Path(), b.Path()), cmp.Compare(a.Offering, b.Offering))
 	})
 	res.Changes.Sort()
+	slices.SortStableFunc(res.Warnings, func(a, b Warning) int { return cmp.Compare(a.Subject, b.Subject) })
 	return res, nil
 }
 
@@ -182,8 +206,18 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	// first-created resource keeps a contested name.
 	var jobs []*job
 	claimed := map[string]waldur.UUID{}
+	projectClaimed := map[string]*waldur.Resource{}
 	for i := range resources {
 		rs := &resources[i]
+		if why := unknownState(rs); why != "" {
+			res.Kept[rs.UUID] = why
+			delete(res.Terminations, rs.UUID)
+			res.Changes.Add(changeset.Entry{
+				Stage: "render", Kind: "Resource", Action: changeset.Skip, Offering: o.Name,
+				Subject: o.DirName() + "/" + resourceLabel(rs), Resource: string(rs.UUID), Reason: why,
+			})
+			continue
+		}
 		orders, render := in.lifecycle(rs)
 		if !render {
 			continue
@@ -199,8 +233,16 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			}
 		}
 		if j.err == nil {
+			j.err = checkProjectClaims(p.projectClaims(j.data), rs, projectClaimed)
+		}
+		if j.err == nil {
 			for _, name := range p.claims(j.data) {
 				claimed[name] = rs.UUID
+			}
+			for _, name := range p.projectClaims(j.data) {
+				if _, taken := projectClaimed[name]; !taken {
+					projectClaimed[name] = rs
+				}
 			}
 			j.groups = p.groups(j.data)
 		}
@@ -225,6 +267,17 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			continue
 		}
 		res.Tenants = append(res.Tenants, j.tenants...)
+		subject := o.DirName() + "/" + resourceLabel(j.res)
+		for _, w := range j.data.warnings {
+			res.Warnings = append(res.Warnings, Warning{Offering: o.Name, Resource: j.res.UUID, Subject: subject, Message: w})
+		}
+		for _, e := range j.data.excluded {
+			res.Changes.Add(changeset.Entry{
+				Stage: "render", Kind: "Member", Action: changeset.Skip, Offering: o.Name,
+				Subject: subject + " member " + strconv.Quote(e.name), Resource: string(j.res.UUID),
+				Reason: "left out of tenant " + j.data.Name + ": " + e.reason,
+			})
+		}
 		for _, g := range j.groups {
 			// Per offering: offerings may use different Keycloak realms, and
 			// each looks its members up in its own way.
@@ -238,6 +291,33 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			groups[key] = &gc
 		}
 	}
+}
+
+// unknownState says why a resource's state is not one Waldur defines, "" when
+// it is.
+func unknownState(r *waldur.Resource) string {
+	switch r.State {
+	case waldur.ResourceCreating, waldur.ResourceOK, waldur.ResourceErred, waldur.ResourceUpdating,
+		waldur.ResourceTerminating, waldur.ResourceTerminated:
+		return ""
+	case "":
+		return "the resource has no state: its tenant is kept exactly as it is"
+	}
+	return fmt.Sprintf("the resource state %q is not one Waldur defines: its tenant is kept exactly as it is", r.State)
+}
+
+// checkProjectClaims refuses names that a resource of another Waldur project
+// already holds: Rancher project groups are per Waldur project, and two
+// projects (of different customers) may share a slug. The first resource in
+// creation order keeps the name; later ones are skipped with both named.
+func checkProjectClaims(names []string, r *waldur.Resource, claimed map[string]*waldur.Resource) error {
+	for _, name := range names {
+		if other, taken := claimed[name]; taken && other.ProjectUUID != r.ProjectUUID {
+			return fmt.Errorf("%s is already the group of Waldur project %s (resource %s); this resource's project %s has the same slug %q, and two projects never share a group: give keycloak_groups.child a pattern with {project_uuid}",
+				name, other.ProjectUUID, other.UUID, r.ProjectUUID, r.ProjectSlug)
+		}
+	}
+	return nil
 }
 
 // resourceLabel names a resource in messages: its UUID and, quoted so that no

@@ -28,8 +28,9 @@ const tenantDepth = 3
 type Tree map[string][]byte
 
 // Tree lays the result out as files. prev is the tree currently in place (nil for
-// none): the directories of resources this render skipped are carried over from
-// it unchanged, so that bad input never deletes what already exists.
+// none): the directories of resources this render skipped (Skipped) or kept for
+// an unknown state (Kept) are carried over from it unchanged, so that bad or
+// doubtful input never deletes what already exists.
 func (res *Result) Tree(prev Tree) Tree {
 	t := Tree{MarkerFile: markerContent}
 	for _, tn := range res.Tenants {
@@ -37,11 +38,14 @@ func (res *Result) Tree(prev Tree) Tree {
 			t[tn.Dir+"/"+f.Name] = f.Data
 		}
 	}
-	if len(res.Skipped) == 0 || prev == nil {
+	if (len(res.Skipped) == 0 && len(res.Kept) == 0) || prev == nil {
 		return t
 	}
 	for dir, files := range prev.tenants() {
-		if _, skipped := res.Skipped[tenantResource(prev, dir)]; !skipped {
+		u := tenantResource(prev, dir)
+		_, skipped := res.Skipped[u]
+		_, kept := res.Kept[u]
+		if !skipped && !kept {
 			continue
 		}
 		if _, taken := t[dir+"/"+KustomizationFile]; taken {

@@ -113,6 +113,7 @@ func TestNamespaceDefaults(t *testing.T) {
 	d.QuotaName = "waldur-quota"
 	d.Quota = map[string]string{"requests.cpu": "4", "requests.nvidia.com/gpu": "1"}
 	d.NamespaceLabels = map[string]string{"tier": "research"}
+	d.LimitRange = &render.LimitRangeData{Default: map[string]string{"cpu": "1"}, DefaultRequest: map[string]string{"cpu": "100m"}}
 	d.RoleBindings = []render.RoleBinding{
 		{Name: "waldur-admin", ClusterRole: "admin", Subjects: []render.Subject{
 			{APIGroup: "rbac.authorization.k8s.io", Kind: "Group", Name: "oidc:ns_alpha_admin"},
@@ -124,6 +125,7 @@ func TestNamespaceDefaults(t *testing.T) {
 	}
 	got := execute(t, "namespace", "cluster", d)
 	want := []string{
+		"LimitRange/tenant-alpha/waldur-container-defaults",
 		"Namespace/tenant-alpha",
 		"ResourceQuota/tenant-alpha/waldur-quota",
 		"RoleBinding/tenant-alpha/waldur-admin",
@@ -132,6 +134,10 @@ func TestNamespaceDefaults(t *testing.T) {
 	if !reflect.DeepEqual(ids(got["cluster"]), want) || len(got) != 1 {
 		t.Fatalf("objects %v", got)
 	}
+	if s, want := jsonOf(t, got["cluster"][0]["spec"]), `{"limits":[{"default":{"cpu":"1"},"defaultRequest":{"cpu":"100m"},"type":"Container"}]}`; s != want {
+		t.Errorf("limit range spec %s, want %s", s, want)
+	}
+	got["cluster"] = got["cluster"][1:]
 	ns := got["cluster"][0]
 	if s := jsonOf(t, ns["metadata"]); s != `{"labels":{"tier":"research"},"name":"tenant-alpha"}` {
 		t.Errorf("namespace metadata %s", s)
@@ -191,8 +197,12 @@ func TestRancherDefaults(t *testing.T) {
 		RoleTemplate: "workloads-manage", GroupPrincipal: "keycloakoidc_group://project_proj_workloads-manage",
 		BindingName: "waldur-workloads-manage", BindingNamespace: "c-m-4xk2p9q7-p-0b1c2d3e4f5a",
 		ParentGroup: "c_cm4xk2p9", ChildGroup: "project_proj_workloads-manage",
+		ProjectAnnotations: map[string]string{"waldur/organization": "org", "waldur/managed": "true", "waldur/project_slug": "proj"},
 	}
 	got := execute(t, "rancher", "downstream", d)
+	if s, want := jsonOf(t, got["management"][0]["metadata"]), `{"annotations":{"waldur/managed":"true","waldur/organization":"org","waldur/project_slug":"proj"},"name":"p-0b1c2d3e4f5a","namespace":"c-m-4xk2p9q7"}`; s != want {
+		t.Errorf("project metadata %s, want %s", s, want)
+	}
 	if want := []string{"Namespace/tenant-alpha", "ResourceQuota/tenant-alpha/waldur-quota"}; !reflect.DeepEqual(ids(got["downstream"]), want) {
 		t.Errorf("downstream %v", ids(got["downstream"]))
 	}

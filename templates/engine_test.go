@@ -792,6 +792,7 @@ func TestLoadFS(t *testing.T) {
 		names = append(names, tp.Name+"|"+tp.File)
 	}
 	want := []string{
+		"default:namespace/limitrange.yaml|limitrange.yaml",
 		"default:namespace/namespace.yaml|namespace.yaml",
 		"default:namespace/resourcequota.yaml|resourcequota.yaml",
 		"default:namespace/rolebinding.yaml|rolebinding.yaml",

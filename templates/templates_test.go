@@ -11,7 +11,7 @@ import (
 // defaultFiles are the embedded templates of every profile.
 var defaultFiles = map[string][]string{
 	"k8s-ut-namespace": {"managednamespace.yaml"},
-	"namespace":        {"namespace.yaml", "resourcequota.yaml", "rolebinding.yaml"},
+	"namespace":        {"limitrange.yaml", "namespace.yaml", "resourcequota.yaml", "rolebinding.yaml"},
 	"okd":              {"namespace.yaml", "resourcequota.yaml", "rolebinding.yaml"},
 	"rancher":          {"namespace.yaml", "project.yaml", "projectroletemplatebinding.yaml", "resourcequota.yaml"},
 }
@@ -126,6 +126,7 @@ func TestForOffering(t *testing.T) {
 	want := []string{
 		dir + "/.hidden-but-valid.yaml",
 		dir + "/aaa-first.yml",
+		"default:namespace/limitrange.yaml",
 		dir + "/namespace.yaml",
 		dir + "/networkpolicy.yaml",
 		"default:namespace/resourcequota.yaml",
@@ -136,7 +137,7 @@ func TestForOffering(t *testing.T) {
 		t.Errorf("templates\n%q\nwant\n%q", got, want)
 	}
 	// The replacement is the site's file.
-	objs, err := ts[2].Execute(newData(), "cluster")
+	objs, err := ts[3].Execute(newData(), "cluster")
 	if err != nil || len(objs) != 1 || objs[0].Body["kind"] != "ConfigMap" {
 		t.Errorf("namespace.yaml: %v %+v", err, objs)
 	}
@@ -146,7 +147,7 @@ func TestForOffering(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(defs) != 3 || defs[0].Name != "default:namespace/namespace.yaml" {
+	if len(defs) != 4 || defs[1].Name != "default:namespace/namespace.yaml" {
 		t.Errorf("defaults after a site load: %+v", defs)
 	}
 }
@@ -163,7 +164,7 @@ func TestForOfferingYmlDoesNotReplaceYaml(t *testing.T) {
 	for _, tp := range ts {
 		got = append(got, tp.File)
 	}
-	if want := []string{"namespace.yaml", "namespace.yml", "resourcequota.yaml", "rolebinding.yaml"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"limitrange.yaml", "namespace.yaml", "namespace.yml", "resourcequota.yaml", "rolebinding.yaml"}; !reflect.DeepEqual(got, want) {
 		t.Errorf("files %q, want %q", got, want)
 	}
 }

@@ -1,19 +1,24 @@
 // Package kubetest runs a real, throwaway Kubernetes control plane for tests:
 // etcd and kube-apiserver, built from the Go module proxy on first use, cached,
 // and started on 127.0.0.1 with a fresh data directory, fresh certificates and
-// static bearer tokens. It has no kubelet, scheduler or controller manager: it
-// stores, validates, authorizes and serves objects, which is all that applying
-// and pruning manifests needs.
+// static bearer tokens. It has no kubelet or scheduler, and no controller
+// manager unless Options.ControllerManager asks for one: it stores, validates,
+// authorizes and serves objects, which is all that applying and pruning
+// manifests needs. Tests that need quota status (creating a Pod in a namespace
+// with a ResourceQuota), namespace deletion, garbage collection or service
+// account tokens start kube-controller-manager with those controllers too.
 //
 // The binaries are built once per cache directory (cold: about four to six
 // minutes on two cores; later runs find them and start in a few seconds):
 //
 //   - etcd from go.etcd.io/etcd/server/v3 at EtcdVersion (its root package is
 //     the etcd server);
-//   - kube-apiserver from k8s.io/kubernetes at KubeVersion, in a scratch module
-//     that pins every k8s.io staging module to the matching v0.x release,
-//     because k8s.io/kubernetes itself points them at ./staging directories that
-//     a module download does not contain.
+//   - kube-apiserver (and, when asked for, kube-controller-manager) from
+//     k8s.io/kubernetes at KubeVersion, in a scratch module that pins every
+//     k8s.io staging module to the matching v0.x release, because
+//     k8s.io/kubernetes itself points them at ./staging directories that a
+//     module download does not contain. The controller manager reuses most of
+//     the apiserver's compiled packages: about one minute more.
 //
 // The cache directory is $WALDUR_GITOPS_KUBE_CACHE, else
 // <user cache dir>/waldur-gitops/kube. A file lock serialises builds, so test
@@ -61,11 +66,22 @@ func CacheDir() (string, error) {
 type Binaries struct {
 	Etcd          string
 	KubeAPIServer string
+	// KubeControllerManager is set only when asked for.
+	KubeControllerManager string
 }
 
 // EnsureBinaries returns the cached binaries, building those that are missing.
 // Build output goes to log (nil: discarded).
 func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
+	return ensureBinaries(ctx, log, false)
+}
+
+// EnsureBinariesWithControllerManager is EnsureBinaries with kube-controller-manager too.
+func EnsureBinariesWithControllerManager(ctx context.Context, log io.Writer) (*Binaries, error) {
+	return ensureBinaries(ctx, log, true)
+}
+
+func ensureBinaries(ctx context.Context, log io.Writer, kcm bool) (*Binaries, error) {
 	if log == nil {
 		log = io.Discard
 	}
@@ -81,7 +97,10 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
 		Etcd:          filepath.Join(bin, "etcd-v"+EtcdVersion),
 		KubeAPIServer: filepath.Join(bin, "kube-apiserver-v"+KubeVersion),
 	}
-	if executable(b.Etcd) && executable(b.KubeAPIServer) {
+	if kcm {
+		b.KubeControllerManager = filepath.Join(bin, "kube-controller-manager-v"+KubeVersion)
+	}
+	if executable(b.Etcd) && executable(b.KubeAPIServer) && (!kcm || executable(b.KubeControllerManager)) {
 		return b, nil
 	}
 	unlock, err := lockFile(filepath.Join(dir, ".build.lock"))
@@ -96,7 +115,12 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
 		}
 	}
 	if !executable(b.KubeAPIServer) {
-		if err := buildAPIServer(ctx, dir, b.KubeAPIServer, log); err != nil {
+		if err := buildKube(ctx, dir, "kube-apiserver", b.KubeAPIServer, log); err != nil {
+			return nil, err
+		}
+	}
+	if kcm && !executable(b.KubeControllerManager) {
+		if err := buildKube(ctx, dir, "kube-controller-manager", b.KubeControllerManager, log); err != nil {
 			return nil, err
 		}
 	}
@@ -118,8 +142,9 @@ func buildEtcd(ctx context.Context, cache, out string, log io.Writer) error {
 	return goBuild(ctx, mod, out, "-s -w", "go.etcd.io/etcd/server/v3", log)
 }
 
-// buildAPIServer builds kube-apiserver into out.
-func buildAPIServer(ctx context.Context, cache, out string, log io.Writer) error {
+// buildKube builds the command cmd of k8s.io/kubernetes (kube-apiserver,
+// kube-controller-manager) into out.
+func buildKube(ctx context.Context, cache, cmd, out string, log io.Writer) error {
 	mod := filepath.Join(cache, "src", "kubernetes-v"+KubeVersion)
 	if err := os.MkdirAll(mod, 0o755); err != nil {
 		return err
@@ -164,7 +189,7 @@ func buildAPIServer(ctx context.Context, cache, out string, log io.Writer) error
 		"-X k8s.io/component-base/version.gitMinor=" + minor,
 		"-X k8s.io/component-base/version.gitTreeState=clean",
 	}, " ")
-	return goBuild(ctx, mod, out, ld, "k8s.io/kubernetes/cmd/kube-apiserver", log)
+	return goBuild(ctx, mod, out, ld, "k8s.io/kubernetes/cmd/"+cmd, log)
 }
 
 // stagingModules returns the module paths a go.mod replaces with ./staging/ directories.

@@ -44,6 +44,21 @@ type Options struct {
 	// ReadyTimeout bounds the wait for the API server (default 3 minutes; a
 	// loaded machine is slow, an idle one takes about 3 s).
 	ReadyTimeout time.Duration
+	// ControllerManager also runs kube-controller-manager with the controllers
+	// for resource quota status, namespace deletion, garbage collection, service
+	// accounts and their tokens (ControllerManagerControllers). Without it the
+	// API server refuses a Pod in a namespace with a ResourceQuota (the quota's
+	// status is never filled) and a deleted namespace stays Terminating.
+	ControllerManager bool
+}
+
+// ControllerManagerControllers are the controllers Options.ControllerManager runs.
+var ControllerManagerControllers = []string{
+	"resourcequota-controller",
+	"namespace-controller",
+	"serviceaccount-controller",
+	"serviceaccount-token-controller",
+	"garbage-collector-controller",
 }
 
 // Cluster is a running etcd and kube-apiserver.
@@ -72,7 +87,11 @@ type process struct {
 // Start builds the binaries if needed and starts a cluster on free loopback
 // ports. Call Stop when done.
 func Start(ctx context.Context, o Options) (*Cluster, error) {
-	bins, err := EnsureBinaries(ctx, o.Log)
+	ensure := EnsureBinaries
+	if o.ControllerManager {
+		ensure = EnsureBinariesWithControllerManager
+	}
+	bins, err := ensure(ctx, o.Log)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +189,38 @@ func start(ctx context.Context, bins *Binaries, o Options) (_ *Cluster, err erro
 			return nil, err
 		}
 	}
+	if o.ControllerManager {
+		if err := c.startControllerManager(ctx, bins, hc, o.ReadyTimeout); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
+}
+
+// startControllerManager runs kube-controller-manager as admin and waits until
+// it works: the service account controller has made the default namespace's
+// ServiceAccount "default". It serves no port (--secure-port=0).
+func (c *Cluster) startControllerManager(ctx context.Context, bins *Binaries, hc *http.Client, timeout time.Duration) error {
+	kc := c.KubeconfigPath(Admin)
+	pki := filepath.Join(c.Dir, "pki")
+	kcm, err := c.run("kube-controller-manager", bins.KubeControllerManager,
+		"--kubeconfig="+kc,
+		"--authentication-kubeconfig="+kc,
+		"--authorization-kubeconfig="+kc,
+		"--authentication-skip-lookup=true",
+		"--bind-address=127.0.0.1",
+		"--secure-port=0",
+		"--leader-elect=false",
+		"--controllers="+strings.Join(ControllerManagerControllers, ","),
+		"--service-account-private-key-file="+filepath.Join(pki, "sa.key"),
+		"--root-ca-file="+filepath.Join(pki, "ca.crt"),
+		"--use-service-account-credentials=false",
+		"--profiling=false",
+	)
+	if err != nil {
+		return err
+	}
+	return waitReady(ctx, kcm, hc, c.URL+"/api/v1/namespaces/default/serviceaccounts/default", c.tokens[Admin], timeout)
 }
 
 // run starts a child with its output in <dir>/<name>.log.

@@ -1,9 +1,11 @@
 // Command kubeup starts the test control plane of internal/kubetest by hand, for
 // trying the apply command or debugging a test:
 //
-//	go run ./internal/kubetest/kubeup [-crds DIR] [-user NAME]...
+//	go run ./internal/kubetest/kubeup [-kcm] [-crds DIR] [-user NAME]...
 //
-// It builds etcd and kube-apiserver on first use, prints the admin kubeconfig
+// With -kcm it runs kube-controller-manager too (quota status, namespace
+// deletion, garbage collection, service accounts). It builds etcd and
+// kube-apiserver (and kube-controller-manager) on first use, prints the admin kubeconfig
 // path and runs until interrupted; everything is removed on exit.
 package main
 
@@ -30,19 +32,27 @@ func main() {
 	var users userList
 	flag.Var(&users, "user", "add a user with its own token and no permissions (repeatable)")
 	buildOnly := flag.Bool("build", false, "only build the binaries into the cache")
+	kcm := flag.Bool("kcm", false, "also run (or, with -build, build) kube-controller-manager")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if *buildOnly {
-		b, err := kubetest.EnsureBinaries(ctx, os.Stderr)
+		ensure := kubetest.EnsureBinaries
+		if *kcm {
+			ensure = kubetest.EnsureBinariesWithControllerManager
+		}
+		b, err := ensure(ctx, os.Stderr)
 		if err != nil {
 			fail(err)
 		}
 		fmt.Println(b.Etcd)
 		fmt.Println(b.KubeAPIServer)
+		if b.KubeControllerManager != "" {
+			fmt.Println(b.KubeControllerManager)
+		}
 		return
 	}
-	c, err := kubetest.Start(ctx, kubetest.Options{Users: users, Log: os.Stderr})
+	c, err := kubetest.Start(ctx, kubetest.Options{Users: users, Log: os.Stderr, ControllerManager: *kcm})
 	if err != nil {
 		fail(err)
 	}
