@@ -527,6 +527,14 @@ func (r *run) planPrune() ([]*candidate, error) {
 				r.report(c.entry(changeset.Skip, "kept: the renderer skipped its resource: "+why, nil), nil)
 				continue
 			}
+			if why, kept := r.res.Kept[c.resource]; kept {
+				r.report(c.entry(changeset.Unchanged, "kept as it is: "+why, nil), nil)
+				continue
+			}
+			if why, unread := r.res.Unread[off.Name]; unread {
+				r.report(c.entry(changeset.Unchanged, "kept as it is: offering "+off.Name+" was not read: "+why, nil), nil)
+				continue
+			}
 			gvk := obj.GroupVersionKind()
 			m, err := cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/changeset"
@@ -37,6 +38,9 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 	}
 	pub := &Published{Where: "the clusters", Failed: map[waldur.UUID]string{}}
 	for _, e := range r.Changes.ByAction(changeset.Skip) {
+		if strings.HasPrefix(e.Reason, "kept: ") {
+			continue // left alone on purpose, not refused
+		}
 		if _, seen := pub.Failed[waldur.UUID(e.Resource)]; !seen && e.Resource != "" {
 			pub.Failed[waldur.UUID(e.Resource)] = e.Subject + ": " + e.Reason
 		}

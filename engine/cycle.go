@@ -61,7 +61,7 @@ func (e *Engine) stages(req Request) []stage {
 		} else {
 			o.State, err = s.Source.Read(ctx)
 		}
-		return changeset.Set{}, nil, err
+		return unreadEntries(o.State), nil, err
 	}}}
 	if s.Orders != nil {
 		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
@@ -75,6 +75,9 @@ func (e *Engine) stages(req Request) []stage {
 			return changeset.Set{}, nil, err
 		}
 		e.log.Info("rendered", "tenants", len(res.Tenants), "groups", len(res.Groups), "skipped", len(res.Skipped), "duration", time.Since(start).Round(time.Millisecond).String())
+		for _, w := range res.Warnings {
+			e.log.Warn("rendered with a warning", "offering", w.Offering, "subject", w.Subject, "warning", w.Message)
+		}
 		o.Result = res
 		return res.Changes, nil, nil
 	}})

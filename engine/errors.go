@@ -170,27 +170,36 @@ func verdict(req Request, out *Outcome, err error) error {
 	if req.DryRun && changes.Changed() {
 		return Errorf(ClassDiff, "differences found")
 	}
-	var resources, identities int
+	counts := map[string]int{}
 	for _, e := range changes.ByAction(changeset.Skip) {
-		switch e.Stage {
-		case "render":
-			resources++
-		case "keycloak":
-			identities++
+		if what, ok := skipKinds[e.Stage+"/"+e.Kind]; ok {
+			counts[what]++
+		} else if e.Stage == "keycloak" {
+			counts["Keycloak group(s) or membership(s)"]++
 		}
 	}
 	var parts []string
-	if resources > 0 {
-		parts = append(parts, fmt.Sprintf("%d resource(s)", resources))
-	}
-	if identities > 0 {
-		parts = append(parts, fmt.Sprintf("%d Keycloak group(s) or membership(s)", identities))
+	for _, what := range skipOrder {
+		if counts[what] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[what], what))
+		}
 	}
 	if len(parts) > 0 {
 		return Errorf(ClassPartial, "%s skipped (listed in the output), the rest done", strings.Join(parts, " and "))
 	}
 	return nil
 }
+
+// skipKinds names the skip entries that make a run partial, by stage/kind;
+// every skip of the keycloak stage counts too.
+var skipKinds = map[string]string{
+	"waldur/Offering": "offering(s) not read",
+	"render/Resource": "resource(s)",
+	"render/Member":   "member(s)",
+}
+
+// skipOrder is the order the verdict names them in.
+var skipOrder = []string{"offering(s) not read", "resource(s)", "member(s)", "Keycloak group(s) or membership(s)"}
 
 // renderClassified renders st; a failure is a config error wherever it happens.
 func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
+	"slices"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -25,8 +27,9 @@ type KeycloakStage struct {
 // Reconcile makes Keycloak match res. Unusable credentials are a config
 // error (the engine reclassifies it when something was published already).
 func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (changeset.Set, map[string]int, error) {
+	cfg, res := doubtless(k.Config, res)
 	g := o.Guard
-	out, err := keycloak.Reconcile(ctx, k.Config, res, keycloak.Options{
+	out, err := keycloak.Reconcile(ctx, cfg, res, keycloak.Options{
 		DryRun: o.DryRun, NoDelete: o.NoDelete, Log: k.Log, Guard: &g, InGit: present, Connect: k.Connect,
 		ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()},
 	})
@@ -34,4 +37,26 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 		err = Classify(ClassConfig, err)
 	}
 	return out.Changes, out.Calls, err
+}
+
+// doubtless leaves out of the Keycloak pass what the run is in doubt about:
+// the offerings that could not be read (a realm only they use is not
+// touched; in a shared realm their groups belong to an offering outside the
+// pass and stay) and the resources kept for an unknown state (their groups
+// stay as they are, like those of skipped resources).
+func doubtless(cfg *config.Config, res *render.Result) (*config.Config, *render.Result) {
+	if len(res.Unread) == 0 && len(res.Kept) == 0 {
+		return cfg, res
+	}
+	c := *cfg
+	c.Offerings = slices.DeleteFunc(slices.Clone(cfg.Offerings), func(o config.Offering) bool { _, unread := res.Unread[o.Name]; return unread })
+	r := *res
+	r.Skipped = maps.Clone(res.Skipped)
+	if r.Skipped == nil {
+		r.Skipped = map[waldur.UUID]string{}
+	}
+	for id, why := range res.Kept {
+		r.Skipped[id] = "kept as it is: " + why
+	}
+	return &c, &r
 }

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -43,27 +44,52 @@ type APISource struct {
 	clients map[string]*waldur.Client // of the latest Read, by offering name
 }
 
-// Read reads every offering in config order.
+// Read reads every offering in config order. An offering that cannot be
+// read (Waldur down or refusing, an inconsistent listing, a missing token) is
+// recorded in State.Unread and the others are read: its tenants are kept as
+// they are. Only when no offering can be read does Read fail.
 func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 	log := logOrDiscard(s.Log)
 	s.clients = map[string]*waldur.Client{}
 	st := &waldur.State{}
+	var first error
 	for i := range s.Offerings {
 		o := &s.Offerings[i]
-		c, err := s.Client(o)
+		ost, err := s.readOffering(ctx, o)
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, Classify(ClassWaldur, err)
+			}
+			first = cmpOr(first, err)
+			if st.Unread == nil {
+				st.Unread = map[string]string{}
+			}
+			st.Unread[o.Name] = err.Error()
+			log.Error("reading the offering failed: its tenants are kept as they are", "offering", o.Name, "error", err.Error())
+			continue
 		}
-		start := time.Now()
-		ost, err := c.ReadOffering(ctx, o.Name, waldur.UUID(o.WaldurOfferingUUID))
-		if err != nil {
-			return nil, Classify(ClassWaldur, err)
-		}
-		log.Info("read Waldur offering", "offering", o.Name, "resources", len(ost.Resources), "orders", len(ost.Orders),
-			"projects", len(ost.Teams), "offering_users", len(ost.OfferingUsers), "duration", time.Since(start).Round(time.Millisecond).String())
 		st.Offerings = append(st.Offerings, *ost)
 	}
+	if len(st.Unread) == len(s.Offerings) && first != nil {
+		return nil, first
+	}
 	return st, nil
+}
+
+func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*waldur.OfferingState, error) {
+	c, err := s.Client(o)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	ost, err := c.ReadOffering(ctx, o.Name, waldur.UUID(o.WaldurOfferingUUID))
+	if err != nil {
+		return nil, Classify(ClassWaldur, err)
+	}
+	logOrDiscard(s.Log).Info("read Waldur offering", "offering", o.Name, "resources", len(ost.Resources), "orders", len(ost.Orders),
+		"projects", len(ost.Teams), "offering_users", len(ost.OfferingUsers), "terminated", len(ost.Terminated),
+		"bad_records", len(ost.BadRecords), "duration", time.Since(start).Round(time.Millisecond).String())
+	return ost, nil
 }
 
 // Client is the Waldur client of an offering: the one the latest Read used,
@@ -112,7 +138,7 @@ type Refresher interface {
 // now in a state the listing leaves out (Terminated) or answering 404 leaves
 // the state; one of another offering is ignored.
 func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
-	st := &waldur.State{Offerings: make([]waldur.OfferingState, len(last.Offerings))}
+	st := &waldur.State{Offerings: make([]waldur.OfferingState, len(last.Offerings)), Unread: maps.Clone(last.Unread)}
 	for i, prev := range last.Offerings {
 		o := s.offering(prev.Name)
 		if o == nil {
@@ -181,4 +207,17 @@ func (s *APISource) offering(name string) *config.Offering {
 		}
 	}
 	return nil
+}
+
+// unreadEntries reports every offering that could not be read.
+func unreadEntries(st *waldur.State) changeset.Set {
+	var cs changeset.Set
+	if st == nil {
+		return cs
+	}
+	for _, name := range slices.Sorted(maps.Keys(st.Unread)) {
+		cs.Add(changeset.Entry{Stage: "waldur", Kind: "Offering", Subject: name, Action: changeset.Skip, Offering: name,
+			Reason: "not read, its tenants are kept as they are: " + st.Unread[name]})
+	}
+	return cs
 }

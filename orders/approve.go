@@ -76,6 +76,10 @@ func PlanApprovals(offerings []*Offering, st *waldur.State, probe *render.Result
 			default:
 				p.Decision = Leave
 			}
+			if why, kept := keptBy(probe, ord.MarketplaceResourceUUID); kept {
+				// Waldur's answer about the resource is in doubt: no decision.
+				p.Decision, p.Problem = Leave, "kept as it is: "+why
+			}
 			if !o.AutoApprove {
 				p.Decision = Leave
 			}
@@ -83,6 +87,16 @@ func PlanApprovals(offerings []*Offering, st *waldur.State, probe *render.Result
 		}
 	}
 	return out
+}
+
+// keptBy reports whether the render kept the resource as it is (an unknown
+// state), and why.
+func keptBy(res *render.Result, id waldur.UUID) (string, bool) {
+	if res == nil {
+		return "", false
+	}
+	why, ok := res.Kept[id]
+	return why, ok
 }
 
 // tenantNames maps each rendered resource to its tenant's name.
@@ -103,7 +117,7 @@ func tenantNames(res *render.Result) map[waldur.UUID]string {
 // Restore and Update order is executing: what the state will be once they are
 // approved. Resources and other lists are shared with st, read-only.
 func ProbeState(st *waldur.State) *waldur.State {
-	out := &waldur.State{Offerings: make([]waldur.OfferingState, len(st.Offerings))}
+	out := &waldur.State{Offerings: make([]waldur.OfferingState, len(st.Offerings)), Unread: st.Unread}
 	for i, o := range st.Offerings {
 		o.Orders = append([]waldur.Order(nil), o.Orders...)
 		for j := range o.Orders {

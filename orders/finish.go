@@ -65,6 +65,11 @@ func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pus
 			if len(ts) > 0 {
 				e.Tenant = o.Dir + "/" + ts[0].Name
 			}
+			if why, kept := keptBy(res, id); kept {
+				e.Reason = "the resource is kept as it is: " + why
+				out = append(out, e)
+				continue
+			}
 			switch ord.Type {
 			case waldur.OrderCreate, waldur.OrderRestore, waldur.OrderUpdate:
 				planFulfil(&e, res, ts, pushed)

@@ -53,6 +53,12 @@ type Result struct {
 	// publisher must treat it as unchanged (no delete, no update, no order
 	// moved) and report it. Each also has a skip entry in Changes.
 	Kept map[waldur.UUID]string
+	// Unread maps the config name of every offering whose Waldur state could
+	// not be read to the reason: nothing of it is rendered, and Tree carries
+	// its whole directory over from the previous tree byte for byte.
+	Unread map[string]string
+	// unreadDirs are the directory names of the Unread offerings.
+	unreadDirs map[string]bool
 	// Warnings are problems that did not stop a resource from rendering: a limit
 	// dropped because no quota key maps its component. Sorted by subject.
 	Warnings []Warning
@@ -159,6 +165,13 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 	groups := map[string]*Group{}
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
+		if why, unread := st.Unread[o.Name]; unread {
+			if res.Unread == nil {
+				res.Unread, res.unreadDirs = map[string]string{}, map[string]bool{}
+			}
+			res.Unread[o.Name], res.unreadDirs[o.DirName()] = why, true
+			continue
+		}
 		ost, ok := st.Offering(o.Name)
 		if !ok {
 			return nil, fmt.Errorf("the Waldur state has no offering %q: refusing to render without it", o.Name)

@@ -29,8 +29,9 @@ type Tree map[string][]byte
 
 // Tree lays the result out as files. prev is the tree currently in place (nil for
 // none): the directories of resources this render skipped (Skipped) or kept for
-// an unknown state (Kept) are carried over from it unchanged, so that bad or
-// doubtful input never deletes what already exists.
+// an unknown state (Kept), and of offerings that could not be read (Unread), are
+// carried over from it unchanged, so that bad or doubtful input never deletes
+// what already exists.
 func (res *Result) Tree(prev Tree) Tree {
 	t := Tree{MarkerFile: markerContent}
 	for _, tn := range res.Tenants {
@@ -38,14 +39,15 @@ func (res *Result) Tree(prev Tree) Tree {
 			t[tn.Dir+"/"+f.Name] = f.Data
 		}
 	}
-	if (len(res.Skipped) == 0 && len(res.Kept) == 0) || prev == nil {
+	if (len(res.Skipped) == 0 && len(res.Kept) == 0 && len(res.Unread) == 0) || prev == nil {
 		return t
 	}
 	for dir, files := range prev.tenants() {
+		offering, _, _ := strings.Cut(dir, "/")
 		u := tenantResource(prev, dir)
 		_, skipped := res.Skipped[u]
 		_, kept := res.Kept[u]
-		if !skipped && !kept {
+		if !skipped && !kept && !res.unreadDirs[offering] {
 			continue
 		}
 		if _, taken := t[dir+"/"+KustomizationFile]; taken {

@@ -346,6 +346,11 @@ func (b BadRecord) String() string {
 // State is the Waldur state of every configured offering.
 type State struct {
 	Offerings []OfferingState `json:"offerings"`
+	// Unread maps the config name of every offering that could not be read
+	// to the reason. Such an offering has no OfferingState: its tenants are
+	// kept exactly as they are and none of its orders move. Never recorded
+	// in a snapshot.
+	Unread map[string]string `json:"-"`
 }
 
 // Offering returns the state recorded for the named offering.
