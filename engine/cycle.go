@@ -146,4 +146,3 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 	e.last = out
 	return out
 }
-

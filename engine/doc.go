@@ -1,18 +1,21 @@
 // Package engine owns the one cycle every command that changes something
 // runs: sync, render (--dry-run and --out), apply, keycloak and serve.
 //
-//	        Source            Orders          render          Validator       Publisher          Identities       Orders
-//	  waldur ──────▶ approve ──────▶ render ──────▶ validate ──────▶ git | apply | out ──────▶ keycloak ──────▶ orders
-//	  (API or        (pending-       (pure:          (--validate-     (commit and push,    (groups and       (executing
-//	   snapshot)      provider)       render.New)     server)          apply, or a dir)     memberships)      → done/erred)
+//	waldur ─▶ approve ─▶ render ─▶ validate ─▶ git | apply | out ─▶ keycloak ─▶ orders
 //
-// Each arrow is a small interface in seams.go; the packages that do the work
-// implement them through the adapters beside it: waldur (APISource,
-// SnapshotSource), orders (OrderStage), gitsync (GitPublisher), apply
-// (ClusterPublisher, ServerValidator), localtree (DirPublisher) and keycloak
-// (KeycloakStage). FromConfig wires the seams a verb asks for; a nil seam's
-// stage does not run (no orders from a snapshot, no publisher for the
-// keycloak command).
+//	stage            seam        adapter (package doing the work)
+//	waldur           Source      APISource, SnapshotSource (waldur)
+//	approve          Orders      OrderStage.Approve (orders)
+//	render           —           a pure function: render.Renderer.Render
+//	validate         Validator   ServerValidator (apply), with --validate-server
+//	git, apply, out  Publisher   GitPublisher (gitsync), ClusterPublisher (apply), DirPublisher (localtree)
+//	keycloak         Identities  KeycloakStage (keycloak)
+//	orders           Orders      OrderStage.Finish (orders)
+//
+// Each seam is a small interface in seams.go; the packages that do the work
+// sit behind it through the adapters in this package. FromConfig wires the
+// seams a verb asks for; a nil seam's stage does not run (no orders from a
+// snapshot, no publisher for the keycloak command).
 //
 // cycle.go runs the stages in order and records each in the run report. The
 // first failure ends the run, except that the identities stage lets the

@@ -32,4 +32,3 @@ type Outcome struct {
 	// Err is the run's failure with its class; nil on success.
 	Err error
 }
-
