@@ -43,7 +43,7 @@ func TestSyncWholeCycle(t *testing.T) {
 	}
 	rep := readReport(t, []byte(stdout))
 	head := gittest.Head(t, repo, "main")
-	if rep.Commit != head || rep.Counts["keycloak"]["create"] == 0 || rep.Counts["waldur"]["update"] == 0 {
+	if rep.Commit != head || rep.Counts["keycloak"]["create"] == 0 || rep.Counts["orders"]["update"] == 0 {
 		t.Errorf("first sync report: commit %q (head %s), counts %v", rep.Commit, head, rep.Counts)
 	}
 	if len(kc.Paths("hpc")) == 0 {
@@ -89,5 +89,45 @@ func TestSyncWholeCycle(t *testing.T) {
 	}
 	if code != ExitKeycloak || !kcErr || !ordersRan || !strings.Contains(stderr, "keycloak") {
 		t.Errorf("Keycloak down: exit %d, keycloak failed %v, orders ran %v\n%s", code, kcErr, ordersRan, stderr)
+	}
+}
+
+// TestOrderWaitsForKeycloak: a Create order is not done while Keycloak is
+// down, although its tenant is pushed: the run says why it waits, and the
+// first run with Keycloak back finishes it.
+func TestOrderWaitsForKeycloak(t *testing.T) {
+	wsrv, waldurCfg := serveExample(t)
+	gsrv, repo, url := gitRepo(t)
+	down := kctest.NewServer()
+	down.Close()
+	cfg := withGit(t, keycloakConfigFrom(t, waldurCfg, down.URL, "", true), gsrv, url)
+
+	code, stdout, stderr := run(t, "sync", "--config", cfg, "--output", "json")
+	if code != ExitKeycloak || gittest.Head(t, repo, "main") == "" {
+		t.Fatalf("sync with Keycloak down: exit %d\n%s", code, stderr)
+	}
+	if st := orderState(t, wsrv, orderCreate); st != waldur.OrderExecuting {
+		t.Errorf("order %s is %s with Keycloak down, want executing", orderCreate, st)
+	}
+	rep := readReport(t, []byte(stdout))
+	var why string
+	for _, e := range rep.Changes {
+		if e.Stage == "orders" && e.Kind == "Order" && strings.HasPrefix(e.Subject, orderCreate) {
+			why = e.Reason
+		}
+	}
+	if !strings.Contains(why, "not usable yet") || !strings.Contains(why, "Keycloak") {
+		t.Errorf("the report says of the waiting order: %q", why)
+	}
+
+	up := kctest.NewServer()
+	defer up.Close()
+	cfg = withGit(t, keycloakConfigFrom(t, waldurCfg, up.URL, "", true), gsrv, url)
+	addExampleUsers(t, up, cfg)
+	if code, _, stderr := run(t, "sync", "--config", cfg); code != ExitOK {
+		t.Fatalf("sync with Keycloak back: exit %d\n%s", code, stderr)
+	}
+	if st := orderState(t, wsrv, orderCreate); st != waldur.OrderDone {
+		t.Errorf("order %s is %s once Keycloak is back, want done", orderCreate, st)
 	}
 }

@@ -437,16 +437,19 @@ func TestServeWaldurErrors(t *testing.T) {
 	gate := gateRuns(t)
 	s := startServe(t, "--config", cfg, "--interval", "1ms", "--jitter", "0", "--shutdown-grace", "100ms")
 
-	wsrv.FailNext(1, http.StatusNotFound)
+	// Every offering's reads fail: the run fails (one offering failing alone
+	// would be a partial run, TestOneOfferingFailingKeepsItsTenants).
+	wsrv.FailNext(1000, http.StatusNotFound)
 	gate <- struct{}{}
 	code, st := s.waitRun(time.Time{})
+	wsrv.ClearFaults()
 	m := s.scrape()
 	errs := m.Samples("waldur_gitops_api_errors_total", map[string]string{"api": "waldur"}, "call")
 	total := 0.0
 	for _, v := range errs {
 		total += v
 	}
-	// The 404 fails one call; the reads in flight beside it are abandoned
+	// The 404s fail the calls; the reads in flight beside them are abandoned
 	// and fail too.
 	if code != http.StatusServiceUnavailable || st.LastRun.ExitCode != ExitWaldur || total < 1 {
 		t.Errorf("after a 404: health %d %+v, errors %v", code, st.LastRun, errs)

@@ -94,15 +94,21 @@ func (e *Engine) stages(req Request) []stage {
 		}})
 	}
 	if s.Identities != nil {
-		// A Keycloak failure must not hold back the orders of a published change.
+		// A Keycloak failure must not hold back the orders of a published
+		// change; those of the tenants it leaves unusable wait.
 		list = append(list, stage{name: "keycloak", class: ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			// Without a publisher the render is taken to be what is in place.
-			return s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g})
+			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g})
+			if r == nil {
+				return changeset.Set{}, nil, err
+			}
+			o.Waiting = r.Waiting
+			return r.Changes, r.Calls, err
 		}})
 	}
 	if s.Orders != nil {
 		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, req.DryRun)
+			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
 		}})
 	}
 	return list

@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -162,8 +163,35 @@ func TestKeycloakFailureAfterPush(t *testing.T) {
 	if engine.ExitCode(out.Err) != engine.ExitKeycloak || !strings.Contains(out.Err.Error(), "commit commit-1 was pushed") {
 		t.Errorf("error %v (exit %d)", out.Err, engine.ExitCode(out.Err))
 	}
-	if out.Report.Commit != "commit-1" || f.publisher.Writes != 1 || len(f.orders.Finished) == 0 {
-		t.Errorf("commit %q, publishes %d, orders finished %d", out.Report.Commit, f.publisher.Writes, len(f.orders.Finished))
+	if out.Report.Commit != "commit-1" || f.publisher.Writes != 1 {
+		t.Errorf("commit %q, publishes %d", out.Report.Commit, f.publisher.Writes)
+	}
+	// The orders stage ran, but no tenant is usable without its groups.
+	if !strings.HasSuffix(f.log.String(), "orders.finish") || len(f.orders.Finished) != 0 {
+		t.Errorf("calls %s; orders finished %d, want none while Keycloak is failing", f.log, len(f.orders.Finished))
+	}
+	// Keycloak back: the next run finishes them.
+	f.identities.Err = nil
+	if out := f.engine().Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil || len(f.orders.Finished) == 0 {
+		t.Errorf("after Keycloak recovered: %v, orders finished %d", out.Err, len(f.orders.Finished))
+	}
+}
+
+// TestWaitingTenantsKeepTheirOrders: a tenant whose groups are not in place
+// keeps its order executing; the others finish.
+func TestWaitingTenantsKeepTheirOrders(t *testing.T) {
+	f := newFakes(t)
+	res, err := f.render(f.source.State)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := res.Tenants[0].Resource
+	f.identities.Waiting = map[waldur.UUID]string{held: "group in conflict"}
+	if out := f.engine().Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if len(f.orders.Finished) == 0 || slices.Contains(f.orders.Finished, held) {
+		t.Errorf("finished %v, want all but %s", f.orders.Finished, held)
 	}
 }
 

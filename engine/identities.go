@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -26,7 +27,7 @@ type KeycloakStage struct {
 
 // Reconcile makes Keycloak match res. Unusable credentials are a config
 // error (the engine reclassifies it when something was published already).
-func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (changeset.Set, map[string]int, error) {
+func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (*IdentityResult, error) {
 	cfg, res := doubtless(k.Config, res)
 	g := o.Guard
 	out, err := keycloak.Reconcile(ctx, cfg, res, keycloak.Options{
@@ -36,7 +37,50 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 	if errors.Is(err, keycloak.ErrCredentials) {
 		err = Classify(ClassConfig, err)
 	}
-	return out.Changes, out.Calls, err
+	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting(cfg, res, out.Changes)}, err
+}
+
+// waiting finds the rendered resources whose groups are not in place after
+// a pass: every group of a realm that failed, and each group (or membership
+// write) that was skipped for anything but a member missing in Keycloak.
+func waiting(cfg *config.Config, res *render.Result, cs changeset.Set) map[waldur.UUID]string {
+	failedRealm := map[string]string{} // offering → why
+	notInPlace := map[string]string{}  // group path → why
+	for _, e := range cs.ByAction(changeset.Skip) {
+		switch e.Kind {
+		case keycloak.KindRealm:
+			for _, t := range keycloak.Targets(cfg) {
+				if t.String() == e.Subject {
+					for _, o := range t.Offerings {
+						failedRealm[o.Name] = "Keycloak " + e.Subject + " " + e.Reason
+					}
+				}
+			}
+		case keycloak.KindGroup:
+			notInPlace[e.Subject] = "Keycloak group " + e.Subject + ": " + e.Reason
+		case keycloak.KindMembership:
+			if strings.HasPrefix(e.Reason, "failed: ") || strings.HasPrefix(e.Reason, "not attempted: ") {
+				path, _, _ := strings.Cut(e.Subject, " ")
+				notInPlace[path] = "Keycloak membership " + e.Subject + ": " + e.Reason
+			}
+		}
+	}
+	out := map[waldur.UUID]string{}
+	for _, g := range res.Groups {
+		why, bad := failedRealm[g.Offering]
+		if !bad {
+			why, bad = notInPlace[g.Path()]
+		}
+		if !bad {
+			continue
+		}
+		for _, r := range g.Resources {
+			if _, seen := out[r]; !seen {
+				out[r] = why
+			}
+		}
+	}
+	return out
 }
 
 // doubtless leaves out of the Keycloak pass what the run is in doubt about:

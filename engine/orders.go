@@ -54,7 +54,7 @@ func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Render
 }
 
 // Finish moves the executing orders whose effect pub carries.
-func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, dryRun bool) (changeset.Set, map[string]int, error) {
+func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
 	if pub == nil || pub.Incomplete {
 		return changeset.Set{}, nil, Errorf(ClassWaldur, "orders left executing: the publish did not complete")
 	}
@@ -62,7 +62,7 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	if err != nil {
 		return changeset.Set{}, nil, err
 	}
-	os.Refused = pub.Failed
+	os.Refused, os.Waiting = pub.Failed, waiting
 	cs, calls, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {
 		err = Errorf(ClassWaldur, "%w", err)

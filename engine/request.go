@@ -29,6 +29,9 @@ type Outcome struct {
 	State     *waldur.State
 	Result    *render.Result
 	Published *Published
+	// Waiting maps the resources whose tenant is not usable yet to why (see
+	// IdentityResult.Waiting); nil when no identities stage ran.
+	Waiting map[waldur.UUID]string
 	// Err is the run's failure with its class; nil on success.
 	Err error
 }

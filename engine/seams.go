@@ -24,7 +24,10 @@ type Renderer func(*waldur.State) (*render.Result, error)
 // do when dryRun is set and change nothing then.
 type Orders interface {
 	Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Set, map[string]int, error)
-	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, dryRun bool) (changeset.Set, map[string]int, error)
+	// waiting maps resources whose tenant is published but not usable yet
+	// (their identity groups are not in place) to why: their Create, Update
+	// and Restore orders stay executing.
+	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error)
 }
 
 // Validator checks the render before it is published (sync --validate-server:
@@ -109,7 +112,18 @@ func (p *Published) resources() map[waldur.UUID]bool {
 // memberships) with the render. present reports whether a resource that is no
 // longer rendered still has a tenant at the destination: its groups stay.
 type Identities interface {
-	Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (changeset.Set, map[string]int, error)
+	Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (*IdentityResult, error)
+}
+
+// IdentityResult is what the identities stage did.
+type IdentityResult struct {
+	Changes changeset.Set
+	Calls   map[string]int
+	// Waiting maps the rendered resources whose groups or memberships are not
+	// in place (the realm failed, a group in conflict, a write refused) to
+	// why; a member missing in the identity provider does not make a tenant
+	// wait.
+	Waiting map[waldur.UUID]string
 }
 
 // IdentityOptions are the switches of the identities stage.

@@ -155,7 +155,7 @@ func (s *Stage) hasPending(st *waldur.State) bool {
 // stays pending (and unrendered) until a later run. The error is for a
 // probe render that fails or a context that ends.
 func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (changeset.Set, map[string]int, error) {
-	r := s.newRun()
+	r := s.newRun(ApproveStage)
 	if !s.hasPending(st) {
 		return r.cs, r.calls, nil
 	}

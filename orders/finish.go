@@ -173,7 +173,7 @@ func erredText(e *Executing, problem string) (string, string) {
 // starts "failed to") and the others go on; the error then summarises the
 // failures. The orders concerned stay executing and the next run retries them.
 func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pushed render.Tree) (changeset.Set, map[string]int, error) {
-	r := s.newRun()
+	r := s.newRun(FinishStage)
 	plan := PlanFinish(s.Offerings, st, res, pushed)
 	s.refuse(plan)
 	if !s.DryRun {
@@ -190,10 +190,15 @@ func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result
 }
 
 // refuse errs the orders of the resources the destination refused
-// (Stage.Refused) with the destination's reason.
+// (Stage.Refused) with the destination's reason, and holds back those of the
+// tenants that are not usable yet (Stage.Waiting).
 func (s *Stage) refuse(plan []Executing) {
 	for i := range plan {
 		e := &plan[i]
+		if why, ok := s.Waiting[e.Order.MarketplaceResourceUUID]; ok && e.Outcome == Done && e.Order.Type != waldur.OrderTerminate {
+			e.Outcome, e.Expect, e.BackendID = Wait, nil, ""
+			e.Reason = "published, but not usable yet: " + why
+		}
 		reason, ok := s.Refused[e.Order.MarketplaceResourceUUID]
 		if !ok || e.Outcome == Erred {
 			continue

@@ -26,7 +26,7 @@
 // the same tenants and finds them already pushed, finishes the job. Marking an
 // order done twice is harmless: the second run finds it done and leaves it.
 //
-// Every decision is a changeset entry (stage "waldur", kind "Order") so that
+// Every decision is a changeset entry (stage "approve" or "orders", kind "Order") so that
 // the run report lists every transition and every order left waiting.
 package orders
 
@@ -45,10 +45,12 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// Stage and Kind of every entry this package produces.
+// Stages and Kind of the entries this package produces: Approve's are in
+// stage "approve", Finish's in stage "orders", as the run report names them.
 const (
-	EntryStage = "waldur"
-	EntryKind  = "Order"
+	ApproveStage = "approve"
+	FinishStage  = "orders"
+	EntryKind    = "Order"
 )
 
 // Waldur is the part of the Waldur client the order steps use; *waldur.Client
@@ -105,6 +107,10 @@ type Stage struct {
 	// direct apply the API server rejected) to the reason: Finish errs their
 	// executing orders with it.
 	Refused map[waldur.UUID]string
+	// Waiting maps the resources whose tenant is published but not usable
+	// yet (its Keycloak groups are not in place) to why: Finish leaves their
+	// Create, Update and Restore orders executing, and a later run finishes them.
+	Waiting map[waldur.UUID]string
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).
@@ -200,19 +206,20 @@ func (c counting) SetResourceBackendID(ctx context.Context, r waldur.UUID, id st
 // run is the bookkeeping of one step: entries, call counts, failures.
 type run struct {
 	s        *Stage
+	stage    string
 	cs       changeset.Set
 	mu       sync.Mutex
 	calls    map[string]int
 	failures []string
 }
 
-func (s *Stage) newRun() *run { return &run{s: s, calls: map[string]int{}} }
+func (s *Stage) newRun(stage string) *run { return &run{s: s, stage: stage, calls: map[string]int{}} }
 
 func (r *run) client(o *Offering) Waldur { return counting{w: o.Waldur, mu: &r.mu, calls: r.calls} }
 
 func (r *run) add(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant string, a changeset.Action, reason string) {
 	r.cs.Add(changeset.Entry{
-		Stage: EntryStage, Kind: EntryKind, Subject: subject(ord, tenant), Action: a,
+		Stage: r.stage, Kind: EntryKind, Subject: subject(ord, tenant), Action: a,
 		Offering: o.Name, Resource: string(resource), Orders: []string{string(ord.UUID)}, Reason: reason,
 	})
 }

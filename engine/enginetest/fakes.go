@@ -83,15 +83,15 @@ func (o *Orders) Approve(_ context.Context, st *waldur.State, probe engine.Rende
 	return changeset.Set{}, map[string]int{"approve": 1}, nil
 }
 
-// Finish records every rendered resource that pub holds.
-func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *engine.Published, dryRun bool) (changeset.Set, map[string]int, error) {
+// Finish records every rendered resource that pub holds and that is not waiting.
+func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *engine.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
 	o.Log.add("orders.finish", dryRun)
 	if o.FinishErr != nil {
 		return changeset.Set{}, nil, o.FinishErr
 	}
 	var cs changeset.Set
 	for _, t := range res.Tenants {
-		if !pub.Has(t.Resource) || slices.Contains(o.Finished, t.Resource) {
+		if _, wait := waiting[t.Resource]; wait || !pub.Has(t.Resource) || slices.Contains(o.Finished, t.Resource) {
 			continue
 		}
 		cs.Add(changeset.Entry{Stage: "orders", Kind: "Order", Subject: t.Dir, Action: changeset.Update, Resource: string(t.Resource)})
@@ -164,27 +164,34 @@ type Identities struct {
 	Err error
 	// Skips is the number of skip entries (users missing) each run reports.
 	Skips int
+	// Waiting is what each run reports as not in place; with Err set, every
+	// rendered resource waits.
+	Waiting map[waldur.UUID]string
 	// Writes counts the reconciliations made (not dry runs).
 	Writes int
 }
 
 // Reconcile reports one group per rendered tenant.
-func (i *Identities) Reconcile(_ context.Context, res *render.Result, _ func(waldur.UUID) bool, o engine.IdentityOptions) (changeset.Set, map[string]int, error) {
+func (i *Identities) Reconcile(_ context.Context, res *render.Result, _ func(waldur.UUID) bool, o engine.IdentityOptions) (*engine.IdentityResult, error) {
 	i.Log.add("identities.reconcile", o.DryRun)
 	if i.Err != nil {
-		return changeset.Set{}, nil, i.Err
+		waiting := map[waldur.UUID]string{}
+		for _, t := range res.Tenants {
+			waiting[t.Resource] = "the realm failed"
+		}
+		return &engine.IdentityResult{Waiting: waiting}, i.Err
 	}
-	var cs changeset.Set
+	r := &engine.IdentityResult{Waiting: i.Waiting}
 	for _, t := range res.Tenants {
-		cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/" + t.Name, Action: changeset.Unchanged})
+		r.Changes.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/" + t.Name, Action: changeset.Unchanged})
 	}
 	for n := range i.Skips {
-		cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakMembership", Subject: fmt.Sprintf("/missing-%d", n), Action: changeset.Skip, Reason: "user not found"})
+		r.Changes.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakMembership", Subject: fmt.Sprintf("/missing-%d", n), Action: changeset.Skip, Reason: "user not found"})
 	}
 	if !o.DryRun {
 		i.Writes++
 	}
-	return cs, nil, nil
+	return r, nil
 }
 
 // Validator fails with Err.
