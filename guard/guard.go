@@ -7,6 +7,7 @@ package guard
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -22,6 +23,10 @@ type Options struct {
 	MinCount int
 	// Allow turns the guard off for one run (--allow-mass-prune).
 	Allow bool
+	// Explained maps resources that Waldur positively reports gone (listed
+	// as Terminated, or answering 404 to a direct read) to why: removing their
+	// tenants counts like removing those with a Terminate order.
+	Explained map[string]string
 }
 
 // DefaultOptions returns the defaults: refuse more than 10% and at least 5.
@@ -32,9 +37,19 @@ type Error struct {
 	Unexplained []changeset.Entry
 	Existing    int
 	Options     Options
+	// Scope names the part of the site the refusal counted in (an offering,
+	// a target); empty for the whole site.
+	Scope string
 }
 
 func (e *Error) Error() string {
+	if e.Scope != "" {
+		return "in " + e.Scope + ": " + e.message()
+	}
+	return e.message()
+}
+
+func (e *Error) message() string {
 	var names []string
 	for i, d := range e.Unexplained {
 		if i == 20 {
@@ -56,7 +71,7 @@ func Check(cs changeset.Set, existing int, o Options) error {
 	}
 	var unexplained []changeset.Entry
 	for _, e := range cs.Entries {
-		if e.Kind == "Tenant" && e.Action == changeset.Delete && len(e.Orders) == 0 {
+		if _, gone := o.Explained[e.Resource]; e.Kind == "Tenant" && e.Action == changeset.Delete && len(e.Orders) == 0 && !gone {
 			unexplained = append(unexplained, e)
 		}
 	}
@@ -70,4 +85,46 @@ func Check(cs changeset.Set, existing int, o Options) error {
 		return nil
 	}
 	return &Error{Unexplained: unexplained, Existing: existing, Options: o}
+}
+
+// CheckScoped is Check over the whole change set and then within every scope
+// scopeOf names (an offering, a target cluster): a wipe or mass deletion of
+// one offering is refused even when it is a small share of the site. The
+// tenants in place are counted from cs itself: every entry that is not a
+// creation. The first refusal is returned, the site's before any scope's.
+func CheckScoped(cs changeset.Set, scopeOf func(changeset.Entry) []string, o Options) error {
+	tenants := changeset.Set{Entries: cs.Filter(func(e changeset.Entry) bool { return e.Kind == "Tenant" })}
+	if err := Check(tenants, existingOf(tenants.Entries), o); err != nil || o.Allow || scopeOf == nil {
+		return err
+	}
+	byScope := map[string][]changeset.Entry{}
+	var scopes []string
+	for _, e := range tenants.Entries {
+		for _, sc := range scopeOf(e) {
+			if _, seen := byScope[sc]; !seen {
+				scopes = append(scopes, sc)
+			}
+			byScope[sc] = append(byScope[sc], e)
+		}
+	}
+	slices.Sort(scopes)
+	for _, sc := range scopes {
+		entries := byScope[sc]
+		if err := Check(changeset.Set{Entries: entries}, existingOf(entries), o); err != nil {
+			ge := err.(*Error)
+			ge.Scope = sc
+			return ge
+		}
+	}
+	return nil
+}
+
+func existingOf(entries []changeset.Entry) int {
+	n := 0
+	for _, e := range entries {
+		if e.Action != changeset.Create {
+			n++
+		}
+	}
+	return n
 }

@@ -53,6 +53,9 @@ type Result struct {
 	// publisher must treat it as unchanged (no delete, no update, no order
 	// moved) and report it. Each also has a skip entry in Changes.
 	Kept map[waldur.UUID]string
+	// Gone maps the resources Waldur lists as Terminated to why: removing
+	// their tenants needs no Terminate order (someone else closed it).
+	Gone map[waldur.UUID]string
 	// Unread maps the config name of every offering whose Waldur state could
 	// not be read to the reason: nothing of it is rendered, and Tree carries
 	// its whole directory over from the previous tree byte for byte.
@@ -161,7 +164,7 @@ func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error)
 // state does not cover a configured offering; problems with single resources are
 // reported in the result's Changes and Skipped and the rest is rendered.
 func (r *Renderer) Render(st *waldur.State) (*Result, error) {
-	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}, Kept: map[waldur.UUID]string{}}
+	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}, Kept: map[waldur.UUID]string{}, Gone: map[waldur.UUID]string{}}
 	groups := map[string]*Group{}
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
@@ -178,6 +181,9 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		}
 		if ost.OfferingUUID != "" && string(ost.OfferingUUID) != o.WaldurOfferingUUID {
 			return nil, fmt.Errorf("offering %s: the state is of offering %s, the config names %s", o.Name, ost.OfferingUUID, o.WaldurOfferingUUID)
+		}
+		for _, id := range ost.Terminated {
+			res.Gone[id] = "terminated in Waldur"
 		}
 		r.renderOffering(o, ost, res, groups)
 	}
