@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -28,6 +27,15 @@ const (
 	AdminUser   = "admin"
 	AdminRealm  = "master"
 	AdminClient = "admin-cli"
+)
+
+// URLEnv and PasswordEnv name the environment variables that make Shared use
+// a Keycloak that is already running (its bootstrap admin "admin" in realm
+// master, with that password) instead of starting one: handy when
+// iterating on tests. The tests create realms of their own and delete them.
+const (
+	URLEnv      = "WALDUR_GITOPS_KEYCLOAK_URL"
+	PasswordEnv = "WALDUR_GITOPS_KEYCLOAK_ADMIN_PASSWORD"
 )
 
 // Options configure a server.
@@ -53,8 +61,9 @@ type Server struct {
 	// Log is the path of the server's log.
 	Log string
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	cmd      *exec.Cmd
+	external bool // not started here: Stop leaves it alone
+	done     chan struct{}
 	err  error
 	once sync.Once
 }
@@ -268,6 +277,9 @@ func (s *Server) logTail() string {
 // reading the log. Stop is safe to call more than once.
 func (s *Server) Stop() {
 	s.once.Do(func() {
+		if s.external {
+			return
+		}
 		if s.cmd != nil {
 			_ = s.cmd.Process.Signal(syscall.SIGTERM)
 			select {
@@ -303,43 +315,55 @@ func freePorts(n int) ([]int, error) {
 	return out, nil
 }
 
-// Main runs a test package's tests with one Keycloak for all of them, for
-// TestMain:
+// Shared is one Keycloak for the tests of a package, started by the first
+// test that needs it and stopped by Main when the package's tests are done:
 //
-//	var kc *keycloaktest.Server
+//	var kc keycloaktest.Shared
 //	func TestMain(m *testing.M) { os.Exit(keycloaktest.Main(m, &kc)) }
+//	func TestSomething(t *testing.T) { s := kc.Need(t); … }
 //
-// With -short it starts nothing and *srv stays nil: the tests that need
-// Keycloak skip (see Need). Otherwise a server that cannot be had (no JDK,
-// no download, no start) fails the package, in CI and out of it. The start
-// happens before the tests' -timeout clock runs, and progress goes to
-// standard error so that a cold start is not ten silent minutes.
-func Main(m *testing.M, srv **Server) int {
-	if !flag.Parsed() {
-		flag.Parse()
-	}
-	if testing.Short() {
-		return m.Run()
-	}
-	s, err := Start(context.Background(), Options{Log: os.Stderr})
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "these tests need a real Keycloak %s (go test -short skips them): %v\n", Version, err)
-		return 1
-	}
-	*srv = s
-	defer s.Stop()
-	return m.Run()
+// A run that selects no such test (-run, -bench, -short) starts nothing.
+type Shared struct {
+	once sync.Once
+	s    *Server
+	err  error
 }
 
-// Need returns the package's server, or skips the test when there is none
-// because of -short.
-func Need(t testing.TB, s *Server) *Server {
+// Need returns the package's server, starting it on first use. With -short
+// the test is skipped; otherwise a server that cannot be had (no JDK, no
+// download, no start) fails the test, in CI and out of it, and every later
+// test that needs it fails with the same error without trying again.
+// Progress goes to standard error, so that a cold start is not two silent
+// minutes.
+func (sh *Shared) Need(t testing.TB) *Server {
 	t.Helper()
-	if s == nil {
-		if !testing.Short() {
-			t.Fatal("no Keycloak: TestMain must start one with keycloaktest.Main")
-		}
+	if testing.Short() {
 		t.Skip("needs a real Keycloak; skipped with -short")
 	}
-	return s
+	sh.once.Do(func() {
+		if u := os.Getenv(URLEnv); u != "" {
+			// A server someone keeps running, for quick iterations.
+			pw := os.Getenv(PasswordEnv)
+			if pw == "" {
+				sh.err = fmt.Errorf("$%s is set but $%s, the password of its %s user in realm %s, is not", URLEnv, PasswordEnv, AdminUser, AdminRealm)
+			}
+			sh.s = &Server{URL: strings.TrimRight(u, "/"), AdminPassword: pw, external: true}
+			return
+		}
+		sh.s, sh.err = Start(context.Background(), Options{Log: os.Stderr})
+	})
+	if sh.err != nil {
+		t.Fatalf("this test needs a real Keycloak %s (go test -short skips it): %v", Version, sh.err)
+	}
+	return sh.s
+}
+
+// Main runs a test package's tests and stops sh's server, if one was
+// started, before returning m.Run's exit code.
+func Main(m *testing.M, sh *Shared) int {
+	code := m.Run()
+	if sh.s != nil {
+		sh.s.Stop()
+	}
+	return code
 }

@@ -20,6 +20,7 @@ func (s *Server) routes() http.Handler {
 	admin := func(method, route string, h handler) {
 		mux.HandleFunc(method+" /admin/realms/{realm}"+route, s.wrap(method+" "+route, true, h))
 	}
+	mux.HandleFunc("POST /admin/realms", s.wrap("POST /admin/realms", true, s.createRealm))
 	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", true, s.createRealm))
 	admin("DELETE", "", s.deleteRealm)
 	admin("POST", "/users", s.createUser)
@@ -37,7 +38,22 @@ func (s *Server) routes() http.Handler {
 	admin("GET", "/users/{id}/groups", s.userGroups)
 	admin("PUT", "/users/{id}/groups/{groupId}", s.joinGroup)
 	admin("DELETE", "/users/{id}/groups/{groupId}", s.leaveGroup)
-	return mux
+	return normalized(mux)
+}
+
+// normalized refuses a request path with an empty, "." or ".." segment as
+// Keycloak 26 does (400 missingNormalization), where ServeMux would redirect
+// to the cleaned path and a client following the redirect would never learn
+// that the real server refuses it.
+func normalized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if strings.Contains(p, "//") || slices.ContainsFunc(strings.Split(p, "/"), func(seg string) bool { return seg == "." || seg == ".." }) {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "missingNormalization", "error_description": "Request path not normalized"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // wrap adds latency, faults, counting, the realm lookup and, for admin routes,
@@ -133,6 +149,12 @@ func errorMessage(w http.ResponseWriter, status int, msg string) int {
 	return writeJSON(w, status, map[string]string{"errorMessage": msg})
 }
 
+// cannotParse is Keycloak's answer to a body that does not bind to the
+// representation (an attribute value that is not a list, for one).
+func cannotParse(w http.ResponseWriter) int {
+	return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unknown_error", "error_description": "Cannot parse the JSON"})
+}
+
 func notFound(w http.ResponseWriter, msg string) int {
 	return writeJSON(w, http.StatusNotFound, map[string]string{"error": msg})
 }
@@ -219,11 +241,18 @@ func paged[T any](items []T, first, max int) []T {
 // brief reads briefRepresentation, true unless given as false.
 func brief(r *http.Request) bool { return r.URL.Query().Get("briefRepresentation") != "false" }
 
-// groupJSON is a group's representation; subs are the subgroups to include.
+// groupAccess is the access map Keycloak adds to a group for an admin who may
+// do everything.
+func groupAccess() map[string]bool {
+	return map[string]bool{"view": true, "viewMembers": true, "manage": true, "manageMembers": true, "manageMembership": true}
+}
+
+// groupJSON is a group's representation as listings and GET by id give it;
+// subs are the subgroups to include.
 func groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
 	m := map[string]any{
 		"id": g.id, "name": g.name, "path": g.path(), "subGroupCount": len(g.kids.byName),
-		"access": map[string]bool{"view": true, "manage": true, "manageMembership": true},
+		"access": groupAccess(),
 	}
 	if subs == nil {
 		subs = []map[string]any{}
@@ -240,12 +269,28 @@ func groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
 	return m
 }
 
-func userJSON(u *user) map[string]any {
-	return map[string]any{
-		"id": u.id, "username": u.username, "enabled": true, "emailVerified": false, "email": u.email,
-		"createdTimestamp": 1700000000000, "totp": false, "disableableCredentialTypes": []string{},
-		"requiredActions": []string{}, "notBefore": 0, "access": map[string]bool{"manage": true},
+// userJSON is a user's representation: brief (what searches and member
+// lists give when asked for briefRepresentation) or full, with the access map
+// Keycloak adds where it adds one (nil: none).
+func userJSON(u *user, brief bool, access map[string]bool) map[string]any {
+	m := map[string]any{
+		"id": u.id, "username": u.username, "enabled": true, "emailVerified": false, "createdTimestamp": u.created,
 	}
+	if u.email != "" {
+		m["email"] = u.email
+	}
+	if !brief {
+		m["totp"], m["disableableCredentialTypes"], m["requiredActions"], m["notBefore"] = false, []string{}, []string{}, 0
+	}
+	if access != nil {
+		m["access"] = access
+	}
+	return m
+}
+
+// userAccess is the access map of GET /users/{id} for an admin who may do everything.
+func userAccess() map[string]bool {
+	return map[string]bool{"view": true, "manage": true, "manageGroupMembership": true, "mapRoles": true, "impersonate": true, "resetPassword": true}
 }
 
 // matcher returns the search predicate of search and exact.
@@ -309,10 +354,13 @@ func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rl *realm) 
 	if g == nil {
 		return notFound(w, "Group path does not exist")
 	}
-	return writeJSON(w, http.StatusOK, groupJSON(g, false, nil))
+	m := groupJSON(g, false, nil)
+	delete(m, "access") // Keycloak 26 sends none here
+	return writeJSON(w, http.StatusOK, m)
 }
 
-// listChildren pages through a group's direct subgroups (default max 10).
+// listChildren pages through a group's direct subgroups: by default 10 and
+// in full (briefRepresentation defaults to false here, unlike /groups).
 func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rl *realm) int {
 	g := rl.groups[r.PathValue("id")]
 	if g == nil {
@@ -327,7 +375,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rl *realm)
 	}
 	out := []map[string]any{}
 	for _, c := range paged(kids, first, max) {
-		out = append(out, groupJSON(c, brief(r), nil))
+		out = append(out, groupJSON(c, r.URL.Query().Get("briefRepresentation") == "true", nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -364,7 +412,7 @@ func (s *Server) createChildGroup(w http.ResponseWriter, r *http.Request, rl *re
 func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, parent *group) int {
 	b, ok := readGroup(r)
 	if !ok {
-		return errorMessage(w, http.StatusBadRequest, "Invalid group representation")
+		return cannotParse(w)
 	}
 	if existing := rl.groups[b.ID]; b.ID != "" && existing != nil {
 		for p := parent; p != nil; p = p.parent {
@@ -396,7 +444,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, paren
 		w.WriteHeader(http.StatusCreated)
 		return http.StatusCreated
 	}
-	return writeJSON(w, http.StatusCreated, groupJSON(g, false, nil))
+	m := groupJSON(g, false, nil)
+	delete(m, "subGroupCount") // the answer to a creation has none
+	return writeJSON(w, http.StatusCreated, m)
 }
 
 func dupMessage(parent *group, name string) string {
@@ -414,7 +464,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rl *realm) 
 	}
 	b, ok := readGroup(r)
 	if !ok {
-		return errorMessage(w, http.StatusBadRequest, "Invalid group representation")
+		return cannotParse(w)
 	}
 	if b.Name != "" && b.Name != g.name {
 		sib := rl.siblings(g.parent)
@@ -459,7 +509,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rl *realm) 
 	first, max := page(r, 100)
 	out := []map[string]any{}
 	for _, u := range paged(sortedUsers(g.members), first, max) {
-		out = append(out, userJSON(u))
+		out = append(out, userJSON(u, r.URL.Query().Get("briefRepresentation") == "true", nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -469,7 +519,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rl *realm) int 
 	if u == nil {
 		return notFound(w, "User not found")
 	}
-	return writeJSON(w, http.StatusOK, userJSON(u))
+	return writeJSON(w, http.StatusOK, userJSON(u, false, userAccess()))
 }
 
 // listUsers searches users: username is a case-insensitive substring match
@@ -483,14 +533,14 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rl *realm) in
 		switch {
 		case q.Has("username") && exact && u.username != strings.ToLower(q.Get("username")):
 		case q.Has("username") && !exact && !strings.Contains(u.username, strings.ToLower(q.Get("username"))):
-		case q.Has("search") && !strings.Contains(u.username+" "+u.email, strings.ToLower(q.Get("search"))):
+		case q.Has("search") && !strings.Contains(u.username+" "+strings.ToLower(u.email), strings.ToLower(q.Get("search"))):
 		default:
 			found = append(found, u)
 		}
 	}
 	out := []map[string]any{}
 	for _, u := range paged(found, first, max) {
-		out = append(out, userJSON(u))
+		out = append(out, userJSON(u, r.URL.Query().Get("briefRepresentation") == "true", map[string]bool{"manage": true}))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -588,7 +638,7 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, rl *realm) i
 		}
 	}
 	id := newID()
-	rl.users[id] = &user{id: id, username: name, email: name + "@example.org", groups: map[string]*group{}}
+	rl.users[id] = &user{id: id, username: name, created: time.Now().UnixMilli(), groups: map[string]*group{}}
 	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/users/"+id)
 	w.WriteHeader(http.StatusCreated)
 	return http.StatusCreated

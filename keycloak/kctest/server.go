@@ -95,6 +95,7 @@ type group struct {
 
 type user struct {
 	id, username, email string
+	created             int64             // milliseconds since the epoch
 	groups              map[string]*group // by group id
 }
 
@@ -193,7 +194,7 @@ func (s *Server) AddUserWithID(realm, id, username string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.realm(realm)
-	r.users[id] = &user{id: id, username: strings.ToLower(username), email: strings.ToLower(username) + "@example.org", groups: map[string]*group{}}
+	r.users[id] = &user{id: id, username: strings.ToLower(username), created: time.Now().UnixMilli(), groups: map[string]*group{}}
 	return id
 }
 

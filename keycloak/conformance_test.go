@@ -1,0 +1,302 @@
+package keycloak_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/internal/keycloaktest"
+	"github.com/waldur/waldur-gitops/keycloak/kctest"
+)
+
+// realKC is the package's real Keycloak, started by the first test that
+// needs it (none with -short) and stopped by TestMain.
+var realKC keycloaktest.Shared
+
+func TestMain(m *testing.M) { os.Exit(keycloaktest.Main(m, &realKC)) }
+
+// rawAPI talks to a Keycloak (real or fake) without gocloak, so that the
+// conformance test sees status codes and bodies exactly as they come.
+type rawAPI struct {
+	base, realm string
+	user, pw    string
+	token       string
+	// ids maps a symbolic name to the id this server gave the object, and
+	// names the other way round, for writing requests and reading answers.
+	ids   map[string]string
+	names map[string]string
+}
+
+func newRawAPI(t *testing.T, base, user, pw, realm string) *rawAPI {
+	t.Helper()
+	a := &rawAPI{base: strings.TrimRight(base, "/"), realm: realm, user: user, pw: pw, ids: map[string]string{}, names: map[string]string{}}
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {user}, "password": {pw}}
+	resp, err := http.PostForm(a.base+"/realms/master/protocol/openid-connect/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("admin login at %s: %s %v", a.base, resp.Status, err)
+	}
+	a.token = tok.AccessToken
+	return a
+}
+
+// answer is a response as the conformance test compares it.
+type answer struct {
+	status   int
+	body     string // canonical JSON, or the raw text when it is not JSON
+	location bool   // a Location header was sent
+}
+
+// expand replaces {name} in s with the id of name ("{nope}" is an id that
+// exists nowhere).
+func (a *rawAPI) expand(s string) string {
+	for name, id := range a.ids {
+		s = strings.ReplaceAll(s, "{"+name+"}", id)
+	}
+	return strings.ReplaceAll(s, "{nope}", "0b0e0000-0000-4000-8000-000000000000")
+}
+
+// do sends one admin request; path is relative to /admin/realms/<realm>
+// unless it starts with "!" (relative to the base URL then), and is sent as
+// written, unnormalised.
+func (a *rawAPI) do(t *testing.T, method, path string, body any, auth bool) answer {
+	t.Helper()
+	u := a.base + "/admin/realms/" + a.realm + a.expand(path)
+	if p, ok := strings.CutPrefix(path, "!"); ok {
+		u = a.base + strings.ReplaceAll(a.expand(p), "{realm}", a.realm)
+	}
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader([]byte(a.expand(string(b))))
+	}
+	req, err := http.NewRequest(method, u, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if auth {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	resp, err := http.DefaultTransport.RoundTrip(req) // no redirects followed
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, u, err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	ans := answer{status: resp.StatusCode, location: resp.Header.Get("Location") != ""}
+	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode == http.StatusCreated {
+		id := loc[strings.LastIndex(loc, "/")+1:]
+		if name, ok := body.(map[string]any)["name"].(string); ok && a.names[id] == "" {
+			// Named after the group: a later request or answer can refer to it.
+			key := name
+			if _, dup := a.ids[key]; dup {
+				key = name + "#2"
+			}
+			a.ids[key], a.names[id] = id, key
+		}
+	}
+	var v any
+	if len(bytes.TrimSpace(raw)) == 0 {
+		ans.body = ""
+	} else if err := json.Unmarshal(raw, &v); err != nil {
+		ans.body = "text: " + strings.TrimSpace(string(raw))
+	} else {
+		c, _ := json.Marshal(a.canonical(v, ""))
+		ans.body = string(c)
+	}
+	return ans
+}
+
+// volatile are keys whose values differ between any two servers.
+var volatile = map[string]bool{"createdTimestamp": true}
+
+// canonical replaces the ids this server gave with their symbolic names and
+// volatile values with a placeholder; json.Marshal then sorts the keys.
+func (a *rawAPI) canonical(v any, key string) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := map[string]any{}
+		for k, e := range x {
+			out[k] = a.canonical(e, k)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = a.canonical(e, "")
+		}
+		return out
+	case string:
+		if n, ok := a.names[x]; ok {
+			return "<" + n + ">"
+		}
+		if volatile[key] {
+			return "<volatile>"
+		}
+		return x
+	case float64:
+		if volatile[key] {
+			return "<volatile>"
+		}
+	}
+	return v
+}
+
+// conformanceSetup makes the same realm on a server: groups "parent" (with an
+// attribute) and "Parent", twelve children of parent, a top-level "kid03",
+// users "Alice" and "bob", alice a member of parent. It returns the answers,
+// which the test compares too.
+func conformanceSetup(t *testing.T, a *rawAPI) []answer {
+	t.Helper()
+	var out []answer
+	step := func(method, path string, body any) {
+		out = append(out, a.do(t, method, path, body, true))
+	}
+	step("POST", "!/admin/realms", map[string]any{"realm": a.realm, "enabled": true})
+	if out[0].status != http.StatusCreated {
+		t.Fatalf("%s: create realm %s: %+v", a.base, a.realm, out[0])
+	}
+	step("POST", "/groups", map[string]any{"name": "parent", "attributes": map[string][]string{"managed_by": {"waldur-gitops"}}})
+	step("POST", "/groups", map[string]any{"name": "Parent"})
+	for i := range 12 {
+		step("POST", "/groups/{parent}/children", map[string]any{"name": fmt.Sprintf("kid%02d", i), "attributes": map[string][]string{"n": {fmt.Sprint(i)}}})
+	}
+	step("POST", "/groups", map[string]any{"name": "kid03"})
+	for _, u := range []string{"Alice", "bob"} {
+		ans := a.do(t, "POST", "/users", map[string]any{"username": u, "enabled": true}, true)
+		out = append(out, ans)
+		// Users are found by name: their ids come from a search.
+		var us []struct{ ID, Username string }
+		req, _ := http.NewRequest("GET", a.base+"/admin/realms/"+a.realm+"/users?exact=true&username="+url.QueryEscape(u), nil)
+		req.Header.Set("Authorization", "Bearer "+a.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = json.NewDecoder(resp.Body).Decode(&us)
+		resp.Body.Close()
+		if len(us) != 1 {
+			t.Fatalf("%s: user %s not found after creating it (%+v): %v", a.base, u, ans, us)
+		}
+		name := strings.ToLower(u)
+		a.ids[name], a.names[us[0].ID] = us[0].ID, name
+	}
+	step("PUT", "/users/{alice}/groups/{parent}", nil)
+	return out
+}
+
+// probe is one request of the conformance test.
+type probe struct {
+	why          string
+	method, path string
+	body         any
+	noAuth       bool
+}
+
+// probes are the requests waldur-gitops makes, and the answers it relies on,
+// in an order that builds on earlier ones.
+var probes = []probe{
+	{why: "top-level listing, no parameters: brief, subGroupCount, empty subGroups", method: "GET", path: "/groups"},
+	{why: "top-level listing as the client asks: full, paged", method: "GET", path: "/groups?first=0&max=100&briefRepresentation=false"},
+	{why: "second page", method: "GET", path: "/groups?first=2&max=2&briefRepresentation=false"},
+	{why: "children, no parameters: 10 per page, full", method: "GET", path: "/groups/{parent}/children"},
+	{why: "children as the client asks", method: "GET", path: "/groups/{parent}/children?first=10&max=100&briefRepresentation=false"},
+	{why: "children, brief asked", method: "GET", path: "/groups/{parent}/children?first=0&max=3&briefRepresentation=true"},
+	{why: "children of a group without any", method: "GET", path: "/groups/{kid03}/children"},
+	{why: "children of an unknown group", method: "GET", path: "/groups/{nope}/children"},
+	{why: "exact search: the top-level match and the parent of the child match", method: "GET", path: "/groups?search=kid03&exact=true&first=0&max=100&briefRepresentation=false"},
+	{why: "exact search is case-sensitive", method: "GET", path: "/groups?search=PARENT&exact=true&first=0&max=100&briefRepresentation=false"},
+	{why: "exact search of a top-level name", method: "GET", path: "/groups?search=parent&exact=true&first=0&max=100&briefRepresentation=false"},
+	{why: "non-exact search is case-insensitive, substring", method: "GET", path: "/groups?search=PAR&first=0&max=100&briefRepresentation=false"},
+	{why: "non-exact search default representation", method: "GET", path: "/groups?search=kid1"},
+	{why: "duplicate top-level name", method: "POST", path: "/groups", body: map[string]any{"name": "parent"}},
+	{why: "duplicate sibling name", method: "POST", path: "/groups/{parent}/children", body: map[string]any{"name": "kid01"}},
+	{why: "names are case-sensitive: PARENT beside parent and Parent", method: "POST", path: "/groups", body: map[string]any{"name": "PARENT"}},
+	{why: "a child may share a top-level group's name", method: "POST", path: "/groups/{Parent}/children", body: map[string]any{"name": "kid03", "attributes": map[string][]string{"a": {"b"}}}},
+	{why: "attributes must be lists", method: "POST", path: "/groups", body: map[string]any{"name": "x", "attributes": map[string]string{"a": "b"}}},
+	{why: "a group by id", method: "GET", path: "/groups/{parent}"},
+	{why: "an unknown group by id", method: "GET", path: "/groups/{nope}"},
+	{why: "update without attributes keeps them", method: "PUT", path: "/groups/{parent}", body: map[string]any{"id": "{parent}", "name": "parent"}},
+	{why: "… as the next read shows", method: "GET", path: "/groups/{parent}"},
+	{why: "update with attributes replaces them", method: "PUT", path: "/groups/{kid00}", body: map[string]any{"id": "{kid00}", "name": "kid00", "attributes": map[string][]string{"m": {"1", "2"}}}},
+	{why: "… as the next read shows", method: "GET", path: "/groups/{kid00}"},
+	{why: "update of an unknown group", method: "PUT", path: "/groups/{nope}", body: map[string]any{"id": "{nope}", "name": "x"}},
+	{why: "group by path, normalised", method: "GET", path: "/group-by-path/parent/kid01"},
+	{why: "group by path with a leading slash gives // : not normalised", method: "GET", path: "/group-by-path//parent"},
+	{why: "an unknown path", method: "GET", path: "/group-by-path/nope"},
+	{why: "a doubled slash elsewhere", method: "GET", path: "//groups"},
+	{why: "a dot segment", method: "GET", path: "/groups/./{parent}"},
+	{why: "members, no parameters", method: "GET", path: "/groups/{parent}/members"},
+	{why: "members as the client asks: brief", method: "GET", path: "/groups/{parent}/members?first=0&max=100&briefRepresentation=true"},
+	{why: "members of an unknown group", method: "GET", path: "/groups/{nope}/members?first=0&max=100&briefRepresentation=true"},
+	{why: "adding a member twice: 204 again", method: "PUT", path: "/users/{alice}/groups/{parent}"},
+	{why: "removing a non-member: 204", method: "DELETE", path: "/users/{bob}/groups/{parent}"},
+	{why: "adding to an unknown group", method: "PUT", path: "/users/{alice}/groups/{nope}"},
+	{why: "removing from an unknown group", method: "DELETE", path: "/users/{alice}/groups/{nope}"},
+	{why: "adding an unknown user", method: "PUT", path: "/users/{nope}/groups/{parent}"},
+	{why: "a user by id", method: "GET", path: "/users/{alice}"},
+	{why: "an unknown user id", method: "GET", path: "/users/{nope}"},
+	{why: "a user name is not an id", method: "GET", path: "/users/alice"},
+	{why: "exact user search ignores case; names are stored lower-case", method: "GET", path: "/users?username=ALICE&exact=true&briefRepresentation=true"},
+	{why: "non-exact user search", method: "GET", path: "/users?username=li&briefRepresentation=true"},
+	{why: "user search, default representation", method: "GET", path: "/users?username=alice&exact=true"},
+	{why: "exact user search, no match", method: "GET", path: "/users?username=ali&exact=true&briefRepresentation=true"},
+	{why: "deleting a group", method: "DELETE", path: "/groups/{kid11}"},
+	{why: "deleting it again", method: "DELETE", path: "/groups/{kid11}"},
+	{why: "no token", method: "GET", path: "/groups", noAuth: true},
+	{why: "an unknown realm", method: "GET", path: "!/admin/realms/{realm}-nope/groups"},
+}
+
+// TestConformance sends the same requests to a real Keycloak and to kctest
+// and compares status codes, Location headers and bodies (ids and volatile
+// values replaced by names): the fake may not drift from what the real
+// server answers on any endpoint waldur-gitops uses.
+func TestConformance(t *testing.T) {
+	kc := realKC.Need(t)
+	fake := kctest.NewServer()
+	defer fake.Close()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	realm := "conformance-" + hex.EncodeToString(b[:])
+	real := newRawAPI(t, kc.URL, keycloaktest.AdminUser, kc.AdminPassword, realm)
+	fa := newRawAPI(t, fake.URL, kctest.AdminUser, kctest.AdminPassword, realm)
+	t.Cleanup(func() { real.do(t, "DELETE", "", nil, true) })
+
+	rs, fs := conformanceSetup(t, real), conformanceSetup(t, fa)
+	for i := range rs {
+		if rs[i] != fs[i] {
+			t.Errorf("setup step %d: real %+v, fake %+v", i, rs[i], fs[i])
+		}
+	}
+	for _, p := range probes {
+		ra := real.do(t, p.method, p.path, p.body, !p.noAuth)
+		fa := fa.do(t, p.method, p.path, p.body, !p.noAuth)
+		if ra != fa {
+			t.Errorf("%s %s (%s):\n  real %d location=%v %s\n  fake %d location=%v %s", p.method, p.path, p.why,
+				ra.status, ra.location, ra.body, fa.status, fa.location, fa.body)
+		} else if testing.Verbose() {
+			t.Logf("%s %s: %d %s", p.method, p.path, ra.status, ra.body)
+		}
+	}
+	_ = slices.Contains[[]string]
+	_ = context.Background
+}
