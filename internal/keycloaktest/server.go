@@ -64,8 +64,8 @@ type Server struct {
 	cmd      *exec.Cmd
 	external bool // not started here: Stop leaves it alone
 	done     chan struct{}
-	err  error
-	once sync.Once
+	err      error
+	once     sync.Once
 }
 
 // String describes the server without its password.
