@@ -34,8 +34,9 @@ func resUUID(i int) waldur.UUID { return waldur.UUID(fmt.Sprintf("a0000000000040
 type backend interface {
 	URL() string
 	Realm() string
-	// Login returns the admin credentials: user, password, realm.
-	Login() (string, string, string)
+	// Credentials are the keys of the keycloak mapping that log waldur-gitops
+	// in (flow style, comma-separated).
+	Credentials() string
 	// AddUser creates a user and returns its id.
 	AddUser(t *testing.T, username string) string
 	AddGroup(t *testing.T, parentPath, name string, attrs map[string][]string)
@@ -49,8 +50,8 @@ type fakeBackend struct{ s *kctest.Server }
 
 func (f fakeBackend) URL() string   { return f.s.URL }
 func (f fakeBackend) Realm() string { return kctest.Realm }
-func (f fakeBackend) Login() (string, string, string) {
-	return kctest.AdminUser, kctest.AdminPassword, kctest.AdminRealm
+func (f fakeBackend) Credentials() string {
+	return fmt.Sprintf("keycloak_user_realm: %q, keycloak_username: %q, keycloak_password: %q", kctest.AdminRealm, kctest.AdminUser, kctest.AdminPassword)
 }
 func (f fakeBackend) AddUser(t *testing.T, username string) string {
 	return f.s.AddUser(kctest.Realm, username)
@@ -149,9 +150,8 @@ func (e *env) tenant(n int) *tenant {
 
 func (e *env) config() *config.Config {
 	e.t.Helper()
-	user, pw, loginRealm := e.kc.Login()
-	kc := fmt.Sprintf("{keycloak_url: %q, keycloak_realm: %q, keycloak_user_realm: %q, keycloak_username: %q, keycloak_password: %q, requests_per_second: 0%s}",
-		e.kc.URL(), e.kc.Realm(), loginRealm, user, pw, e.keycloak)
+	kc := fmt.Sprintf("{keycloak_url: %q, keycloak_realm: %q, %s, requests_per_second: 0%s}",
+		e.kc.URL(), e.kc.Realm(), e.kc.Credentials(), e.keycloak)
 	var b strings.Builder
 	b.WriteString("offerings:\n")
 	for _, o := range []struct{ name, uuid, backend, settings string }{

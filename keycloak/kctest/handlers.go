@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,28 +17,33 @@ type handler func(w http.ResponseWriter, r *http.Request, rl *realm) int
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.wrap("POST /token", false, s.token))
-	admin := func(method, route string, h handler) {
-		mux.HandleFunc(method+" /admin/realms/{realm}"+route, s.wrap(method+" "+route, true, h))
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.wrap("POST /token", permNone, s.token))
+	admin := func(method, route string, perm permission, h handler) {
+		mux.HandleFunc(method+" /admin/realms/{realm}"+route, s.wrap(method+" "+route, perm, h))
 	}
-	mux.HandleFunc("POST /admin/realms", s.wrap("POST /admin/realms", true, s.createRealm))
-	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", true, s.createRealm))
-	admin("DELETE", "", s.deleteRealm)
-	admin("POST", "/users", s.createUser)
-	admin("GET", "/groups", s.listGroups)
-	admin("POST", "/groups", s.createTopGroup)
-	admin("GET", "/groups/{id}", s.getGroup)
-	admin("PUT", "/groups/{id}", s.updateGroup)
-	admin("DELETE", "/groups/{id}", s.deleteGroup)
-	admin("GET", "/groups/{id}/children", s.listChildren)
-	admin("POST", "/groups/{id}/children", s.createChildGroup)
-	admin("GET", "/groups/{id}/members", s.listMembers)
-	admin("GET", "/group-by-path/{path...}", s.groupByPath)
-	admin("GET", "/users", s.listUsers)
-	admin("GET", "/users/{id}", s.getUser)
-	admin("GET", "/users/{id}/groups", s.userGroups)
-	admin("PUT", "/users/{id}/groups/{groupId}", s.joinGroup)
-	admin("DELETE", "/users/{id}/groups/{groupId}", s.leaveGroup)
+	mux.HandleFunc("POST /admin/realms", s.wrap("POST /admin/realms", permServer, s.createRealm))
+	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", permServer, s.createRealm))
+	admin("DELETE", "", permServer, s.deleteRealm)
+	admin("POST", "/users", permManage, s.createUser)
+	admin("GET", "/groups", permListGroups, s.listGroups)
+	admin("POST", "/groups", permManage, s.createTopGroup)
+	admin("GET", "/groups/{id}", permView, s.getGroup)
+	admin("PUT", "/groups/{id}", permManage, s.updateGroup)
+	admin("DELETE", "/groups/{id}", permManage, s.deleteGroup)
+	admin("GET", "/groups/{id}/children", permView, s.listChildren)
+	admin("POST", "/groups/{id}/children", permManage, s.createChildGroup)
+	admin("GET", "/groups/{id}/members", permView, s.listMembers)
+	admin("GET", "/group-by-path/{path...}", permView, s.groupByPath)
+	admin("GET", "/users", permListUsers, s.listUsers)
+	admin("GET", "/users/{id}", permView, s.getUser)
+	admin("GET", "/users/{id}/groups", permView, s.userGroups)
+	admin("PUT", "/users/{id}/groups/{groupId}", permManage, s.joinGroup)
+	admin("DELETE", "/users/{id}/groups/{groupId}", permManage, s.leaveGroup)
+	admin("POST", "/clients", permServer, s.createClient)
+	admin("GET", "/clients", permServer, s.listClients)
+	admin("GET", "/clients/{id}/service-account-user", permServer, s.serviceAccountUser)
+	admin("GET", "/clients/{id}/roles/{role}", permServer, s.clientRole)
+	admin("POST", "/users/{id}/role-mappings/clients/{client}", permServer, s.mapClientRoles)
 	return normalized(mux)
 }
 
@@ -58,7 +64,8 @@ func normalized(next http.Handler) http.Handler {
 
 // wrap adds latency, faults, counting, the realm lookup and, for admin routes,
 // the bearer token check.
-func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
+func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc {
+	admin := perm != permNone
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		latency := s.latency
@@ -76,7 +83,7 @@ func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
 		}
 		if faulted && f.After {
 			s.mu.Lock()
-			if rl := s.realms[r.PathValue("realm")]; rl != nil && (!admin || s.authorized(r)) {
+			if rl := s.realms[r.PathValue("realm")]; rl != nil && (!admin || s.caller(r) != nil) {
 				h(discard{header: http.Header{}}, r, rl)
 			}
 			s.mu.Unlock()
@@ -100,13 +107,24 @@ func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
 		if r.PathValue("realm") == "" {
 			rl = s.realms[AdminRealm] // the realm collection itself
 		}
-		if admin && !s.authorized(r) {
+		p := s.caller(r)
+		if admin && p == nil {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "HTTP 401 Unauthorized"})
 			return
 		}
 		if rl == nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm not found."})
 			return
+		}
+		if admin {
+			switch p.may(perm, rl.name) {
+			case refuse:
+				writeJSON(w, http.StatusForbidden, map[string]string{"error": "HTTP 403 Forbidden"})
+				return
+			case nothingVisible:
+				writeJSON(w, http.StatusOK, []any{})
+				return
+			}
 		}
 		status := h(w, r, rl)
 		if admin && r.Method != http.MethodGet && status < 400 {
@@ -115,13 +133,18 @@ func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
 	}
 }
 
-func (s *Server) authorized(r *http.Request) bool {
+// caller returns who the request's bearer token was issued to; nil when it
+// has no valid token.
+func (s *Server) caller(r *http.Request) *principal {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return false
+		return nil
 	}
 	exp, ok := s.access[tok]
-	return ok && time.Now().Before(exp)
+	if !ok || !time.Now().Before(exp) {
+		return nil
+	}
+	return s.who[tok]
 }
 
 // discard is a ResponseWriter that drops the answer.
@@ -169,6 +192,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 		clientID, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
 	want, known := rl.clients[clientID]
+	var p *principal
 	clientOK := known && (want == "" || want == secret)
 	badClient := func() int {
 		return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized_client", "error_description": "Invalid client or Invalid client credentials"})
@@ -182,16 +206,18 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 		if !ok || pw != r.PostForm.Get("password") {
 			return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
 		}
+		p = &principal{realm: rl.name, all: true}
 	case "client_credentials":
 		if !clientOK || want == "" {
 			return badClient()
 		}
+		p = &principal{realm: rl.name, all: rl.saRoles[clientID] == nil, roles: maps.Clone(rl.saRoles[clientID])}
 	case "refresh_token":
 		if !clientOK {
 			return badClient()
 		}
 		rt := r.PostForm.Get("refresh_token")
-		if !s.refresh[rt] {
+		if p = s.refresh[rt]; p == nil {
 			return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "Invalid refresh token"})
 		}
 		delete(s.refresh, rt)
@@ -201,7 +227,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 	access, refresh := randomToken(), randomToken()
 	life := s.TokenLifetime
 	s.access[access] = time.Now().Add(life)
-	s.refresh[refresh] = true
+	s.who[access] = p
+	s.refresh[refresh] = p
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"access_token": access, "expires_in": int(life.Seconds()), "refresh_expires_in": 1800, "refresh_token": refresh,
 		"token_type": "Bearer", "not-before-policy": 0, "session_state": randomToken()[:16], "scope": "profile email",
@@ -531,6 +558,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rl *realm) in
 	var found []*user
 	for _, u := range sortedUsers(rl.users) {
 		switch {
+		case u.client != "": // service accounts are not listed
 		case q.Has("username") && exact && u.username != strings.ToLower(q.Get("username")):
 		case q.Has("username") && !exact && !strings.Contains(u.username, strings.ToLower(q.Get("username"))):
 		case q.Has("search") && !strings.Contains(u.username+" "+strings.ToLower(u.email), strings.ToLower(q.Get("search"))):
@@ -642,4 +670,163 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, rl *realm) i
 	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/users/"+id)
 	w.WriteHeader(http.StatusCreated)
 	return http.StatusCreated
+}
+
+// permission is what a route asks of the caller.
+type permission int
+
+const (
+	permNone       permission = iota // no token needed (the token endpoint)
+	permServer                       // an administrator of the whole server
+	permListGroups                   // list or search groups: query-groups shows none, view-users all
+	permListUsers                    // search users: query-users finds none, view-users all
+	permView                         // read a group, its members or a user: view-users or manage-users
+	permManage                       // change anything: manage-users
+)
+
+// verdict is the outcome of a permission check.
+type verdict int
+
+const (
+	allow verdict = iota
+	refuse
+	// nothingVisible: the listing is allowed but shows nothing, as Keycloak
+	// answers a caller with query-groups (query-users) only: 200 and [].
+	nothingVisible
+)
+
+// principal is who a token was issued to: an administrator who may do
+// everything, or a service account with roles of its realm's
+// realm-management client.
+type principal struct {
+	realm string
+	all   bool
+	roles map[string]bool
+}
+
+// may decides as Keycloak 26 does (as measured: see the conformance and
+// contract tests) whether p may do perm in realm.
+func (p *principal) may(perm permission, realm string) verdict {
+	if p.all {
+		return allow
+	}
+	if perm == permServer || p.realm != realm {
+		return refuse
+	}
+	manage := p.roles["manage-users"]
+	view := manage || p.roles["view-users"]
+	switch perm {
+	case permManage:
+		if manage {
+			return allow
+		}
+	case permView:
+		if view {
+			return allow
+		}
+	case permListGroups:
+		if view {
+			return allow
+		}
+		if p.roles["query-groups"] {
+			return nothingVisible
+		}
+	case permListUsers:
+		if view {
+			return allow
+		}
+		if p.roles["query-users"] {
+			return nothingVisible
+		}
+	}
+	return refuse
+}
+
+// realmManagement is the id the fake gives every realm's realm-management client.
+const realmManagement = "realm-management-client"
+
+// createClient registers a confidential client from the body; with
+// serviceAccountsEnabled it gets a service account user with no roles.
+func (s *Server) createClient(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	var b struct {
+		ClientID               string `json:"clientId"`
+		Secret                 string `json:"secret"`
+		PublicClient           bool   `json:"publicClient"`
+		ServiceAccountsEnabled bool   `json:"serviceAccountsEnabled"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.ClientID == "" {
+		return cannotParse(w)
+	}
+	if _, dup := rl.clients[b.ClientID]; dup {
+		return errorMessage(w, http.StatusConflict, "Client "+b.ClientID+" already exists")
+	}
+	id := newID()
+	rl.clients[b.ClientID] = b.Secret
+	if b.PublicClient {
+		rl.clients[b.ClientID] = ""
+	}
+	rl.clientIDs[id] = b.ClientID
+	if b.ServiceAccountsEnabled {
+		rl.saRoles[b.ClientID] = map[string]bool{}
+		uid := newID()
+		rl.users[uid] = &user{id: uid, username: "service-account-" + strings.ToLower(b.ClientID), created: time.Now().UnixMilli(),
+			groups: map[string]*group{}, client: b.ClientID}
+	}
+	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/clients/"+id)
+	w.WriteHeader(http.StatusCreated)
+	return http.StatusCreated
+}
+
+// listClients answers clientId=realm-management, the one lookup the tests make.
+func (s *Server) listClients(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	out := []map[string]any{}
+	if q := r.URL.Query().Get("clientId"); q == "realm-management" {
+		out = append(out, map[string]any{"id": realmManagement, "clientId": "realm-management"})
+	}
+	for id, cid := range rl.clientIDs {
+		if cid == r.URL.Query().Get("clientId") {
+			out = append(out, map[string]any{"id": id, "clientId": cid})
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) serviceAccountUser(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	cid := rl.clientIDs[r.PathValue("id")]
+	for _, u := range rl.users {
+		if cid != "" && u.client == cid {
+			return writeJSON(w, http.StatusOK, userJSON(u, false, nil))
+		}
+	}
+	return notFound(w, "Client not found")
+}
+
+// clientRole describes a role of the realm-management client.
+func (s *Server) clientRole(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	if r.PathValue("id") != realmManagement {
+		return notFound(w, "Could not find role")
+	}
+	name := r.PathValue("role")
+	return writeJSON(w, http.StatusOK, map[string]any{"id": "role-" + name, "name": name, "clientRole": true, "composite": false, "containerId": realmManagement})
+}
+
+// mapClientRoles gives a service account roles of the realm-management client.
+func (s *Server) mapClientRoles(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	u := rl.users[r.PathValue("id")]
+	if u == nil {
+		return notFound(w, "User not found")
+	}
+	var roles []struct {
+		Name string `json:"name"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&roles); err != nil {
+		return cannotParse(w)
+	}
+	if u.client == "" || r.PathValue("client") != realmManagement {
+		return errorMessage(w, http.StatusBadRequest, "kctest maps realm-management roles to service accounts only")
+	}
+	for _, role := range roles {
+		rl.saRoles[u.client][role.Name] = true
+	}
+	return noContent(w)
 }

@@ -64,8 +64,9 @@ type Server struct {
 
 	mu       sync.Mutex
 	realms   map[string]*realm
-	access   map[string]time.Time // access token → expiry
-	refresh  map[string]bool
+	access   map[string]time.Time  // access token → expiry
+	who      map[string]*principal // access token → whom it was issued to
+	refresh  map[string]*principal // refresh token → whom
 	faults   []*Fault
 	latency  time.Duration
 	calls    map[string]int
@@ -80,6 +81,11 @@ type realm struct {
 	name    string
 	admins  map[string]string // username → password
 	clients map[string]string // client id → secret ("" for a public client)
+	// saRoles are the realm-management roles of the service account of a
+	// client made through the API or AddServiceClient; a client without an
+	// entry (AddClient) may do everything.
+	saRoles   map[string]map[string]bool
+	clientIDs map[string]string // internal id → client id, of clients made through the API
 	groups  map[string]*group // by id
 	top     children
 	users   map[string]*user // by id
@@ -97,6 +103,7 @@ type user struct {
 	id, username, email string
 	created             int64             // milliseconds since the epoch
 	groups              map[string]*group // by group id
+	client              string            // the client whose service account this is
 }
 
 // children is a set of sibling groups kept sorted by name on demand.
@@ -144,7 +151,8 @@ func NewServer() *Server {
 		TokenLifetime: 60 * time.Second,
 		realms:        map[string]*realm{},
 		access:        map[string]time.Time{},
-		refresh:       map[string]bool{},
+		who:           map[string]*principal{},
+		refresh:       map[string]*principal{},
 		calls:         map[string]int{},
 	}
 	s.AddRealm(AdminRealm)
@@ -164,7 +172,7 @@ func (s *Server) AddRealm(name string) {
 	defer s.mu.Unlock()
 	if s.realms[name] == nil {
 		s.realms[name] = &realm{name: name, admins: map[string]string{}, clients: map[string]string{AdminClient: ""},
-			groups: map[string]*group{}, users: map[string]*user{}}
+			groups: map[string]*group{}, users: map[string]*user{}, saRoles: map[string]map[string]bool{}, clientIDs: map[string]string{}}
 	}
 }
 
@@ -181,6 +189,21 @@ func (s *Server) AddClient(realm, clientID, secret string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.realm(realm).clients[clientID] = secret
+}
+
+// AddServiceClient registers a confidential client of realm whose service
+// account has only the given roles of the realm's realm-management client
+// (manage-users, view-users, query-groups, query-users), and only in realm,
+// as a realm-scoped service account has in Keycloak.
+func (s *Server) AddServiceClient(realm, clientID, secret string, roles ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	r.clients[clientID] = secret
+	r.saRoles[clientID] = map[string]bool{}
+	for _, role := range roles {
+		r.saRoles[clientID][role] = true
+	}
 }
 
 // AddUser creates a user with a new id and returns the id.
@@ -357,7 +380,7 @@ func (s *Server) realm(name string) *realm {
 	r := s.realms[name]
 	if r == nil {
 		r = &realm{name: name, admins: map[string]string{}, clients: map[string]string{AdminClient: ""},
-			groups: map[string]*group{}, users: map[string]*user{}}
+			groups: map[string]*group{}, users: map[string]*user{}, saRoles: map[string]map[string]bool{}, clientIDs: map[string]string{}}
 		s.realms[name] = r
 	}
 	return r
