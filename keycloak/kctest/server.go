@@ -86,9 +86,9 @@ type realm struct {
 	// entry (AddClient) may do everything.
 	saRoles   map[string]map[string]bool
 	clientIDs map[string]string // internal id → client id, of clients made through the API
-	groups  map[string]*group // by id
-	top     children
-	users   map[string]*user // by id
+	groups    map[string]*group // by id
+	top       children
+	users     map[string]*user // by id
 }
 
 type group struct {
