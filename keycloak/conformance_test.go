@@ -2,7 +2,6 @@ package keycloak_test
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -11,9 +10,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/internal/keycloaktest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
@@ -297,6 +297,78 @@ func TestConformance(t *testing.T) {
 			t.Logf("%s %s: %d %s", p.method, p.path, ra.status, ra.body)
 		}
 	}
-	_ = slices.Contains[[]string]
-	_ = context.Background
+}
+
+// permissionProbes are the calls waldur-gitops makes, asked by service
+// accounts with too few roles.
+var permissionProbes = []probe{
+	{why: "list groups", method: "GET", path: "/groups?first=0&max=100&briefRepresentation=false"},
+	{why: "search a group", method: "GET", path: "/groups?search=parent&exact=true&first=0&max=100&briefRepresentation=false"},
+	{why: "list subgroups", method: "GET", path: "/groups/{parent}/children?first=0&max=100&briefRepresentation=false"},
+	{why: "list members", method: "GET", path: "/groups/{parent}/members?first=0&max=100&briefRepresentation=true"},
+	{why: "a user by id", method: "GET", path: "/users/{alice}"},
+	{why: "a user by name", method: "GET", path: "/users?username=alice&exact=true&briefRepresentation=true"},
+	{why: "create a group", method: "POST", path: "/groups", body: map[string]any{"name": "new"}},
+	{why: "create a subgroup", method: "POST", path: "/groups/{parent}/children", body: map[string]any{"name": "kid99"}},
+	{why: "update a group", method: "PUT", path: "/groups/{kid00}", body: map[string]any{"id": "{kid00}", "name": "kid00", "attributes": map[string][]string{"a": {"b"}}}},
+	{why: "add a member", method: "PUT", path: "/users/{bob}/groups/{kid01}"},
+	{why: "remove a member", method: "DELETE", path: "/users/{alice}/groups/{parent}"},
+	{why: "delete a group", method: "DELETE", path: "/groups/{kid02}"},
+}
+
+// TestConformancePermissions compares what a realm-scoped service account
+// with one set of realm-management roles may do on the real server and on
+// kctest: no role refuses everything (403), query-groups alone lists no
+// group (200, []) and refuses the rest, view-users reads and may not write,
+// manage-users does everything.
+func TestConformancePermissions(t *testing.T) {
+	kc := realKC.Need(t)
+	fake := kctest.NewServer()
+	defer fake.Close()
+	for _, roles := range [][]string{{}, {"query-groups"}, {"query-users"}, {"view-users"}, {"manage-users"}} {
+		t.Run(strings.Join(append([]string{"roles"}, roles...), " "), func(t *testing.T) {
+			var b [4]byte
+			_, _ = rand.Read(b[:])
+			realm := "permissions-" + hex.EncodeToString(b[:])
+			var got [2][]answer
+			for i, srv := range []struct{ base, pw string }{{kc.URL, kc.AdminPassword}, {fake.URL, kctest.AdminPassword}} {
+				admin := newRawAPI(t, srv.base, keycloaktest.AdminUser, srv.pw, realm)
+				conformanceSetup(t, admin)
+				if i == 0 {
+					t.Cleanup(func() { admin.do(t, "DELETE", "", nil, true) })
+				}
+				secret := ServiceAccount(t, gocloak.NewClient(srv.base), admin.token, realm, "waldur-gitops", roles)
+				sa := *admin
+				sa.token = serviceToken(t, srv.base, realm, "waldur-gitops", secret)
+				for _, p := range permissionProbes {
+					got[i] = append(got[i], sa.do(t, p.method, p.path, p.body, true))
+				}
+			}
+			for i, p := range permissionProbes {
+				if got[0][i] != got[1][i] {
+					t.Errorf("%s %s (%s):\n  real %d %s\n  fake %d %s", p.method, p.path, p.why, got[0][i].status, got[0][i].body, got[1][i].status, got[1][i].body)
+				} else if testing.Verbose() {
+					t.Logf("%s %s: %d %.80s", p.method, p.path, got[0][i].status, got[0][i].body)
+				}
+			}
+		})
+	}
+}
+
+// serviceToken logs a client in with the client credentials grant.
+func serviceToken(t *testing.T, base, realm, clientID, secret string) string {
+	t.Helper()
+	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {clientID}, "client_secret": {secret}}
+	resp, err := http.PostForm(strings.TrimRight(base, "/")+"/realms/"+realm+"/protocol/openid-connect/token", form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var tok struct {
+		AccessToken string `json:"access_token"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
+		t.Fatalf("client %s login to realm %s: %s %v", clientID, realm, resp.Status, err)
+	}
+	return tok.AccessToken
 }

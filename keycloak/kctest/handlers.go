@@ -84,6 +84,7 @@ func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc
 		if faulted && f.After {
 			s.mu.Lock()
 			if rl := s.realms[r.PathValue("realm")]; rl != nil && (!admin || s.caller(r) != nil) {
+				s.cur, s.curRealm = s.caller(r), rl.name
 				h(discard{header: http.Header{}}, r, rl)
 			}
 			s.mu.Unlock()
@@ -116,6 +117,7 @@ func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm not found."})
 			return
 		}
+		s.cur, s.curRealm = p, rl.name
 		if admin {
 			switch p.may(perm, rl.name) {
 			case refuse:
@@ -268,18 +270,19 @@ func paged[T any](items []T, first, max int) []T {
 // brief reads briefRepresentation, true unless given as false.
 func brief(r *http.Request) bool { return r.URL.Query().Get("briefRepresentation") != "false" }
 
-// groupAccess is the access map Keycloak adds to a group for an admin who may
-// do everything.
-func groupAccess() map[string]bool {
-	return map[string]bool{"view": true, "viewMembers": true, "manage": true, "manageMembers": true, "manageMembership": true}
+// groupAccess is the access map Keycloak adds to a group, for the caller of
+// the request being served.
+func (s *Server) groupAccess() map[string]bool {
+	view, manage := s.cur.may(permView, s.curRealm) == allow, s.cur.may(permManage, s.curRealm) == allow
+	return map[string]bool{"view": view, "viewMembers": view, "manage": manage, "manageMembers": manage, "manageMembership": manage}
 }
 
 // groupJSON is a group's representation as listings and GET by id give it;
 // subs are the subgroups to include.
-func groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
+func (s *Server) groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
 	m := map[string]any{
 		"id": g.id, "name": g.name, "path": g.path(), "subGroupCount": len(g.kids.byName),
-		"access": groupAccess(),
+		"access": s.groupAccess(),
 	}
 	if subs == nil {
 		subs = []map[string]any{}
@@ -315,9 +318,11 @@ func userJSON(u *user, brief bool, access map[string]bool) map[string]any {
 	return m
 }
 
-// userAccess is the access map of GET /users/{id} for an admin who may do everything.
-func userAccess() map[string]bool {
-	return map[string]bool{"view": true, "manage": true, "manageGroupMembership": true, "mapRoles": true, "impersonate": true, "resetPassword": true}
+// userAccess is the access map of GET /users/{id} for the caller; only a
+// server administrator may impersonate.
+func (s *Server) userAccess() map[string]bool {
+	view, manage := s.cur.may(permView, s.curRealm) == allow, s.cur.may(permManage, s.curRealm) == allow
+	return map[string]bool{"view": view, "manage": manage, "manageGroupMembership": manage, "mapRoles": manage, "impersonate": s.cur.all, "resetPassword": manage}
 }
 
 // matcher returns the search predicate of search and exact.
@@ -331,17 +336,17 @@ func matcher(search string, exact bool) func(string) bool {
 
 // searchTree returns g as found by a search: g itself if it matches, with the
 // subgroups that lead to matches below it; nil when nothing in g's subtree matches.
-func searchTree(g *group, match func(string) bool, brief bool) map[string]any {
+func (s *Server) searchTree(g *group, match func(string) bool, brief bool) map[string]any {
 	var subs []map[string]any
 	for _, c := range g.kids.list() {
-		if t := searchTree(c, match, brief); t != nil {
+		if t := s.searchTree(c, match, brief); t != nil {
 			subs = append(subs, t)
 		}
 	}
 	if subs == nil && !match(g.name) {
 		return nil
 	}
-	return groupJSON(g, brief, subs)
+	return s.groupJSON(g, brief, subs)
 }
 
 // listGroups lists the top-level groups (Keycloak 23 and later: no subgroups,
@@ -356,14 +361,14 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rl *realm) i
 		match := matcher(search, q.Get("exact") == "true")
 		var found []map[string]any
 		for _, g := range rl.top.list() {
-			if t := searchTree(g, match, b); t != nil {
+			if t := s.searchTree(g, match, b); t != nil {
 				found = append(found, t)
 			}
 		}
 		return writeJSON(w, http.StatusOK, append(out, paged(found, first, max)...))
 	}
 	for _, g := range paged(rl.top.list(), first, max) {
-		out = append(out, groupJSON(g, b, nil))
+		out = append(out, s.groupJSON(g, b, nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -373,7 +378,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rl *realm) int
 	if g == nil {
 		return notFound(w, "Could not find group by id")
 	}
-	return writeJSON(w, http.StatusOK, groupJSON(g, false, nil))
+	return writeJSON(w, http.StatusOK, s.groupJSON(g, false, nil))
 }
 
 func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rl *realm) int {
@@ -381,7 +386,7 @@ func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rl *realm) 
 	if g == nil {
 		return notFound(w, "Group path does not exist")
 	}
-	m := groupJSON(g, false, nil)
+	m := s.groupJSON(g, false, nil)
 	delete(m, "access") // Keycloak 26 sends none here
 	return writeJSON(w, http.StatusOK, m)
 }
@@ -402,7 +407,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rl *realm)
 	}
 	out := []map[string]any{}
 	for _, c := range paged(kids, first, max) {
-		out = append(out, groupJSON(c, r.URL.Query().Get("briefRepresentation") == "true", nil))
+		out = append(out, s.groupJSON(c, r.URL.Query().Get("briefRepresentation") == "true", nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -471,7 +476,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, paren
 		w.WriteHeader(http.StatusCreated)
 		return http.StatusCreated
 	}
-	m := groupJSON(g, false, nil)
+	m := s.groupJSON(g, false, nil)
 	delete(m, "subGroupCount") // the answer to a creation has none
 	return writeJSON(w, http.StatusCreated, m)
 }
@@ -546,7 +551,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rl *realm) int 
 	if u == nil {
 		return notFound(w, "User not found")
 	}
-	return writeJSON(w, http.StatusOK, userJSON(u, false, userAccess()))
+	return writeJSON(w, http.StatusOK, userJSON(u, false, s.userAccess()))
 }
 
 // listUsers searches users: username is a case-insensitive substring match
@@ -568,7 +573,7 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rl *realm) in
 	}
 	out := []map[string]any{}
 	for _, u := range paged(found, first, max) {
-		out = append(out, userJSON(u, r.URL.Query().Get("briefRepresentation") == "true", map[string]bool{"manage": true}))
+		out = append(out, userJSON(u, r.URL.Query().Get("briefRepresentation") == "true", map[string]bool{"manage": s.cur.may(permManage, s.curRealm) == allow}))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -707,6 +712,9 @@ type principal struct {
 // may decides as Keycloak 26 does (as measured: see the conformance and
 // contract tests) whether p may do perm in realm.
 func (p *principal) may(perm permission, realm string) verdict {
+	if p == nil {
+		return refuse
+	}
 	if p.all {
 		return allow
 	}

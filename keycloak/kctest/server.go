@@ -62,11 +62,15 @@ type Server struct {
 
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	realms   map[string]*realm
-	access   map[string]time.Time  // access token → expiry
-	who      map[string]*principal // access token → whom it was issued to
-	refresh  map[string]*principal // refresh token → whom
+	mu      sync.Mutex
+	realms  map[string]*realm
+	access  map[string]time.Time  // access token → expiry
+	who     map[string]*principal // access token → whom it was issued to
+	refresh map[string]*principal // refresh token → whom
+	// cur and curRealm are the caller and realm of the request being served
+	// (under mu), for the access maps of the answers.
+	cur      *principal
+	curRealm string
 	faults   []*Fault
 	latency  time.Duration
 	calls    map[string]int
