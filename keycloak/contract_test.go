@@ -148,6 +148,15 @@ func (k *realKeycloak) token(t *testing.T) string {
 	return k.tok
 }
 
+// ServiceAccount makes another client, with only roles, and returns its login keys.
+func (k *realKeycloak) ServiceAccount(t *testing.T, roles ...string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	id := "restricted-" + hex.EncodeToString(b[:])
+	secret := ServiceAccount(t, k.gc, k.token(t), k.realm, id, roles)
+	return fmt.Sprintf("keycloak_user_realm: %q, client_id: %q, client_secret: %q", k.realm, id, secret)
+}
+
 func (k *realKeycloak) URL() string   { return k.base }
 func (k *realKeycloak) Realm() string { return k.realm }
 

@@ -2,6 +2,8 @@ package keycloak_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -37,6 +39,10 @@ type backend interface {
 	// Credentials are the keys of the keycloak mapping that log waldur-gitops
 	// in (flow style, comma-separated).
 	Credentials() string
+	// ServiceAccount makes a confidential client whose service account has
+	// the given realm-management roles in the realm and returns the keys
+	// that log in as it.
+	ServiceAccount(t *testing.T, roles ...string) string
 	// AddUser creates a user and returns its id.
 	AddUser(t *testing.T, username string) string
 	AddGroup(t *testing.T, parentPath, name string, attrs map[string][]string)
@@ -52,6 +58,13 @@ func (f fakeBackend) URL() string   { return f.s.URL }
 func (f fakeBackend) Realm() string { return kctest.Realm }
 func (f fakeBackend) Credentials() string {
 	return fmt.Sprintf("keycloak_user_realm: %q, keycloak_username: %q, keycloak_password: %q", kctest.AdminRealm, kctest.AdminUser, kctest.AdminPassword)
+}
+func (f fakeBackend) ServiceAccount(t *testing.T, roles ...string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	id := "restricted-" + hex.EncodeToString(b[:])
+	f.s.AddServiceClient(kctest.Realm, id, "s3cret", roles...)
+	return fmt.Sprintf("keycloak_user_realm: %q, client_id: %q, client_secret: %q", kctest.Realm, id, "s3cret")
 }
 func (f fakeBackend) AddUser(t *testing.T, username string) string {
 	return f.s.AddUser(kctest.Realm, username)
@@ -96,6 +109,7 @@ type env struct {
 	// settings are extra keys for both offerings' backend_settings (flow style).
 	settings string
 	keycloak string // extra keys of the keycloak mapping (flow style)
+	creds    string // login keys instead of the backend's Credentials
 }
 
 func newEnv(t *testing.T, kc backend, fake *kctest.Server) *env {
@@ -150,8 +164,12 @@ func (e *env) tenant(n int) *tenant {
 
 func (e *env) config() *config.Config {
 	e.t.Helper()
+	creds := e.creds
+	if creds == "" {
+		creds = e.kc.Credentials()
+	}
 	kc := fmt.Sprintf("{keycloak_url: %q, keycloak_realm: %q, %s, requests_per_second: 0%s}",
-		e.kc.URL(), e.kc.Realm(), e.kc.Credentials(), e.keycloak)
+		e.kc.URL(), e.kc.Realm(), creds, e.keycloak)
 	var b strings.Builder
 	b.WriteString("offerings:\n")
 	for _, o := range []struct{ name, uuid, backend, settings string }{

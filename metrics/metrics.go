@@ -5,7 +5,6 @@ package metrics
 
 import (
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -167,10 +166,7 @@ func (r *Recorder) Observe(run Run) {
 		if st.Name != keycloak.Stage {
 			continue
 		}
-		for kind, n := range st.Calls {
-			if kind == keycloak.CallRetries || kind == keycloak.CallUnauthorized || strings.HasPrefix(kind, keycloak.CallErrorPrefix) {
-				continue
-			}
+		for kind, n := range keycloak.Requests(st.Calls) {
 			r.apiRequests.WithLabelValues(APIKeycloak, kind).Add(float64(n))
 		}
 		for kind, n := range keycloak.Errors(st.Calls) {
