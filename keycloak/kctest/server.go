@@ -1,16 +1,19 @@
 // Package kctest is an in-process stand-in for the part of the Keycloak admin
-// REST API that waldur-gitops uses, for tests and benchmarks. No Keycloak can be
-// installed where the tests run, so the project's tests drive the real gocloak
-// client against this server; a contract test runs the same scenarios against a
-// real Keycloak when one is configured.
-//
-// It behaves like Keycloak (23 and later) where the client can tell: JSON
-// bodies with a JSON content type, new ids in the Location header, 409 on a
-// duplicate sibling name, first/max paging with Keycloak's default page sizes
-// (members 100, children 10), top-level listings without subgroups but with
-// subGroupCount, brief representations unless asked otherwise, direct
-// membership only, and 401 for a missing or expired token. Faults (5xx
-// answers, dropped connections) and latency can be injected.
+// REST API that waldur-gitops uses, for tests and benchmarks: fast, and able
+// to inject faults a real server cannot be made to produce on cue. The
+// keycloak package's conformance tests send the same requests to it and to a
+// real Keycloak 26.7.3 (internal/keycloaktest) and fail on any difference in
+// status, Location or body, so it answers as that server does: JSON bodies,
+// new ids in Location, 409 with Keycloak's texts on a duplicate name (names
+// are case-sensitive), first/max paging with Keycloak's defaults per endpoint
+// (members 100; children 10 and in full; top-level groups brief, with
+// subGroupCount and no subgroups), exact search case-sensitive and non-exact
+// case-insensitive, 204 for repeated membership calls, 404 bodies, 400
+// missingNormalization for a path with an empty or dot segment, 401 for a
+// missing or expired token, and the realm-management roles of realm-scoped
+// service accounts (AddServiceClient): 403, or an empty listing for
+// query-groups alone. Faults (5xx answers, dropped connections, lost answers)
+// and latency can be injected.
 package kctest
 
 import (
