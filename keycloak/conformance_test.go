@@ -105,7 +105,11 @@ func (a *rawAPI) do(t *testing.T, method, path string, body any, auth bool) answ
 	ans := answer{status: resp.StatusCode, location: resp.Header.Get("Location") != ""}
 	if loc := resp.Header.Get("Location"); loc != "" && resp.StatusCode == http.StatusCreated {
 		id := loc[strings.LastIndex(loc, "/")+1:]
-		if name, ok := body.(map[string]any)["name"].(string); ok && a.names[id] == "" {
+		m, _ := body.(map[string]any)
+		if u, ok := m["username"].(string); ok && a.names[id] == "" {
+			a.ids[strings.ToLower(u)], a.names[id] = id, strings.ToLower(u)
+		}
+		if name, ok := m["name"].(string); ok && a.names[id] == "" {
 			// Named after the group: a later request or answer can refer to it.
 			key := name
 			if _, dup := a.ids[key]; dup {
@@ -371,4 +375,60 @@ func serviceToken(t *testing.T, base, realm, clientID, secret string) string {
 		t.Fatalf("client %s login to realm %s: %s %v", clientID, realm, resp.Status, err)
 	}
 	return tok.AccessToken
+}
+
+// TestConformancePageSizes compares the default page sizes where the client
+// relies on them or could: 101 top-level groups, 101 users, all members of
+// one group, listed and searched without first/max.
+func TestConformancePageSizes(t *testing.T) {
+	kc := realKC.Need(t)
+	fake := kctest.NewServer()
+	defer fake.Close()
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	realm := "pages-" + hex.EncodeToString(b[:])
+	probes := []probe{
+		{why: "top-level groups, no max", method: "GET", path: "/groups"},
+		{why: "top-level groups, second page of the client's size", method: "GET", path: "/groups?first=100&max=100&briefRepresentation=false"},
+		{why: "group search matching all 101, no max", method: "GET", path: "/groups?search=g"},
+		{why: "members, no max", method: "GET", path: "/groups/{g000}/members"},
+		{why: "users, no max", method: "GET", path: "/users?briefRepresentation=true"},
+		{why: "user search, no max", method: "GET", path: "/users?username=user&briefRepresentation=true"},
+	}
+	var got [2][]answer
+	for i, srv := range []struct{ base, pw string }{{kc.URL, kc.AdminPassword}, {fake.URL, kctest.AdminPassword}} {
+		a := newRawAPI(t, srv.base, keycloaktest.AdminUser, srv.pw, realm)
+		if ans := a.do(t, "POST", "!/admin/realms", map[string]any{"realm": realm, "enabled": true}, true); ans.status != http.StatusCreated {
+			t.Fatalf("%s: create realm: %+v", srv.base, ans)
+		}
+		if i == 0 {
+			t.Cleanup(func() { a.do(t, "DELETE", "", nil, true) })
+		}
+		for n := range 101 {
+			for _, ans := range []answer{
+				a.do(t, "POST", "/groups", map[string]any{"name": fmt.Sprintf("g%03d", n)}, true),
+				a.do(t, "POST", "/users", map[string]any{"username": fmt.Sprintf("user%03d", n), "enabled": true}, true),
+			} {
+				if ans.status != http.StatusCreated {
+					t.Fatalf("%s: setup: %+v", srv.base, ans)
+				}
+			}
+			if ans := a.do(t, "PUT", fmt.Sprintf("/users/{user%03d}/groups/{g000}", n), nil, true); ans.status != http.StatusNoContent {
+				t.Fatalf("%s: setup: %+v", srv.base, ans)
+			}
+		}
+		for _, p := range probes {
+			got[i] = append(got[i], a.do(t, p.method, p.path, p.body, true))
+		}
+	}
+	for i, p := range probes {
+		r, f := got[0][i], got[1][i]
+		if r != f {
+			t.Errorf("%s %s (%s):\n  real %d, %d bytes: %.300s\n  fake %d, %d bytes: %.300s", p.method, p.path, p.why, r.status, len(r.body), r.body, f.status, len(f.body), f.body)
+		} else if testing.Verbose() {
+			var items []any
+			_ = json.Unmarshal([]byte(r.body), &items)
+			t.Logf("%s %s: %d, %d items", p.method, p.path, r.status, len(items))
+		}
+	}
 }
