@@ -67,6 +67,18 @@ func Writes(calls map[string]int) int {
 	return n
 }
 
+// WritesByKind returns the writes that took effect in a Calls map by call
+// kind (see CallWritePrefix).
+func WritesByKind(calls map[string]int) map[string]int {
+	out := map[string]int{}
+	for _, k := range writeCalls {
+		if n := calls[CallWritePrefix+k]; n > 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
 // WriteAttempts sums the write requests of a Calls map: every attempt,
 // retries and refused ones included.
 func WriteAttempts(calls map[string]int) int {

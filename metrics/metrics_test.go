@@ -146,6 +146,7 @@ func TestRecorder(t *testing.T) {
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallRetries}, absent: true},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallErrorPrefix + keycloak.CallListGroups}, absent: true},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallWritePrefix + keycloak.CallCreateGroup}, absent: true},
+		{name: "waldur_gitops_keycloak_writes_total", labels: map[string]string{"call": keycloak.CallCreateGroup}, want: 1},
 		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 1},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "git"}, absent: true},
 	})
