@@ -12,6 +12,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 
@@ -31,6 +32,7 @@ type rawAPI struct {
 	base, realm string
 	user, pw    string
 	token       string
+	tokenAt     time.Time // admin tokens of master live 60 s: renewed after 30
 	// ids maps a symbolic name to the id this server gave the object, and
 	// names the other way round, for writing requests and reading answers.
 	ids   map[string]string
@@ -40,7 +42,14 @@ type rawAPI struct {
 func newRawAPI(t *testing.T, base, user, pw, realm string) *rawAPI {
 	t.Helper()
 	a := &rawAPI{base: strings.TrimRight(base, "/"), realm: realm, user: user, pw: pw, ids: map[string]string{}, names: map[string]string{}}
-	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {user}, "password": {pw}}
+	a.login(t)
+	return a
+}
+
+// login gets an admin token with the password grant.
+func (a *rawAPI) login(t *testing.T) {
+	t.Helper()
+	form := url.Values{"grant_type": {"password"}, "client_id": {"admin-cli"}, "username": {a.user}, "password": {a.pw}}
 	resp, err := http.PostForm(a.base+"/realms/master/protocol/openid-connect/token", form)
 	if err != nil {
 		t.Fatal(err)
@@ -52,8 +61,7 @@ func newRawAPI(t *testing.T, base, user, pw, realm string) *rawAPI {
 	if err := json.NewDecoder(resp.Body).Decode(&tok); err != nil || tok.AccessToken == "" {
 		t.Fatalf("admin login at %s: %s %v", a.base, resp.Status, err)
 	}
-	a.token = tok.AccessToken
-	return a
+	a.token, a.tokenAt = tok.AccessToken, time.Now()
 }
 
 // answer is a response as the conformance test compares it.
@@ -94,6 +102,9 @@ func (a *rawAPI) do(t *testing.T, method, path string, body any, auth bool) answ
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if auth {
+		if a.user != "" && time.Since(a.tokenAt) > 30*time.Second {
+			a.login(t)
+		}
 		req.Header.Set("Authorization", "Bearer "+a.token)
 	}
 	resp, err := http.DefaultTransport.RoundTrip(req) // no redirects followed
@@ -191,7 +202,7 @@ func conformanceSetup(t *testing.T, a *rawAPI) []answer {
 		// Users are found by name: their ids come from a search.
 		var us []struct{ ID, Username string }
 		req, _ := http.NewRequest("GET", a.base+"/admin/realms/"+a.realm+"/users?exact=true&username="+url.QueryEscape(u), nil)
-		req.Header.Set("Authorization", "Bearer "+a.token)
+		req.Header.Set("Authorization", "Bearer "+a.token) // fresh: do just ran
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -343,7 +354,7 @@ func TestConformancePermissions(t *testing.T) {
 				}
 				secret := ServiceAccount(t, gocloak.NewClient(srv.base), admin.token, realm, "waldur-gitops", roles)
 				sa := *admin
-				sa.token = serviceToken(t, srv.base, realm, "waldur-gitops", secret)
+				sa.user, sa.token = "", serviceToken(t, srv.base, realm, "waldur-gitops", secret)
 				for _, p := range permissionProbes {
 					got[i] = append(got[i], sa.do(t, p.method, p.path, p.body, true))
 				}
