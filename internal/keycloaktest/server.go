@@ -144,7 +144,7 @@ func start(ctx context.Context, d *Dist, o Options) (_ *Server, err error) {
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(d.Java.env(), "KC_BOOTSTRAP_ADMIN_USERNAME="+AdminUser, "KC_BOOTSTRAP_ADMIN_PASSWORD="+s.AdminPassword)
 	detach(cmd)
-	fmt.Fprintf(o.Log, "keycloaktest: starting Keycloak %s on %s (Java %d at %s; first start on a machine ~1-2 min, later ~30 s; log %s)\n",
+	fmt.Fprintf(o.Log, "keycloaktest: starting Keycloak %s on %s (Java %d at %s; 10-60 s, longer on a loaded machine; log %s)\n",
 		Version, s.URL, d.Java.Major, d.Java.Home, s.Log)
 	begin := time.Now()
 	if err := cmd.Start(); err != nil {
