@@ -24,7 +24,8 @@ image: ## build the container image without Docker: bin/image/ (OCI layout) and 
 	GOOS= GOARCH= $(GO) run ./cmd/waldur-gitops-image -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' \
 	  -image '$(IMAGE)' $(foreach a,$(IMAGE_ARCHES),-binary linux/$(a)=bin/linux_$(a)/waldur-gitops)
 
-test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min)
+test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min, and fetches Keycloak, ~1 min)
+	$(GO) run ./internal/keycloaktest/prepare
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-short: ## run the fast tests: no race detector, no real kube-apiserver

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,13 +49,57 @@ const (
 // writeCalls are the call kinds that change the realm.
 var writeCalls = []string{CallCreateGroup, CallCreateChild, CallUpdateGroup, CallDeleteGroup, CallAddMember, CallRemoveMember}
 
-// Writes sums the write calls of a Calls map.
+// CallWritePrefix prefixes the Calls keys that count, per write call kind,
+// the writes that took effect: answered with success, or a creation that met
+// a 409 on a retry and found its own group (the earlier attempt's answer was
+// lost). The plain key counts attempts, retries included; e.g.
+// "groups.create" 3 and "writes.groups.create" 2 for two groups of which one
+// was created on the second try.
+const CallWritePrefix = "writes."
+
+// Writes sums the writes that took effect in a Calls map (see
+// CallWritePrefix): what changed in Keycloak, each change once.
 func Writes(calls map[string]int) int {
+	n := 0
+	for _, k := range writeCalls {
+		n += calls[CallWritePrefix+k]
+	}
+	return n
+}
+
+// WritesByKind returns the writes that took effect in a Calls map by call
+// kind (see CallWritePrefix).
+func WritesByKind(calls map[string]int) map[string]int {
+	out := map[string]int{}
+	for _, k := range writeCalls {
+		if n := calls[CallWritePrefix+k]; n > 0 {
+			out[k] = n
+		}
+	}
+	return out
+}
+
+// WriteAttempts sums the write requests of a Calls map: every attempt,
+// retries and refused ones included.
+func WriteAttempts(calls map[string]int) int {
 	n := 0
 	for _, k := range writeCalls {
 		n += calls[k]
 	}
 	return n
+}
+
+// Requests returns the requests of a Calls map by call kind: the keys that
+// count requests, without the retry, 401-renewal, failure and write tallies.
+func Requests(calls map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range calls {
+		if k == CallRetries || k == CallUnauthorized || strings.HasPrefix(k, CallErrorPrefix) || strings.HasPrefix(k, CallWritePrefix) {
+			continue
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // ClientOptions tune a Client beyond the config; the zero value is the default.
@@ -167,6 +212,32 @@ func (c *Client) count(kind string) {
 	c.callMu.Unlock()
 }
 
+// forbiddenError is a 403: the account waldur-gitops logs in as lacks a
+// realm-management role. A run stops at the first one: every further call
+// would be refused alike.
+type forbiddenError struct {
+	kind, realm string
+	err         error
+}
+
+func (e *forbiddenError) Error() string {
+	role := "manage-users"
+	if !slices.Contains(writeCalls, e.kind) {
+		role = "manage-users (view-users is enough for a dry run)"
+	}
+	return fmt.Sprintf("Keycloak refused %s (403 Forbidden): the account waldur-gitops logs in as lacks the realm-management role %s in realm %s; see docs/keycloak.md#least-privilege: %v",
+		e.kind, role, e.realm, e.err)
+}
+
+func (e *forbiddenError) Unwrap() error { return e.err }
+
+// IsForbidden reports whether err is Keycloak refusing a call for want of a
+// role (403).
+func IsForbidden(err error) bool {
+	var f *forbiddenError
+	return errors.As(err, &f)
+}
+
 // unavailableError marks a failure that retrying did not cure: Keycloak is
 // down, overloaded or unreachable. A run stops at the first one.
 type unavailableError struct{ err error }
@@ -211,6 +282,10 @@ const CallErrorPrefix = "errors."
 // notFoundAnswers are the call kinds for which a 404 is an answer, not a failure.
 var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, CallRemoveMember: true}
 
+// conflictAnswers are the call kinds for which a 409 is not yet a failure:
+// the caller looks the group up and counts a failure only if it cannot use it.
+var conflictAnswers = map[string]bool{CallCreateGroup: true, CallCreateChild: true}
+
 // Errors returns the failed calls of a Calls map by call kind.
 func Errors(calls map[string]int) map[string]int {
 	out := map[string]int{}
@@ -225,11 +300,23 @@ func Errors(calls map[string]int) map[string]int {
 // do runs fn, one HTTP request, under the rate limit and the concurrency bound,
 // counting it as kind. With auth it passes a bearer token and on a 401 renews
 // the token once and tries again. It retries what retryable allows, with
-// backoff. A call that finally fails is also counted under CallErrorPrefix+kind.
+// backoff. A write that succeeds is also counted under CallWritePrefix+kind, a
+// call that finally fails under CallErrorPrefix+kind (not a 404 where that is
+// an answer, nor a 409 on a creation, which createGroup's caller settles); a
+// 403 comes back as a forbiddenError.
 func (c *Client) do(ctx context.Context, kind string, auth bool, fn func(token string) error) error {
 	err := c.try(ctx, kind, auth, fn)
-	if err != nil && (statusOf(err) != http.StatusNotFound || !notFoundAnswers[kind]) {
+	switch code := statusOf(err); {
+	case err == nil:
+		if slices.Contains(writeCalls, kind) {
+			c.count(CallWritePrefix + kind)
+		}
+	case code == http.StatusNotFound && notFoundAnswers[kind], code == http.StatusConflict && conflictAnswers[kind]:
+	default:
 		c.count(CallErrorPrefix + kind)
+		if code == http.StatusForbidden {
+			err = &forbiddenError{kind: kind, realm: c.target.Realm, err: err}
+		}
 	}
 	return err
 }
@@ -575,15 +662,18 @@ func (c *Client) userByName(ctx context.Context, name string) (*User, error) {
 }
 
 // createGroup creates a top-level group (parentID "") or a subgroup and returns
-// its id.
-func (c *Client) createGroup(ctx context.Context, parentID, name string, attrs map[string][]string) (string, error) {
+// its id, and whether the request was sent more than once (so that a 409 may
+// be the answer to this call's own earlier attempt).
+func (c *Client) createGroup(ctx context.Context, parentID, name string, attrs map[string][]string) (string, bool, error) {
 	g := gocloak.Group{Name: gocloak.StringP(name), Attributes: &attrs}
 	var id string
 	kind := CallCreateGroup
 	if parentID != "" {
 		kind = CallCreateChild
 	}
+	sent := 0
 	err := c.do(ctx, kind, true, func(tok string) error {
+		sent++
 		var err error
 		if parentID == "" {
 			id, err = c.gc.CreateGroup(ctx, tok, c.target.Realm, g)
@@ -595,7 +685,7 @@ func (c *Client) createGroup(ctx context.Context, parentID, name string, attrs m
 	if err == nil && id == "" {
 		err = errors.New("Keycloak answered without the new group's id in Location")
 	}
-	return id, err
+	return id, sent > 1, err
 }
 
 // updateGroup writes a group's name and attributes (all of them: Keycloak

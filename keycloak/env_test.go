@@ -2,6 +2,8 @@ package keycloak_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -34,8 +36,13 @@ func resUUID(i int) waldur.UUID { return waldur.UUID(fmt.Sprintf("a0000000000040
 type backend interface {
 	URL() string
 	Realm() string
-	// Login returns the admin credentials: user, password, realm.
-	Login() (string, string, string)
+	// Credentials are the keys of the keycloak mapping that log waldur-gitops
+	// in (flow style, comma-separated).
+	Credentials() string
+	// ServiceAccount makes a confidential client whose service account has
+	// the given realm-management roles in the realm and returns the keys
+	// that log in as it.
+	ServiceAccount(t *testing.T, roles ...string) string
 	// AddUser creates a user and returns its id.
 	AddUser(t *testing.T, username string) string
 	AddGroup(t *testing.T, parentPath, name string, attrs map[string][]string)
@@ -49,8 +56,15 @@ type fakeBackend struct{ s *kctest.Server }
 
 func (f fakeBackend) URL() string   { return f.s.URL }
 func (f fakeBackend) Realm() string { return kctest.Realm }
-func (f fakeBackend) Login() (string, string, string) {
-	return kctest.AdminUser, kctest.AdminPassword, kctest.AdminRealm
+func (f fakeBackend) Credentials() string {
+	return fmt.Sprintf("keycloak_user_realm: %q, keycloak_username: %q, keycloak_password: %q", kctest.AdminRealm, kctest.AdminUser, kctest.AdminPassword)
+}
+func (f fakeBackend) ServiceAccount(t *testing.T, roles ...string) string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	id := "restricted-" + hex.EncodeToString(b[:])
+	f.s.AddServiceClient(kctest.Realm, id, "s3cret", roles...)
+	return fmt.Sprintf("keycloak_user_realm: %q, client_id: %q, client_secret: %q", kctest.Realm, id, "s3cret")
 }
 func (f fakeBackend) AddUser(t *testing.T, username string) string {
 	return f.s.AddUser(kctest.Realm, username)
@@ -95,6 +109,7 @@ type env struct {
 	// settings are extra keys for both offerings' backend_settings (flow style).
 	settings string
 	keycloak string // extra keys of the keycloak mapping (flow style)
+	creds    string // login keys instead of the backend's Credentials
 }
 
 func newEnv(t *testing.T, kc backend, fake *kctest.Server) *env {
@@ -149,9 +164,12 @@ func (e *env) tenant(n int) *tenant {
 
 func (e *env) config() *config.Config {
 	e.t.Helper()
-	user, pw, loginRealm := e.kc.Login()
-	kc := fmt.Sprintf("{keycloak_url: %q, keycloak_realm: %q, keycloak_user_realm: %q, keycloak_username: %q, keycloak_password: %q, requests_per_second: 0%s}",
-		e.kc.URL(), e.kc.Realm(), loginRealm, user, pw, e.keycloak)
+	creds := e.creds
+	if creds == "" {
+		creds = e.kc.Credentials()
+	}
+	kc := fmt.Sprintf("{keycloak_url: %q, keycloak_realm: %q, %s, requests_per_second: 0%s}",
+		e.kc.URL(), e.kc.Realm(), creds, e.keycloak)
 	var b strings.Builder
 	b.WriteString("offerings:\n")
 	for _, o := range []struct{ name, uuid, backend, settings string }{

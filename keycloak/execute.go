@@ -84,6 +84,8 @@ func (x *execution) run(ctx context.Context, ops []Op) {
 				stop := x.stop
 				x.mu.Unlock()
 				switch {
+				case stop != nil && IsForbidden(stop):
+					x.notAttempted(o, "Keycloak refused an earlier call for want of a role")
 				case stop != nil:
 					x.notAttempted(o, "Keycloak is unavailable")
 				case ctx.Err() != nil:
@@ -130,7 +132,7 @@ func (x *execution) apply(ctx context.Context, o Op) {
 		err = fmt.Errorf("%s %s: %w", o.Kind, e.Subject, err)
 		e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
 		x.errs = append(x.errs, err)
-		if IsUnavailable(err) && x.stop == nil {
+		if (IsUnavailable(err) || IsForbidden(err)) && x.stop == nil {
 			x.stop = err
 		}
 		return
@@ -163,19 +165,32 @@ func (x *execution) create(ctx context.Context, o Op) (string, error) {
 			return "", fmt.Errorf("the parent group %s was not created", o.Parent)
 		}
 	}
-	id, err := x.c.createGroup(ctx, parentID, o.Name, o.Attributes)
+	id, retried, err := x.c.createGroup(ctx, parentID, o.Name, o.Attributes)
 	note := ""
 	if statusOf(err) == 409 {
+		kind := CallCreateGroup
+		if parentID != "" {
+			kind = CallCreateChild
+		}
 		g, ferr := x.c.findGroup(ctx, parentID, o.Name)
 		switch {
 		case ferr != nil:
+			x.c.count(CallErrorPrefix + kind)
 			return "", ferr
 		case g == nil:
+			x.c.count(CallErrorPrefix + kind)
 			return "", err
 		case !slices.Contains(g.Attributes[AttrManagedBy], ManagedBy):
+			x.c.count(CallErrorPrefix + kind)
 			return "", fmt.Errorf("conflict: a group of that name appeared meanwhile without the %s marker; it is left alone", ManagedBy)
+		case retried:
+			// The earlier attempt made it; its answer was lost on the way.
+			x.c.count(CallWritePrefix + kind)
+			note = "created by an earlier attempt whose answer was lost"
+		default:
+			note = "it existed already (made by another run)"
 		}
-		id, err, note = g.ID, nil, "it existed already (made by an earlier attempt or another run)"
+		id, err = g.ID, nil
 	}
 	if err != nil {
 		return "", err
@@ -198,6 +213,10 @@ func (x *execution) notAttempted(o Op, why string) {
 func (x *execution) result(p *Plan) error {
 	if len(x.errs) == 0 && x.skipped == 0 {
 		return nil
+	}
+	if x.stop != nil && IsForbidden(x.stop) {
+		return fmt.Errorf("stopped at the first refusal: %w; %d of %d operations failed or were not attempted",
+			x.stop, len(x.errs)+x.skipped, len(p.Ops))
 	}
 	if x.stop != nil {
 		return fmt.Errorf("Keycloak is unavailable: %w; %d of %d operations failed or were not attempted; the next run picks them up",

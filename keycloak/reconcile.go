@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -91,7 +90,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 			}
 		}
 		if o.Log != nil {
-			args := []any{"realm", t.String(), "dry_run", o.DryRun, "duration", time.Since(start).Round(time.Millisecond).String(), "calls", Total(calls), "writes", Writes(calls)}
+			args := []any{"realm", t.String(), "dry_run", o.DryRun, "duration", time.Since(start).Round(time.Millisecond).String(), "calls", Total(calls), "write_attempts", WriteAttempts(calls), "writes", Writes(calls)}
 			if plan != nil {
 				args = append(args, "changes", plan.Changes.Summary())
 			}
@@ -114,14 +113,13 @@ func PlanChanges(ctx context.Context, cfg *config.Config, res *render.Result, o 
 	return r.Changes, r.Calls, err
 }
 
-// Total sums a Calls map, retries, 401 renewals and failures left out (they
-// are counted under their kind already).
+// Total sums the requests of a Calls map (see Requests): retries, 401
+// renewals, failures and successful writes are counted under their kind
+// already.
 func Total(calls map[string]int) int {
 	n := 0
-	for k, v := range calls {
-		if k != CallRetries && k != CallUnauthorized && !strings.HasPrefix(k, CallErrorPrefix) {
-			n += v
-		}
+	for _, v := range Requests(calls) {
+		n += v
 	}
 	return n
 }

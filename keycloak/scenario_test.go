@@ -331,6 +331,32 @@ var scenarios = []scenario{
 			t.Errorf("planned %v, want 15 creations", c)
 		}
 	}},
+	{name: "a missing realm role stops the run at the first refusal", run: func(t *testing.T, e *env) {
+		// Reads allowed, writes not: the first write is refused and nothing
+		// more is attempted.
+		e.creds = e.kc.ServiceAccount(t, "view-users")
+		e.keycloak = ", concurrency: 1"
+		r, err := e.run()
+		if err == nil || !strings.Contains(err.Error(), "stopped at the first refusal") || !strings.Contains(err.Error(), "lacks the realm-management role manage-users in realm "+e.kc.Realm()) {
+			t.Fatalf("error %v, want the refusal naming the role", err)
+		}
+		if a := keycloak.WriteAttempts(r.Calls); a != 1 || keycloak.Writes(r.Calls) != 0 {
+			t.Errorf("%d write attempts, %d writes, want 1 and 0: %v", a, keycloak.Writes(r.Calls), r.Calls)
+		}
+		if c := r.Changes.Counts(); c[changeset.Skip] != 15 {
+			t.Errorf("counts %v, want all 15 operations skipped:\n%s", c, changes(r))
+		}
+		wantEntry(t, r, keycloak.KindMembership, "/ns_web_admin alice", "skip", "refused an earlier call")
+		if left := e.kc.Paths(t); len(left) != 0 {
+			t.Errorf("groups made without the role: %v", left)
+		}
+		// No role at all: the first read is refused, nothing is planned.
+		e.creds = e.kc.ServiceAccount(t)
+		_, err = e.run()
+		if err == nil || !strings.Contains(err.Error(), "refused groups.list (403 Forbidden)") || !strings.Contains(err.Error(), "view-users is enough for a dry run") {
+			t.Errorf("error %v, want the read refusal naming the roles", err)
+		}
+	}},
 	{name: "5xx bursts and dropped connections are retried and converge", fakeOnly: true, run: func(t *testing.T, e *env) {
 		for _, f := range []kctest.Fault{
 			{Method: "GET", Path: "/groups", Status: 503, Times: 3},
@@ -346,9 +372,17 @@ var scenarios = []scenario{
 		}
 		r := e.mustRun()
 		wantFirstRunState(t, e)
-		wantEntry(t, r, keycloak.KindGroup, alphaGroup, "create", "existed already")
+		wantEntry(t, r, keycloak.KindGroup, alphaGroup, "create", "answer was lost")
 		if r.Calls[keycloak.CallRetries] < 10 {
 			t.Errorf("retries %d, want at least 10: %v", r.Calls[keycloak.CallRetries], r.Calls)
+		}
+		// Each change counts once however many attempts it took, and what the
+		// run settled itself (the 409 of the lost answer) is no failure.
+		if w, a := keycloak.Writes(r.Calls), keycloak.WriteAttempts(r.Calls); w != 15 || a <= 15 {
+			t.Errorf("%d writes in %d attempts, want 15 in more than 15: %v", w, a, r.Calls)
+		}
+		if errs := keycloak.Errors(r.Calls); len(errs) != 0 {
+			t.Errorf("failed calls counted in a run that converged: %v", errs)
 		}
 		if r = e.mustRun(); keycloak.Writes(r.Calls) != 0 {
 			t.Errorf("the run after the faults wrote: %v", r.Calls)

@@ -5,7 +5,6 @@ package metrics
 
 import (
 	"runtime"
-	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,6 +63,7 @@ type Recorder struct {
 	skipped       *prometheus.GaugeVec
 	apiRequests   *prometheus.CounterVec
 	apiErrors     *prometheus.CounterVec
+	kcWrites      *prometheus.CounterVec
 }
 
 // New builds a Recorder for a build of version and registers its collectors.
@@ -100,6 +100,8 @@ func New(version string) *Recorder {
 			Help: "HTTP requests sent to Waldur and Keycloak by call kind, retries included."}, []string{"api", "call"}),
 		apiErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("api_errors_total"),
 			Help: "Waldur and Keycloak calls that finally failed (transport error or 4xx/5xx after retries), by call kind."}, []string{"api", "call"}),
+		kcWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("keycloak_writes_total"),
+			Help: "Keycloak writes that took effect, by call kind: each change once, however many attempts it took."}, []string{"call"}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("build_info"),
 		Help: "Always 1; the labels name the version and the Go release of the build."}, []string{"version", "goversion"})
@@ -108,7 +110,7 @@ func New(version string) *Recorder {
 		r.runs.WithLabelValues(res)
 	}
 	r.reg.MustRegister(build, r.lastSuccess, r.lastRun, r.lastStart, r.lastExit, r.lastDuration, r.inProgress, r.runs,
-		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors)
+		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites)
 	return r
 }
 
@@ -167,14 +169,14 @@ func (r *Recorder) Observe(run Run) {
 		if st.Name != keycloak.Stage {
 			continue
 		}
-		for kind, n := range st.Calls {
-			if kind == keycloak.CallRetries || kind == keycloak.CallUnauthorized || strings.HasPrefix(kind, keycloak.CallErrorPrefix) {
-				continue
-			}
+		for kind, n := range keycloak.Requests(st.Calls) {
 			r.apiRequests.WithLabelValues(APIKeycloak, kind).Add(float64(n))
 		}
 		for kind, n := range keycloak.Errors(st.Calls) {
 			r.apiErrors.WithLabelValues(APIKeycloak, kind).Add(float64(n))
+		}
+		for kind, n := range keycloak.WritesByKind(st.Calls) {
+			r.kcWrites.WithLabelValues(kind).Add(float64(n))
 		}
 	}
 }

@@ -78,7 +78,7 @@ func okRun() metrics.Run {
 		{Name: "git", DurationSeconds: 2, Calls: map[string]int{"fetch": 1, "push": 1}},
 		{Name: "keycloak", DurationSeconds: 0.5, Calls: map[string]int{
 			keycloak.CallListGroups: 3, keycloak.CallCreateGroup: 2, keycloak.CallRetries: 1,
-			keycloak.CallErrorPrefix + keycloak.CallListGroups: 1,
+			keycloak.CallErrorPrefix + keycloak.CallListGroups: 1, keycloak.CallWritePrefix + keycloak.CallCreateGroup: 1,
 		}},
 	}
 	rep.Add(changeset.Set{Entries: []changeset.Entry{
@@ -145,6 +145,8 @@ func TestRecorder(t *testing.T) {
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 3},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallRetries}, absent: true},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallErrorPrefix + keycloak.CallListGroups}, absent: true},
+		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallWritePrefix + keycloak.CallCreateGroup}, absent: true},
+		{name: "waldur_gitops_keycloak_writes_total", labels: map[string]string{"call": keycloak.CallCreateGroup}, want: 1},
 		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 1},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "git"}, absent: true},
 	})

@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -16,33 +17,55 @@ type handler func(w http.ResponseWriter, r *http.Request, rl *realm) int
 
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.wrap("POST /token", false, s.token))
-	admin := func(method, route string, h handler) {
-		mux.HandleFunc(method+" /admin/realms/{realm}"+route, s.wrap(method+" "+route, true, h))
+	mux.HandleFunc("POST /realms/{realm}/protocol/openid-connect/token", s.wrap("POST /token", permNone, s.token))
+	admin := func(method, route string, perm permission, h handler) {
+		mux.HandleFunc(method+" /admin/realms/{realm}"+route, s.wrap(method+" "+route, perm, h))
 	}
-	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", true, s.createRealm))
-	admin("DELETE", "", s.deleteRealm)
-	admin("POST", "/users", s.createUser)
-	admin("GET", "/groups", s.listGroups)
-	admin("POST", "/groups", s.createTopGroup)
-	admin("GET", "/groups/{id}", s.getGroup)
-	admin("PUT", "/groups/{id}", s.updateGroup)
-	admin("DELETE", "/groups/{id}", s.deleteGroup)
-	admin("GET", "/groups/{id}/children", s.listChildren)
-	admin("POST", "/groups/{id}/children", s.createChildGroup)
-	admin("GET", "/groups/{id}/members", s.listMembers)
-	admin("GET", "/group-by-path/{path...}", s.groupByPath)
-	admin("GET", "/users", s.listUsers)
-	admin("GET", "/users/{id}", s.getUser)
-	admin("GET", "/users/{id}/groups", s.userGroups)
-	admin("PUT", "/users/{id}/groups/{groupId}", s.joinGroup)
-	admin("DELETE", "/users/{id}/groups/{groupId}", s.leaveGroup)
-	return mux
+	mux.HandleFunc("POST /admin/realms", s.wrap("POST /admin/realms", permServer, s.createRealm))
+	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", permServer, s.createRealm))
+	admin("DELETE", "", permServer, s.deleteRealm)
+	admin("POST", "/users", permManage, s.createUser)
+	admin("GET", "/groups", permListGroups, s.listGroups)
+	admin("POST", "/groups", permManage, s.createTopGroup)
+	admin("GET", "/groups/{id}", permView, s.getGroup)
+	admin("PUT", "/groups/{id}", permManage, s.updateGroup)
+	admin("DELETE", "/groups/{id}", permManage, s.deleteGroup)
+	admin("GET", "/groups/{id}/children", permView, s.listChildren)
+	admin("POST", "/groups/{id}/children", permManage, s.createChildGroup)
+	admin("GET", "/groups/{id}/members", permView, s.listMembers)
+	admin("GET", "/group-by-path/{path...}", permView, s.groupByPath)
+	admin("GET", "/users", permListUsers, s.listUsers)
+	admin("GET", "/users/{id}", permView, s.getUser)
+	admin("GET", "/users/{id}/groups", permView, s.userGroups)
+	admin("PUT", "/users/{id}/groups/{groupId}", permManage, s.joinGroup)
+	admin("DELETE", "/users/{id}/groups/{groupId}", permManage, s.leaveGroup)
+	admin("POST", "/clients", permServer, s.createClient)
+	admin("GET", "/clients", permServer, s.listClients)
+	admin("GET", "/clients/{id}/service-account-user", permServer, s.serviceAccountUser)
+	admin("GET", "/clients/{id}/roles/{role}", permServer, s.clientRole)
+	admin("POST", "/users/{id}/role-mappings/clients/{client}", permServer, s.mapClientRoles)
+	return normalized(mux)
+}
+
+// normalized refuses a request path with an empty, "." or ".." segment as
+// Keycloak 26 does (400 missingNormalization), where ServeMux would redirect
+// to the cleaned path and a client following the redirect would never learn
+// that the real server refuses it.
+func normalized(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if strings.Contains(p, "//") || slices.ContainsFunc(strings.Split(p, "/"), func(seg string) bool { return seg == "." || seg == ".." }) {
+			writeJSON(w, http.StatusBadRequest, map[string]string{"error": "missingNormalization", "error_description": "Request path not normalized"})
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // wrap adds latency, faults, counting, the realm lookup and, for admin routes,
 // the bearer token check.
-func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
+func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc {
+	admin := perm != permNone
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		latency := s.latency
@@ -60,7 +83,8 @@ func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
 		}
 		if faulted && f.After {
 			s.mu.Lock()
-			if rl := s.realms[r.PathValue("realm")]; rl != nil && (!admin || s.authorized(r)) {
+			if rl := s.realms[r.PathValue("realm")]; rl != nil && (!admin || s.caller(r) != nil) {
+				s.cur, s.curRealm = s.caller(r), rl.name
 				h(discard{header: http.Header{}}, r, rl)
 			}
 			s.mu.Unlock()
@@ -84,13 +108,25 @@ func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
 		if r.PathValue("realm") == "" {
 			rl = s.realms[AdminRealm] // the realm collection itself
 		}
-		if admin && !s.authorized(r) {
+		p := s.caller(r)
+		if admin && p == nil {
 			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "HTTP 401 Unauthorized"})
 			return
 		}
 		if rl == nil {
 			writeJSON(w, http.StatusNotFound, map[string]string{"error": "Realm not found."})
 			return
+		}
+		s.cur, s.curRealm = p, rl.name
+		if admin {
+			switch p.may(perm, rl.name) {
+			case refuse:
+				writeJSON(w, http.StatusForbidden, map[string]string{"error": "HTTP 403 Forbidden"})
+				return
+			case nothingVisible:
+				writeJSON(w, http.StatusOK, []any{})
+				return
+			}
 		}
 		status := h(w, r, rl)
 		if admin && r.Method != http.MethodGet && status < 400 {
@@ -99,13 +135,18 @@ func (s *Server) wrap(route string, admin bool, h handler) http.HandlerFunc {
 	}
 }
 
-func (s *Server) authorized(r *http.Request) bool {
+// caller returns who the request's bearer token was issued to; nil when it
+// has no valid token.
+func (s *Server) caller(r *http.Request) *principal {
 	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok {
-		return false
+		return nil
 	}
 	exp, ok := s.access[tok]
-	return ok && time.Now().Before(exp)
+	if !ok || !time.Now().Before(exp) {
+		return nil
+	}
+	return s.who[tok]
 }
 
 // discard is a ResponseWriter that drops the answer.
@@ -133,6 +174,12 @@ func errorMessage(w http.ResponseWriter, status int, msg string) int {
 	return writeJSON(w, status, map[string]string{"errorMessage": msg})
 }
 
+// cannotParse is Keycloak's answer to a body that does not bind to the
+// representation (an attribute value that is not a list, for one).
+func cannotParse(w http.ResponseWriter) int {
+	return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unknown_error", "error_description": "Cannot parse the JSON"})
+}
+
 func notFound(w http.ResponseWriter, msg string) int {
 	return writeJSON(w, http.StatusNotFound, map[string]string{"error": msg})
 }
@@ -147,6 +194,7 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 		clientID, secret = r.PostForm.Get("client_id"), r.PostForm.Get("client_secret")
 	}
 	want, known := rl.clients[clientID]
+	var p *principal
 	clientOK := known && (want == "" || want == secret)
 	badClient := func() int {
 		return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "unauthorized_client", "error_description": "Invalid client or Invalid client credentials"})
@@ -160,16 +208,18 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 		if !ok || pw != r.PostForm.Get("password") {
 			return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
 		}
+		p = &principal{realm: rl.name, all: true}
 	case "client_credentials":
 		if !clientOK || want == "" {
 			return badClient()
 		}
+		p = &principal{realm: rl.name, all: rl.saRoles[clientID] == nil, roles: maps.Clone(rl.saRoles[clientID])}
 	case "refresh_token":
 		if !clientOK {
 			return badClient()
 		}
 		rt := r.PostForm.Get("refresh_token")
-		if !s.refresh[rt] {
+		if p = s.refresh[rt]; p == nil {
 			return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant", "error_description": "Invalid refresh token"})
 		}
 		delete(s.refresh, rt)
@@ -179,7 +229,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 	access, refresh := randomToken(), randomToken()
 	life := s.TokenLifetime
 	s.access[access] = time.Now().Add(life)
-	s.refresh[refresh] = true
+	s.who[access] = p
+	s.refresh[refresh] = p
 	return writeJSON(w, http.StatusOK, map[string]any{
 		"access_token": access, "expires_in": int(life.Seconds()), "refresh_expires_in": 1800, "refresh_token": refresh,
 		"token_type": "Bearer", "not-before-policy": 0, "session_state": randomToken()[:16], "scope": "profile email",
@@ -219,11 +270,19 @@ func paged[T any](items []T, first, max int) []T {
 // brief reads briefRepresentation, true unless given as false.
 func brief(r *http.Request) bool { return r.URL.Query().Get("briefRepresentation") != "false" }
 
-// groupJSON is a group's representation; subs are the subgroups to include.
-func groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
+// groupAccess is the access map Keycloak adds to a group, for the caller of
+// the request being served.
+func (s *Server) groupAccess() map[string]bool {
+	view, manage := s.cur.may(permView, s.curRealm) == allow, s.cur.may(permManage, s.curRealm) == allow
+	return map[string]bool{"view": view, "viewMembers": view, "manage": manage, "manageMembers": manage, "manageMembership": manage}
+}
+
+// groupJSON is a group's representation as listings and GET by id give it;
+// subs are the subgroups to include.
+func (s *Server) groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
 	m := map[string]any{
 		"id": g.id, "name": g.name, "path": g.path(), "subGroupCount": len(g.kids.byName),
-		"access": map[string]bool{"view": true, "manage": true, "manageMembership": true},
+		"access": s.groupAccess(),
 	}
 	if subs == nil {
 		subs = []map[string]any{}
@@ -240,12 +299,30 @@ func groupJSON(g *group, brief bool, subs []map[string]any) map[string]any {
 	return m
 }
 
-func userJSON(u *user) map[string]any {
-	return map[string]any{
-		"id": u.id, "username": u.username, "enabled": true, "emailVerified": false, "email": u.email,
-		"createdTimestamp": 1700000000000, "totp": false, "disableableCredentialTypes": []string{},
-		"requiredActions": []string{}, "notBefore": 0, "access": map[string]bool{"manage": true},
+// userJSON is a user's representation: brief (what searches and member
+// lists give when asked for briefRepresentation) or full, with the access map
+// Keycloak adds where it adds one (nil: none).
+func userJSON(u *user, brief bool, access map[string]bool) map[string]any {
+	m := map[string]any{
+		"id": u.id, "username": u.username, "enabled": true, "emailVerified": false, "createdTimestamp": u.created,
 	}
+	if u.email != "" {
+		m["email"] = u.email
+	}
+	if !brief {
+		m["totp"], m["disableableCredentialTypes"], m["requiredActions"], m["notBefore"] = false, []string{}, []string{}, 0
+	}
+	if access != nil {
+		m["access"] = access
+	}
+	return m
+}
+
+// userAccess is the access map of GET /users/{id} for the caller; only a
+// server administrator may impersonate.
+func (s *Server) userAccess() map[string]bool {
+	view, manage := s.cur.may(permView, s.curRealm) == allow, s.cur.may(permManage, s.curRealm) == allow
+	return map[string]bool{"view": view, "manage": manage, "manageGroupMembership": manage, "mapRoles": manage, "impersonate": s.cur.all, "resetPassword": manage}
 }
 
 // matcher returns the search predicate of search and exact.
@@ -259,17 +336,17 @@ func matcher(search string, exact bool) func(string) bool {
 
 // searchTree returns g as found by a search: g itself if it matches, with the
 // subgroups that lead to matches below it; nil when nothing in g's subtree matches.
-func searchTree(g *group, match func(string) bool, brief bool) map[string]any {
+func (s *Server) searchTree(g *group, match func(string) bool, brief bool) map[string]any {
 	var subs []map[string]any
 	for _, c := range g.kids.list() {
-		if t := searchTree(c, match, brief); t != nil {
+		if t := s.searchTree(c, match, brief); t != nil {
 			subs = append(subs, t)
 		}
 	}
 	if subs == nil && !match(g.name) {
 		return nil
 	}
-	return groupJSON(g, brief, subs)
+	return s.groupJSON(g, brief, subs)
 }
 
 // listGroups lists the top-level groups (Keycloak 23 and later: no subgroups,
@@ -284,14 +361,14 @@ func (s *Server) listGroups(w http.ResponseWriter, r *http.Request, rl *realm) i
 		match := matcher(search, q.Get("exact") == "true")
 		var found []map[string]any
 		for _, g := range rl.top.list() {
-			if t := searchTree(g, match, b); t != nil {
+			if t := s.searchTree(g, match, b); t != nil {
 				found = append(found, t)
 			}
 		}
 		return writeJSON(w, http.StatusOK, append(out, paged(found, first, max)...))
 	}
 	for _, g := range paged(rl.top.list(), first, max) {
-		out = append(out, groupJSON(g, b, nil))
+		out = append(out, s.groupJSON(g, b, nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -301,7 +378,7 @@ func (s *Server) getGroup(w http.ResponseWriter, r *http.Request, rl *realm) int
 	if g == nil {
 		return notFound(w, "Could not find group by id")
 	}
-	return writeJSON(w, http.StatusOK, groupJSON(g, false, nil))
+	return writeJSON(w, http.StatusOK, s.groupJSON(g, false, nil))
 }
 
 func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rl *realm) int {
@@ -309,10 +386,13 @@ func (s *Server) groupByPath(w http.ResponseWriter, r *http.Request, rl *realm) 
 	if g == nil {
 		return notFound(w, "Group path does not exist")
 	}
-	return writeJSON(w, http.StatusOK, groupJSON(g, false, nil))
+	m := s.groupJSON(g, false, nil)
+	delete(m, "access") // Keycloak 26 sends none here
+	return writeJSON(w, http.StatusOK, m)
 }
 
-// listChildren pages through a group's direct subgroups (default max 10).
+// listChildren pages through a group's direct subgroups: by default 10 and
+// in full (briefRepresentation defaults to false here, unlike /groups).
 func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rl *realm) int {
 	g := rl.groups[r.PathValue("id")]
 	if g == nil {
@@ -327,7 +407,7 @@ func (s *Server) listChildren(w http.ResponseWriter, r *http.Request, rl *realm)
 	}
 	out := []map[string]any{}
 	for _, c := range paged(kids, first, max) {
-		out = append(out, groupJSON(c, brief(r), nil))
+		out = append(out, s.groupJSON(c, r.URL.Query().Get("briefRepresentation") == "true", nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -364,7 +444,7 @@ func (s *Server) createChildGroup(w http.ResponseWriter, r *http.Request, rl *re
 func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, parent *group) int {
 	b, ok := readGroup(r)
 	if !ok {
-		return errorMessage(w, http.StatusBadRequest, "Invalid group representation")
+		return cannotParse(w)
 	}
 	if existing := rl.groups[b.ID]; b.ID != "" && existing != nil {
 		for p := parent; p != nil; p = p.parent {
@@ -396,7 +476,9 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, paren
 		w.WriteHeader(http.StatusCreated)
 		return http.StatusCreated
 	}
-	return writeJSON(w, http.StatusCreated, groupJSON(g, false, nil))
+	m := s.groupJSON(g, false, nil)
+	delete(m, "subGroupCount") // the answer to a creation has none
+	return writeJSON(w, http.StatusCreated, m)
 }
 
 func dupMessage(parent *group, name string) string {
@@ -414,7 +496,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rl *realm) 
 	}
 	b, ok := readGroup(r)
 	if !ok {
-		return errorMessage(w, http.StatusBadRequest, "Invalid group representation")
+		return cannotParse(w)
 	}
 	if b.Name != "" && b.Name != g.name {
 		sib := rl.siblings(g.parent)
@@ -459,7 +541,7 @@ func (s *Server) listMembers(w http.ResponseWriter, r *http.Request, rl *realm) 
 	first, max := page(r, 100)
 	out := []map[string]any{}
 	for _, u := range paged(sortedUsers(g.members), first, max) {
-		out = append(out, userJSON(u))
+		out = append(out, userJSON(u, r.URL.Query().Get("briefRepresentation") == "true", nil))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -469,7 +551,7 @@ func (s *Server) getUser(w http.ResponseWriter, r *http.Request, rl *realm) int 
 	if u == nil {
 		return notFound(w, "User not found")
 	}
-	return writeJSON(w, http.StatusOK, userJSON(u))
+	return writeJSON(w, http.StatusOK, userJSON(u, false, s.userAccess()))
 }
 
 // listUsers searches users: username is a case-insensitive substring match
@@ -481,16 +563,17 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rl *realm) in
 	var found []*user
 	for _, u := range sortedUsers(rl.users) {
 		switch {
+		case u.client != "": // service accounts are not listed
 		case q.Has("username") && exact && u.username != strings.ToLower(q.Get("username")):
 		case q.Has("username") && !exact && !strings.Contains(u.username, strings.ToLower(q.Get("username"))):
-		case q.Has("search") && !strings.Contains(u.username+" "+u.email, strings.ToLower(q.Get("search"))):
+		case q.Has("search") && !strings.Contains(u.username+" "+strings.ToLower(u.email), strings.ToLower(q.Get("search"))):
 		default:
 			found = append(found, u)
 		}
 	}
 	out := []map[string]any{}
 	for _, u := range paged(found, first, max) {
-		out = append(out, userJSON(u))
+		out = append(out, userJSON(u, r.URL.Query().Get("briefRepresentation") == "true", map[string]bool{"manage": s.cur.may(permManage, s.curRealm) == allow}))
 	}
 	return writeJSON(w, http.StatusOK, out)
 }
@@ -588,8 +671,170 @@ func (s *Server) createUser(w http.ResponseWriter, r *http.Request, rl *realm) i
 		}
 	}
 	id := newID()
-	rl.users[id] = &user{id: id, username: name, email: name + "@example.org", groups: map[string]*group{}}
+	rl.users[id] = &user{id: id, username: name, created: time.Now().UnixMilli(), groups: map[string]*group{}}
 	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/users/"+id)
 	w.WriteHeader(http.StatusCreated)
 	return http.StatusCreated
+}
+
+// permission is what a route asks of the caller.
+type permission int
+
+const (
+	permNone       permission = iota // no token needed (the token endpoint)
+	permServer                       // an administrator of the whole server
+	permListGroups                   // list or search groups: query-groups shows none, view-users all
+	permListUsers                    // search users: query-users finds none, view-users all
+	permView                         // read a group, its members or a user: view-users or manage-users
+	permManage                       // change anything: manage-users
+)
+
+// verdict is the outcome of a permission check.
+type verdict int
+
+const (
+	allow verdict = iota
+	refuse
+	// nothingVisible: the listing is allowed but shows nothing, as Keycloak
+	// answers a caller with query-groups (query-users) only: 200 and [].
+	nothingVisible
+)
+
+// principal is who a token was issued to: an administrator who may do
+// everything, or a service account with roles of its realm's
+// realm-management client.
+type principal struct {
+	realm string
+	all   bool
+	roles map[string]bool
+}
+
+// may decides as Keycloak 26 does (as measured: see the conformance and
+// contract tests) whether p may do perm in realm.
+func (p *principal) may(perm permission, realm string) verdict {
+	if p == nil {
+		return refuse
+	}
+	if p.all {
+		return allow
+	}
+	if perm == permServer || p.realm != realm {
+		return refuse
+	}
+	manage := p.roles["manage-users"]
+	view := manage || p.roles["view-users"]
+	switch perm {
+	case permManage:
+		if manage {
+			return allow
+		}
+	case permView:
+		if view {
+			return allow
+		}
+	case permListGroups:
+		if view {
+			return allow
+		}
+		if p.roles["query-groups"] {
+			return nothingVisible
+		}
+	case permListUsers:
+		if view {
+			return allow
+		}
+		if p.roles["query-users"] {
+			return nothingVisible
+		}
+	}
+	return refuse
+}
+
+// realmManagement is the id the fake gives every realm's realm-management client.
+const realmManagement = "realm-management-client"
+
+// createClient registers a confidential client from the body; with
+// serviceAccountsEnabled it gets a service account user with no roles.
+func (s *Server) createClient(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	var b struct {
+		ClientID               string `json:"clientId"`
+		Secret                 string `json:"secret"`
+		PublicClient           bool   `json:"publicClient"`
+		ServiceAccountsEnabled bool   `json:"serviceAccountsEnabled"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil || b.ClientID == "" {
+		return cannotParse(w)
+	}
+	if _, dup := rl.clients[b.ClientID]; dup {
+		return errorMessage(w, http.StatusConflict, "Client "+b.ClientID+" already exists")
+	}
+	id := newID()
+	rl.clients[b.ClientID] = b.Secret
+	if b.PublicClient {
+		rl.clients[b.ClientID] = ""
+	}
+	rl.clientIDs[id] = b.ClientID
+	if b.ServiceAccountsEnabled {
+		rl.saRoles[b.ClientID] = map[string]bool{}
+		uid := newID()
+		rl.users[uid] = &user{id: uid, username: "service-account-" + strings.ToLower(b.ClientID), created: time.Now().UnixMilli(),
+			groups: map[string]*group{}, client: b.ClientID}
+	}
+	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/clients/"+id)
+	w.WriteHeader(http.StatusCreated)
+	return http.StatusCreated
+}
+
+// listClients answers clientId=realm-management, the one lookup the tests make.
+func (s *Server) listClients(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	out := []map[string]any{}
+	if q := r.URL.Query().Get("clientId"); q == "realm-management" {
+		out = append(out, map[string]any{"id": realmManagement, "clientId": "realm-management"})
+	}
+	for id, cid := range rl.clientIDs {
+		if cid == r.URL.Query().Get("clientId") {
+			out = append(out, map[string]any{"id": id, "clientId": cid})
+		}
+	}
+	return writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) serviceAccountUser(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	cid := rl.clientIDs[r.PathValue("id")]
+	for _, u := range rl.users {
+		if cid != "" && u.client == cid {
+			return writeJSON(w, http.StatusOK, userJSON(u, false, nil))
+		}
+	}
+	return notFound(w, "Client not found")
+}
+
+// clientRole describes a role of the realm-management client.
+func (s *Server) clientRole(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	if r.PathValue("id") != realmManagement {
+		return notFound(w, "Could not find role")
+	}
+	name := r.PathValue("role")
+	return writeJSON(w, http.StatusOK, map[string]any{"id": "role-" + name, "name": name, "clientRole": true, "composite": false, "containerId": realmManagement})
+}
+
+// mapClientRoles gives a service account roles of the realm-management client.
+func (s *Server) mapClientRoles(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	u := rl.users[r.PathValue("id")]
+	if u == nil {
+		return notFound(w, "User not found")
+	}
+	var roles []struct {
+		Name string `json:"name"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&roles); err != nil {
+		return cannotParse(w)
+	}
+	if u.client == "" || r.PathValue("client") != realmManagement {
+		return errorMessage(w, http.StatusBadRequest, "kctest maps realm-management roles to service accounts only")
+	}
+	for _, role := range roles {
+		rl.saRoles[u.client][role.Name] = true
+	}
+	return noContent(w)
 }

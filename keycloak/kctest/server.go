@@ -1,16 +1,19 @@
 // Package kctest is an in-process stand-in for the part of the Keycloak admin
-// REST API that waldur-gitops uses, for tests and benchmarks. No Keycloak can be
-// installed where the tests run, so the project's tests drive the real gocloak
-// client against this server; a contract test runs the same scenarios against a
-// real Keycloak when one is configured.
-//
-// It behaves like Keycloak (23 and later) where the client can tell: JSON
-// bodies with a JSON content type, new ids in the Location header, 409 on a
-// duplicate sibling name, first/max paging with Keycloak's default page sizes
-// (members 100, children 10), top-level listings without subgroups but with
-// subGroupCount, brief representations unless asked otherwise, direct
-// membership only, and 401 for a missing or expired token. Faults (5xx
-// answers, dropped connections) and latency can be injected.
+// REST API that waldur-gitops uses, for tests and benchmarks: fast, and able
+// to inject faults a real server cannot be made to produce on cue. The
+// keycloak package's conformance tests send the same requests to it and to a
+// real Keycloak 26.7.3 (internal/keycloaktest) and fail on any difference in
+// status, Location or body, so it answers as that server does: JSON bodies,
+// new ids in Location, 409 with Keycloak's texts on a duplicate name (names
+// are case-sensitive), first/max paging with Keycloak's defaults per endpoint
+// (members 100; children 10 and in full; top-level groups brief, with
+// subGroupCount and no subgroups), exact search case-sensitive and non-exact
+// case-insensitive, 204 for repeated membership calls, 404 bodies, 400
+// missingNormalization for a path with an empty or dot segment, 401 for a
+// missing or expired token, and the realm-management roles of realm-scoped
+// service accounts (AddServiceClient): 403, or an empty listing for
+// query-groups alone. Faults (5xx answers, dropped connections, lost answers)
+// and latency can be injected.
 package kctest
 
 import (
@@ -62,10 +65,15 @@ type Server struct {
 
 	srv *httptest.Server
 
-	mu       sync.Mutex
-	realms   map[string]*realm
-	access   map[string]time.Time // access token → expiry
-	refresh  map[string]bool
+	mu      sync.Mutex
+	realms  map[string]*realm
+	access  map[string]time.Time  // access token → expiry
+	who     map[string]*principal // access token → whom it was issued to
+	refresh map[string]*principal // refresh token → whom
+	// cur and curRealm are the caller and realm of the request being served
+	// (under mu), for the access maps of the answers.
+	cur      *principal
+	curRealm string
 	faults   []*Fault
 	latency  time.Duration
 	calls    map[string]int
@@ -80,9 +88,14 @@ type realm struct {
 	name    string
 	admins  map[string]string // username → password
 	clients map[string]string // client id → secret ("" for a public client)
-	groups  map[string]*group // by id
-	top     children
-	users   map[string]*user // by id
+	// saRoles are the realm-management roles of the service account of a
+	// client made through the API or AddServiceClient; a client without an
+	// entry (AddClient) may do everything.
+	saRoles   map[string]map[string]bool
+	clientIDs map[string]string // internal id → client id, of clients made through the API
+	groups    map[string]*group // by id
+	top       children
+	users     map[string]*user // by id
 }
 
 type group struct {
@@ -95,7 +108,9 @@ type group struct {
 
 type user struct {
 	id, username, email string
+	created             int64             // milliseconds since the epoch
 	groups              map[string]*group // by group id
+	client              string            // the client whose service account this is
 }
 
 // children is a set of sibling groups kept sorted by name on demand.
@@ -143,7 +158,8 @@ func NewServer() *Server {
 		TokenLifetime: 60 * time.Second,
 		realms:        map[string]*realm{},
 		access:        map[string]time.Time{},
-		refresh:       map[string]bool{},
+		who:           map[string]*principal{},
+		refresh:       map[string]*principal{},
 		calls:         map[string]int{},
 	}
 	s.AddRealm(AdminRealm)
@@ -163,7 +179,7 @@ func (s *Server) AddRealm(name string) {
 	defer s.mu.Unlock()
 	if s.realms[name] == nil {
 		s.realms[name] = &realm{name: name, admins: map[string]string{}, clients: map[string]string{AdminClient: ""},
-			groups: map[string]*group{}, users: map[string]*user{}}
+			groups: map[string]*group{}, users: map[string]*user{}, saRoles: map[string]map[string]bool{}, clientIDs: map[string]string{}}
 	}
 }
 
@@ -182,6 +198,21 @@ func (s *Server) AddClient(realm, clientID, secret string) {
 	s.realm(realm).clients[clientID] = secret
 }
 
+// AddServiceClient registers a confidential client of realm whose service
+// account has only the given roles of the realm's realm-management client
+// (manage-users, view-users, query-groups, query-users), and only in realm,
+// as a realm-scoped service account has in Keycloak.
+func (s *Server) AddServiceClient(realm, clientID, secret string, roles ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	r.clients[clientID] = secret
+	r.saRoles[clientID] = map[string]bool{}
+	for _, role := range roles {
+		r.saRoles[clientID][role] = true
+	}
+}
+
 // AddUser creates a user with a new id and returns the id.
 func (s *Server) AddUser(realm, username string) string {
 	return s.AddUserWithID(realm, newID(), username)
@@ -193,7 +224,7 @@ func (s *Server) AddUserWithID(realm, id, username string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.realm(realm)
-	r.users[id] = &user{id: id, username: strings.ToLower(username), email: strings.ToLower(username) + "@example.org", groups: map[string]*group{}}
+	r.users[id] = &user{id: id, username: strings.ToLower(username), created: time.Now().UnixMilli(), groups: map[string]*group{}}
 	return id
 }
 
@@ -356,7 +387,7 @@ func (s *Server) realm(name string) *realm {
 	r := s.realms[name]
 	if r == nil {
 		r = &realm{name: name, admins: map[string]string{}, clients: map[string]string{AdminClient: ""},
-			groups: map[string]*group{}, users: map[string]*user{}}
+			groups: map[string]*group{}, users: map[string]*user{}, saRoles: map[string]map[string]bool{}, clientIDs: map[string]string{}}
 		s.realms[name] = r
 	}
 	return r
