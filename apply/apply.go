@@ -67,6 +67,11 @@ type Options struct {
 	NamespaceWait time.Duration
 	// Log receives progress and API server warnings (default: discarded).
 	Log *slog.Logger
+	// Confirm, when set, is asked about the tenants pruning would remove
+	// although no Terminate order explains it, per offering (config name):
+	// keep maps the resources to leave alone to why (Waldur still has them,
+	// or could not be asked), explained those Waldur reports terminated.
+	Confirm func(ctx context.Context, offering string, ids []waldur.UUID) (keep map[waldur.UUID]string, explained map[string]string)
 }
 
 // Result is what a run did, or would do on a dry run.
@@ -210,7 +215,7 @@ func (r *run) execute(ctx context.Context) (*Result, error) {
 	var prune []*candidate
 	if r.stage == StageApply {
 		var err error
-		if prune, err = r.planPrune(); err != nil {
+		if prune, err = r.planPrune(ctx); err != nil {
 			r.fail(err)
 			return r.result()
 		}
@@ -496,14 +501,17 @@ func (c *candidate) entry(a changeset.Action, reason string, orders []waldur.UUI
 	return e
 }
 
+// tenantKeyT is a tenant of the cluster inventory: an offering's resource.
+type tenantKeyT struct {
+	offering string
+	resource waldur.UUID
+}
+
 // planPrune finds what pruning would delete and checks it against the
 // mass-deletion guard, counting tenants: a tenant is removed when it has
 // objects to prune and nothing rendered any more.
-func (r *run) planPrune() ([]*candidate, error) {
-	type tenantKey struct {
-		offering string
-		resource waldur.UUID
-	}
+func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
+	type tenantKey = tenantKeyT
 	rendered := map[tenantKey]bool{}
 	for _, u := range r.units {
 		rendered[tenantKey{u.offering.Name, u.resource}] = true
@@ -548,6 +556,19 @@ func (r *run) planPrune() ([]*candidate, error) {
 			}
 		}
 	}
+	g := r.o.Guard
+	if r.o.Confirm != nil {
+		keep, explained := r.confirmRemovals(ctx, removed)
+		g.Explained = explained
+		out = slices.DeleteFunc(out, func(c *candidate) bool {
+			why, kept := keep[c.resource]
+			if kept {
+				r.report(c.entry(changeset.Skip, "kept: "+why, nil), nil)
+				delete(removed, tenantKey{c.offering.Name, c.resource})
+			}
+			return kept
+		})
+	}
 	var tenants changeset.Set
 	for tk, cs := range removed {
 		e := changeset.Entry{Stage: r.stage, Kind: "Tenant", Action: changeset.Delete, Offering: tk.offering,
@@ -558,10 +579,31 @@ func (r *run) planPrune() ([]*candidate, error) {
 		tenants.Add(e)
 	}
 	tenants.Sort()
-	if err := guard.Check(tenants, len(existing), r.o.Guard); err != nil {
+	if err := guard.Check(tenants, len(existing), g); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// confirmRemovals asks Options.Confirm about every tenant pruning would
+// remove although no Terminate order explains it, offering by offering:
+// keep holds those to leave alone, explained those Waldur reports terminated.
+func (r *run) confirmRemovals(ctx context.Context, removed map[tenantKeyT][]*candidate) (keep map[waldur.UUID]string, explained map[string]string) {
+	byOffering := map[string][]waldur.UUID{}
+	for tk := range removed {
+		if len(r.res.Terminations[tk.resource]) == 0 {
+			byOffering[tk.offering] = append(byOffering[tk.offering], tk.resource)
+		}
+	}
+	keep, explained = map[waldur.UUID]string{}, map[string]string{}
+	for _, off := range slices.Sorted(maps.Keys(byOffering)) {
+		ids := byOffering[off]
+		slices.Sort(ids)
+		k, e := r.o.Confirm(ctx, off, ids)
+		maps.Copy(keep, k)
+		maps.Copy(explained, e)
+	}
+	return keep, explained
 }
 
 // tenantName names a removed tenant in messages: its Namespace, else the first

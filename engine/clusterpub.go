@@ -32,6 +32,17 @@ func (p *ClusterPublisher) Class() Class { return ClassApply }
 func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error) {
 	opts := p.Options
 	opts.DryRun, opts.Guard = o.DryRun, o.Guard
+	if o.Confirm != nil {
+		opts.Confirm = func(ctx context.Context, offering string, ids []waldur.UUID) (map[waldur.UUID]string, map[string]string) {
+			return settle(ctx, o.Confirm, offering, ids, res)
+		}
+	}
+	for id, why := range res.Gone {
+		if opts.Guard.Explained == nil {
+			opts.Guard.Explained = map[string]string{}
+		}
+		opts.Guard.Explained[string(id)] = why
+	}
 	r, err := apply.Apply(ctx, p.Config, res, opts)
 	if r == nil {
 		return nil, changeset.Set{}, nil, err

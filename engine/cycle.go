@@ -88,7 +88,8 @@ func (e *Engine) stages(req Request) []stage {
 	}
 	if s.Publisher != nil {
 		list = append(list, stage{name: s.Publisher.Stage(), class: s.Publisher.Class(), run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			pub, cs, calls, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g})
+			confirm, _ := s.Source.(Confirmer)
+			pub, cs, calls, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g, Confirm: confirm})
 			o.Published = pub
 			return cs, calls, err
 		}})

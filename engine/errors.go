@@ -174,6 +174,8 @@ func verdict(req Request, out *Outcome, err error) error {
 	for _, e := range changes.ByAction(changeset.Skip) {
 		if what, ok := skipKinds[e.Stage+"/"+e.Kind]; ok {
 			counts[what]++
+		} else if e.Kind == "Resource" && e.Stage != "render" {
+			counts["resource(s)"]++ // a tenant kept in doubt at the publish
 		} else if e.Stage == "keycloak" {
 			counts["Keycloak group(s) or membership(s)"]++
 		}

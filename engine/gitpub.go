@@ -67,10 +67,12 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
 	var tenants changeset.Set
 	plan := func(cur render.Tree) (render.Tree, string, error) {
+		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
 		next := Layout(p.Config).Apply(res.Tree(cur))
 		tenants = res.Compare(cur, next)
+		tenants.Merge(kept)
 		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
-		if err := checkGuard(tenants, o.Guard); err != nil {
+		if err := guard.CheckScoped(tenants, scopes, g); err != nil {
 			return nil, "", err
 		}
 		msg := tenants
@@ -118,17 +120,6 @@ func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsyn
 	cs := *tenants
 	cs.Add(e)
 	return pub, cs, calls, guardErr
-}
-
-// checkGuard refuses a change set that removes too many existing tenants.
-func checkGuard(cs changeset.Set, g guard.Options) error {
-	existing := 0
-	for _, e := range cs.Entries {
-		if e.Action != changeset.Create {
-			existing++
-		}
-	}
-	return guard.Check(cs, existing, g)
 }
 
 // Layout is the Flux shard layer the config asks for.

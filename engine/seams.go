@@ -53,6 +53,9 @@ type PublishOptions struct {
 	DryRun bool
 	// Guard is the deletion policy the publish is checked against.
 	Guard guard.Options
+	// Confirm asks Waldur about removals nothing explains (the Source, when it
+	// can); nil takes the state at its word.
+	Confirm Confirmer
 }
 
 // Preparer is a Publisher that can start work as the run starts, such as

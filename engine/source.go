@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"net/http"
 	"slices"
 	"time"
 
@@ -170,15 +169,15 @@ func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldu
 // refreshResource reads one resource (and its team) into ost.
 func refreshResource(ctx context.Context, c *waldur.Client, ost *waldur.OfferingState, id waldur.UUID) error {
 	at := slices.IndexFunc(ost.Resources, func(r waldur.Resource) bool { return r.UUID == id })
-	r, err := c.GetResource(ctx, id)
+	r, found, err := c.LookupResource(ctx, id)
 	switch {
-	case waldur.HasStatus(err, http.StatusNotFound):
+	case err != nil:
+		return err
+	case !found:
 		if at >= 0 {
 			ost.Resources = slices.Delete(ost.Resources, at, at+1)
 		}
 		return nil
-	case err != nil:
-		return err
 	case r.OfferingUUID != ost.OfferingUUID:
 		return nil
 	}

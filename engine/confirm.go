@@ -1,0 +1,161 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Confirmer asks Waldur directly about resources whose tenant is about to
+// be removed although nothing in the listing explains it (no Terminate
+// order, not listed as Terminated): absence from a listing is not enough.
+type Confirmer interface {
+	// Confirm reads each resource of the named offering and returns those
+	// Waldur positively reports gone, with why; every other resource is in
+	// doubt and keeps its tenant.
+	Confirm(ctx context.Context, offering string, ids []waldur.UUID) (map[waldur.UUID]Gone, error)
+}
+
+// Gone is Waldur's positive word that a resource's tenant may leave.
+type Gone struct {
+	Why string
+	// Terminated is set when Waldur reports the resource Terminating or
+	// Terminated: its removal is explained, like one with a Terminate order.
+	// A 404 lets the tenant leave too, but the deletion guard still counts
+	// it: a wrong token or offering answers 404 for everything.
+	Terminated bool
+}
+
+// Confirm looks each resource up with the offering's client.
+func (s *APISource) Confirm(ctx context.Context, offering string, ids []waldur.UUID) (map[waldur.UUID]Gone, error) {
+	o := s.offering(offering)
+	if o == nil {
+		return nil, fmt.Errorf("offering %q is not configured", offering)
+	}
+	c, err := s.Client(o)
+	if err != nil {
+		return nil, err
+	}
+	gone := map[waldur.UUID]Gone{}
+	for _, id := range ids {
+		r, found, err := c.LookupResource(ctx, id)
+		switch {
+		case err != nil:
+			return gone, fmt.Errorf("confirm resource %s: %w", id, err)
+		case !found:
+			gone[id] = Gone{Why: "Waldur answers 404 for it"}
+		case r.State == waldur.ResourceTerminated || r.State == waldur.ResourceTerminating:
+			gone[id] = Gone{Why: "Waldur reports it " + r.State, Terminated: true}
+		case r.OfferingUUID != waldur.UUID(o.WaldurOfferingUUID):
+			gone[id] = Gone{Why: "it moved to offering " + string(r.OfferingUUID)}
+		}
+	}
+	return gone, nil
+}
+
+// removals plans what publishing res over cur removes, and settles every
+// removal that nothing explains: a resource Waldur lists as Terminated is
+// explained; any other is confirmed with confirm, and kept (added to
+// res.Kept, so the tree, the orders and the identities leave it alone) unless
+// Waldur positively reports it gone. Without a confirmer (a snapshot) the
+// recorded state is taken at its word. It returns the deletion policy with
+// the explained resources, for the guard, and a skip entry (stage stage)
+// for every tenant kept in doubt.
+func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur render.Tree, confirm Confirmer, g guard.Options, stage string) (guard.Options, changeset.Set) {
+	g.Explained = map[string]string{}
+	for id, why := range res.Gone {
+		g.Explained[string(id)] = why
+	}
+	cs := res.Compare(cur, res.Tree(cur))
+	doubtful := map[string][]waldur.UUID{} // offering → resources
+	for _, e := range cs.ByAction(changeset.Delete) {
+		id := waldur.UUID(e.Resource)
+		if len(e.Orders) > 0 || id == "" || g.Explained[e.Resource] != "" {
+			continue
+		}
+		if name := offeringOfDir(cfg, e.Subject); name != "" {
+			doubtful[name] = append(doubtful[name], id)
+		}
+	}
+	var kept changeset.Set
+	if confirm == nil {
+		return g, kept
+	}
+	for offering, ids := range doubtful {
+		keep, explained := settle(ctx, confirm, offering, ids, res)
+		maps.Copy(res.Kept, keep)
+		maps.Copy(g.Explained, explained)
+		for id, why := range keep {
+			kept.Add(changeset.Entry{Stage: stage, Kind: "Resource", Subject: offering + "/" + string(id), Action: changeset.Skip,
+				Offering: offering, Resource: string(id), Reason: "tenant kept: " + why})
+		}
+	}
+	kept.Sort()
+	return g, kept
+}
+
+// settle confirms the removal of ids with Waldur: keep maps those to leave
+// alone to why, explained those Waldur reports terminated. Resources Waldur
+// lists as Terminated (res.Gone) need no question.
+func settle(ctx context.Context, confirm Confirmer, offering string, ids []waldur.UUID, res *render.Result) (keep map[waldur.UUID]string, explained map[string]string) {
+	keep, explained = map[waldur.UUID]string{}, map[string]string{}
+	var ask []waldur.UUID
+	for _, id := range ids {
+		if why, ok := res.Gone[id]; ok {
+			explained[string(id)] = why
+		} else {
+			ask = append(ask, id)
+		}
+	}
+	if len(ask) == 0 {
+		return keep, explained
+	}
+	gone, err := confirm.Confirm(ctx, offering, ask)
+	for _, id := range ask {
+		switch v, ok := gone[id]; {
+		case ok && v.Terminated:
+			explained[string(id)] = v.Why
+		case ok:
+		case err != nil:
+			keep[id] = "absent from Waldur's listing, and reading it failed: " + err.Error()
+		default:
+			keep[id] = "absent from Waldur's listing, but a direct read finds it: kept until Waldur says it is gone"
+		}
+	}
+	return keep, explained
+}
+
+// offeringOfDir is the config name of the offering a tenant directory
+// (<offering dir>/<target>/<tenant>, possibly below git.path) belongs to.
+func offeringOfDir(cfg *config.Config, dir string) string {
+	parts := strings.Split(path.Clean(dir), "/")
+	if len(parts) < 3 {
+		return ""
+	}
+	d := parts[len(parts)-3]
+	for i := range cfg.Offerings {
+		if cfg.Offerings[i].DirName() == d {
+			return cfg.Offerings[i].Name
+		}
+	}
+	return ""
+}
+
+// scopes are the parts of the site the deletion guard also counts in: the
+// offering and the offering's target directory of a tenant.
+func scopes(e changeset.Entry) []string {
+	parts := strings.Split(e.Subject, "/")
+	if len(parts) < 3 {
+		return nil
+	}
+	off, target := parts[len(parts)-3], parts[len(parts)-2]
+	return []string{"offering " + off, "target " + off + "/" + target}
+}

@@ -1,0 +1,166 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
+	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+)
+
+// answers is a Source over the example state that can drop resources from
+// its answer, and a Confirmer that answers from a table.
+type answers struct {
+	st      *waldur.State
+	drop    map[waldur.UUID]bool
+	direct  map[waldur.UUID]engine.Gone // absent: the direct read finds the resource
+	err     error
+	offered []waldur.UUID
+}
+
+func (a *answers) Read(context.Context) (*waldur.State, error) {
+	st := &waldur.State{}
+	for _, o := range a.st.Offerings {
+		o.Resources = append([]waldur.Resource(nil), o.Resources...)
+		for i := 0; i < len(o.Resources); i++ {
+			if a.drop[o.Resources[i].UUID] {
+				o.Resources = append(o.Resources[:i], o.Resources[i+1:]...)
+				i--
+			}
+		}
+		st.Offerings = append(st.Offerings, o)
+	}
+	return st, nil
+}
+
+func (a *answers) Confirm(_ context.Context, _ string, ids []waldur.UUID) (map[waldur.UUID]engine.Gone, error) {
+	a.offered = append(a.offered, ids...)
+	gone := map[waldur.UUID]engine.Gone{}
+	for _, id := range ids {
+		if g, ok := a.direct[id]; ok {
+			gone[id] = g
+		}
+	}
+	return gone, a.err
+}
+
+// TestNeverDeleteOnDoubt: a tenant whose resource is missing from the
+// listing leaves Git only when Waldur positively says so (a direct read
+// answering 404, or Terminated); found alive, or unreadable, it is kept and
+// reported, and the deletion guard counts a 404 but not a termination.
+func TestNeverDeleteOnDoubt(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL = dir
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &answers{st: st}
+	// Tenants stay as long as any guard allows: a small site.
+	g := guard.Options{MaxFraction: 0.5, MinCount: 3}
+	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, g, nil)
+	ctx := context.Background()
+	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	var plain []waldur.Resource
+	for _, o := range st.Offerings {
+		if o.Name == "Plain namespaces" {
+			plain = o.Resources
+		}
+	}
+	has := func(id waldur.UUID) bool {
+		for path, data := range gittest.Files(t, dir, "main") {
+			if strings.HasSuffix(path, "/kustomization.yaml") && strings.Contains(data, string(id)) {
+				return true
+			}
+		}
+		return false
+	}
+	alive, notFound := plain[0].UUID, plain[1].UUID
+
+	for _, tc := range []struct {
+		name     string
+		direct   map[waldur.UUID]engine.Gone
+		err      error
+		code     int
+		kept     bool
+		reported string
+	}{
+		{"found alive by a direct read", nil, nil, engine.ExitPartial, true, "a direct read finds it"},
+		{"unreadable", nil, errors.New("waldur down"), engine.ExitPartial, true, "reading it failed"},
+		{"terminated", map[waldur.UUID]engine.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, engine.ExitOK, false, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !has(alive) {
+				t.Fatal("the tenant is already gone")
+			}
+			src.drop, src.direct, src.err = map[waldur.UUID]bool{alive: true}, tc.direct, tc.err
+			out := e.Run(ctx, engine.Request{Command: "sync"})
+			if engine.ExitCode(out.Err) != tc.code || has(alive) != tc.kept {
+				t.Fatalf("exit %d (%v), tenant in Git %v; want %d, %v", engine.ExitCode(out.Err), out.Err, has(alive), tc.code, tc.kept)
+			}
+			var reason string
+			for _, en := range out.Report.Changes {
+				if en.Kind == "Resource" && en.Resource == string(alive) && en.Stage == "git" {
+					reason = en.Reason
+				}
+			}
+			if tc.reported != "" && !strings.Contains(reason, tc.reported) {
+				t.Errorf("the report says %q", reason)
+			}
+		})
+	}
+
+	// A 404 lets the tenant leave, but counts for the guard: several at once
+	// (a wrong token answers 404 for everything) are refused.
+	src.drop, src.direct, src.err = map[waldur.UUID]bool{}, map[waldur.UUID]engine.Gone{}, nil
+	for _, o := range st.Offerings {
+		for _, r := range o.Resources {
+			if r.UUID != alive {
+				src.drop[r.UUID] = true
+				src.direct[r.UUID] = engine.Gone{Why: "Waldur answers 404 for it"}
+			}
+		}
+	}
+	if out := e.Run(ctx, engine.Request{Command: "sync"}); engine.ExitCode(out.Err) != engine.ExitGuard || !has(notFound) {
+		t.Errorf("every resource answering 404: exit %d (%v), want the guard", engine.ExitCode(out.Err), out.Err)
+	}
+}
+
+// TestConfirmAgainstWaldur: APISource.Confirm tells a live resource, a
+// terminated one and one Waldur does not know apart.
+func TestConfirmAgainstWaldur(t *testing.T) {
+	srv := waldurtest.New(t)
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	live := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "live", Created: created})
+	done := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "done", Created: created, State: waldur.ResourceTerminated})
+	unknown := waldur.UUID("00000000000040008000000000000bad")
+	src := &engine.APISource{Offerings: []config.Offering{{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}}}
+	gone, err := src.Confirm(context.Background(), "Plain", []waldur.UUID{live, done, unknown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := gone[live]; ok {
+		t.Errorf("a live resource counts as gone: %v", gone[live])
+	}
+	if g := gone[done]; !g.Terminated {
+		t.Errorf("a terminated resource: %+v", g)
+	}
+	if g, ok := gone[unknown]; !ok || g.Terminated {
+		t.Errorf("an unknown resource: %+v %v", g, ok)
+	}
+}
