@@ -110,7 +110,7 @@ func Classify(c Class, err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	if errors.As(err, new(*guard.Error)) {
+	if errors.As(err, new(*guard.Error)) || errors.As(err, new(*guard.AccessError)) {
 		c = ClassGuard
 	}
 	return &Error{Class: c, Err: err}
@@ -131,7 +131,7 @@ func ClassOf(err error) Class {
 	if errors.As(err, &e) {
 		return e.Class
 	}
-	if errors.As(err, new(*guard.Error)) {
+	if errors.As(err, new(*guard.Error)) || errors.As(err, new(*guard.AccessError)) {
 		return ClassGuard
 	}
 	return ClassConfig

@@ -75,6 +75,9 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		if err := guard.CheckScoped(tenants, scopes, g); err != nil {
 			return nil, "", err
 		}
+		if err := checkAccess(cur, next, tenants, g); err != nil {
+			return nil, "", err
+		}
 		msg := tenants
 		msg.Merge(res.Changes)
 		return next, gitsync.Message(msg), nil

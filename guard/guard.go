@@ -128,3 +128,41 @@ func existingOf(entries []changeset.Entry) int {
 	}
 	return n
 }
+
+// AccessError is a refused run that would take away too much access at
+// once: RoleBinding subjects or users in the manifests, or Keycloak
+// memberships. Every team answering empty looks like this.
+type AccessError struct {
+	// What names the grants: "RoleBinding subjects and ManagedNamespace users", "Keycloak memberships".
+	What     string
+	Removed  int
+	Existing int
+	// Where lists the tenants or groups that lose grants, sorted.
+	Where   []string
+	Options Options
+}
+
+func (e *AccessError) Error() string {
+	where := e.Where
+	if len(where) > 20 {
+		where = append(slices.Clone(where[:20]), fmt.Sprintf("… and %d more", len(e.Where)-20))
+	}
+	return fmt.Sprintf("refusing to remove %d of %d %s at once (the limit is %.0f%% and at least %d; empty teams in Waldur look like this): %s; rerun with --allow-mass-prune if this is intended",
+		e.Removed, e.Existing, e.What, e.Options.MaxFraction*100, e.Options.MinCount, strings.Join(where, ", "))
+}
+
+// CheckAccess refuses removing removed of existing grants when that is too
+// many by the same limits as tenants: all of them (when there are any), or
+// at least MinCount and more than MaxFraction.
+func CheckAccess(what string, removed, existing int, where []string, o Options) error {
+	if o.Allow || removed == 0 {
+		return nil
+	}
+	wipe := removed == existing
+	tooMany := removed >= o.MinCount && float64(removed) > math.Floor(o.MaxFraction*float64(existing)+1e-9)
+	if !wipe && !tooMany {
+		return nil
+	}
+	slices.Sort(where)
+	return &AccessError{What: what, Removed: removed, Existing: existing, Where: where, Options: o}
+}

@@ -94,6 +94,10 @@ type planner struct {
 	plan *Plan
 	// blocked maps desired groups that are not reconciled to the reason.
 	blocked map[string]string
+	// memberships counts the memberships of the desired groups read from the
+	// realm; removed lists the groups that lose members, once per membership.
+	memberships int
+	removed []string
 }
 
 // MakePlan compares the desired groups with what Observe read and returns the
@@ -106,6 +110,13 @@ func MakePlan(in PlanInput) (*Plan, error) {
 	}
 	for i := range in.Desired {
 		p.desired(&in.Desired[i])
+	}
+	if in.Guard != nil {
+		// Every team answering empty would strip every membership at once.
+		where := slices.Compact(slices.Sorted(slices.Values(p.removed)))
+		if err := guard.CheckAccess("Keycloak memberships", len(p.removed), p.memberships, where, *in.Guard); err != nil {
+			return nil, err
+		}
 	}
 	if err := p.deletions(); err != nil {
 		return nil, err
@@ -216,6 +227,7 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 		for _, u := range g.Members {
 			have[u.ID] = u
 		}
+		p.memberships += len(have)
 	}
 	groupID := ""
 	if g != nil {
@@ -240,6 +252,7 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 		u := have[id]
 		e := base
 		e.Subject, e.Action, e.Reason = d.Path+" "+u.Username, changeset.Delete, "not in the team (or not in this role) any more"
+		p.removed = append(p.removed, d.Path)
 		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
 	}
 }

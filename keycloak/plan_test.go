@@ -1,6 +1,7 @@
 package keycloak
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -280,3 +281,39 @@ func rg(o, name, parent string, r waldur.UUID, members ...string) render.Group {
 }
 
 func renderGroups(gs ...render.Group) []render.Group { return gs }
+
+// TestMembershipGuard: removing most memberships at once (every team
+// answering empty) is refused like a mass deletion; a few go through, and
+// AllowMassPrune lets the rest through too.
+func TestMembershipGuard(t *testing.T) {
+	users := []string{"u1", "u2", "u3", "u4", "u5", "u6"}
+	groups := []*Group{have("/g1", mine(r1), users[:3]...), have("/g2", mine(r2), users[3:]...)}
+	for _, tc := range []struct {
+		name   string
+		wantG1 []string
+		allow  bool
+		refuse bool
+	}{
+		{"one member leaves", users[:2], false, false},
+		{"every team empty", nil, false, true},
+		{"every team empty, allowed", nil, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := guard.DefaultOptions()
+			g.Allow = tc.allow
+			desired := []DesiredGroup{want("/g1", []waldur.UUID{r1}, tc.wantG1...), want("/g2", []waldur.UUID{r2}, users[3:]...)}
+			if tc.wantG1 == nil {
+				desired[1] = want("/g2", []waldur.UUID{r2})
+			}
+			_, err := MakePlan(PlanInput{Target: planTarget(), Desired: desired, Actual: world(groups, users...),
+				Rendered: map[waldur.UUID]bool{r1: true, r2: true}, Guard: &g})
+			var ae *guard.AccessError
+			if refused := errors.As(err, &ae); refused != tc.refuse {
+				t.Fatalf("err %v, want refused %v", err, tc.refuse)
+			}
+			if tc.refuse && (ae.Removed != 6 || ae.Existing != 6 || !strings.Contains(err.Error(), "Keycloak memberships")) {
+				t.Errorf("refusal %+v: %v", ae, err)
+			}
+		})
+	}
+}
