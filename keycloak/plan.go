@@ -97,7 +97,7 @@ type planner struct {
 	// memberships counts the memberships of the desired groups read from the
 	// realm; removed lists the groups that lose members, once per membership.
 	memberships int
-	removed []string
+	removed     []string
 }
 
 // MakePlan compares the desired groups with what Observe read and returns the
