@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Engine runs the cycle with one set of seams. It lives as long as its
@@ -22,6 +25,11 @@ type Engine struct {
 	guard  guard.Options
 	log    *slog.Logger
 	last   *Outcome
+	// Claims, when set, settles names two offerings claim in every render
+	// (render.Result.ResolveClaims); inPlace is this run's view of what is
+	// at the destination already.
+	Claims  func(res *render.Result, st *waldur.State, inPlace render.InPlace)
+	inPlace render.InPlace
 }
 
 // New builds an engine from its seams, the renderer (templates loaded once,
@@ -126,6 +134,15 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 		if wait := p.Prepare(ctx); wait != nil {
 			defer wait()
 			defer cancel() // runs before wait: stop a fetch nobody needs any more
+		}
+	}
+	e.inPlace = nil
+	if p, ok := e.seams.Publisher.(InPlacer); ok && e.Claims != nil {
+		var once sync.Once
+		var in render.InPlace
+		e.inPlace = func(id waldur.UUID) bool {
+			once.Do(func() { in = p.InPlace(ctx) })
+			return in != nil && in(id)
 		}
 	}
 	var failed, refused error

@@ -89,5 +89,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Connect: o.KeycloakConnect}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
-	return New(s, render.New(cfg, tpls).Render, g, o.Log), nil
+	e := New(s, render.New(cfg, tpls).Render, g, o.Log)
+	e.Claims = func(res *render.Result, st *waldur.State, in render.InPlace) { res.ResolveClaims(cfg, st, in) }
+	return e, nil
 }

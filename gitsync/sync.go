@@ -139,3 +139,25 @@ func (p *prefetched) Fetch(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+// Peek returns the owned directory as the fetch that Prefetch started finds
+// it, waiting for that fetch but leaving w's first Fetch to whoever syncs.
+// For a Writer that does not prefetch it fetches.
+func Peek(ctx context.Context, w Writer) (render.Tree, error) {
+	p, ok := w.(*prefetched)
+	if !ok {
+		if err := w.Fetch(ctx); err != nil {
+			return nil, err
+		}
+		return w.Current(ctx)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.Writer.Current(ctx)
+}
