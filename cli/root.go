@@ -16,6 +16,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/internal/version"
 )
 
@@ -66,9 +67,9 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case ExitOK:
 	case ExitDiff:
 	case ExitPartial:
-		fmt.Fprintf(stderr, "warning: %v\n", err)
+		fmt.Fprintf(stderr, "warning: %s\n", redact.String(err.Error()))
 	default:
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", redact.String(err.Error()))
 	}
 	return code
 }
@@ -137,7 +138,8 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: l}
+	// Every log line passes the one redactor: no secret reaches a log.
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: redact.ReplaceAttr}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			return slog.New(slog.NewTextHandler(w, opts))

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Schema identifies the report format.
@@ -59,16 +60,20 @@ func (r *Run) Record(name string, fn func() (changeset.Set, map[string]int, erro
 	cs, calls, err := fn()
 	st := Stage{Name: name, DurationSeconds: time.Since(start).Seconds(), Calls: calls}
 	if err != nil {
-		st.Error = err.Error()
+		st.Error = redact.String(err.Error())
 	}
 	r.Stages = append(r.Stages, st)
 	r.Add(cs)
 	return err
 }
 
-// Add keeps entries produced outside Record.
+// Add keeps entries produced outside Record. Reasons pass the one redactor:
+// they quote servers' answers.
 func (r *Run) Add(cs changeset.Set) {
-	for _, e := range cs.Entries {
+	for i, e := range cs.Entries {
+		if e.Reason != "" {
+			cs.Entries[i].Reason = redact.String(e.Reason)
+		}
 		if r.Counts[e.Stage] == nil {
 			r.Counts[e.Stage] = map[changeset.Action]int{}
 		}
