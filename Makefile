@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/waldur/waldur-gitops/internal/version.Version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: help build image test test-short lint fmt bench fuzz golden example clean validate-examples
+.PHONY: help build image test test-short lint fmt bench fuzz golden example demo clean validate-examples
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -57,6 +57,12 @@ validate-examples: ## build every kustomization in examples/ and server-side dry
 
 example: build ## render the bundled example into out/
 	$(BIN) render --config examples/config.yaml --snapshot examples/snapshot.json --out out
+
+# The whole loop offline: Waldur and Keycloak test servers, a local bare Git
+# repository, two syncs (docs/README.md#try-it). DEMO_FLAGS=-keep leaves the
+# servers running and prints how to use them by hand.
+demo: ## run the whole loop on the bundled example, offline (DEMO_FLAGS=-keep keeps the servers up)
+	$(GO) run ./cmd/waldur-gitops-demo $(DEMO_FLAGS)
 
 clean: ## remove build output
 	rm -rf bin out
