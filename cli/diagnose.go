@@ -70,10 +70,15 @@ an earlier one (the offering after the token, the push after the read, the
 realm after the login) is skipped when that one failed. --timeout bounds each
 check and is the request timeout of every client. The exit code is 10 when any
 check failed.`,
+		Example: `  # every credential and connection the config names
+  waldur-gitops diagnose --config site.yaml
+
+  # with the cluster of a kubeconfig, as JSON
+  waldur-gitops diagnose --config site.yaml --kubeconfig ~/.kube/config -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return usageErr("--output must be text or json, got %q", output)
+			if _, err := outputJSON(output, false); err != nil {
+				return err
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -83,7 +88,7 @@ check failed.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "check this cluster instead of the config's kubeconfig keys")
-	cmd.Flags().StringVar(&output, "output", "text", "output format: text (a table) or json")
+	outputFlag(cmd, &output, "a table")
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "time limit of each check, and the request timeout of every client")
 	return cmd
 }

@@ -63,19 +63,24 @@ instead of the API (offline, as render --snapshot does); a snapshot holds no
 usage records, so it shows what the month's first report would post. The usage
 report is not the run report that sync, apply and keycloak write. See
 docs/orders.md.`,
+		Example: `  # what would be posted, posting nothing (exit 1 when something would)
+  waldur-gitops report --config site.yaml --dry-run
+
+  # post the month-to-date usage (also as: waldur-gitops usage)
+  waldur-gitops report --config site.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runReport(cmd.Context(), f) },
 	}
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "read measured usage from this cluster for every offering, instead of the config's kubeconfig keys")
 	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "with --dry-run: read the resources and orders from this snapshot file instead of the Waldur API")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute and show the reports, post nothing (exit 1 if anything would be posted)")
-	cmd.Flags().StringVar(&f.output, "output", "text", "output format: text (summary) or json (the run report)")
+	outputFlag(cmd, &f.output, "a summary; json: the report of this run")
 	return cmd
 }
 
 func (a *app) runReport(ctx context.Context, f reportFlags) error {
-	if f.output != "text" && f.output != "json" {
-		return usageErr("--output must be text or json, got %q", f.output)
+	if _, err := outputJSON(f.output, false); err != nil {
+		return err
 	}
 	if f.snapshot != "" && !f.dryRun {
 		return usageErr("--snapshot goes with --dry-run: usage is posted only from what the Waldur API says now")

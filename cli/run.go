@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
@@ -107,4 +109,26 @@ func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
 	src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}
 	return src.Client(o)
+}
+
+// outputFlag registers -o/--output, the one output-format flag of every
+// command: text for people, json for machines (and for render the YAML
+// stream, text, also as yaml).
+func outputFlag(cmd *cobra.Command, output *string, what string) {
+	cmd.Flags().StringVarP(output, "output", "o", "text", "output format: text ("+what+") or json")
+}
+
+// outputJSON reads -o: text (or yaml, where the text is YAML) or json.
+func outputJSON(output string, yamlToo bool) (bool, error) {
+	switch {
+	case output == "text", output == "yaml" && yamlToo:
+		return false, nil
+	case output == "json":
+		return true, nil
+	}
+	want := "text or json"
+	if yamlToo {
+		want = "text (or yaml) or json"
+	}
+	return false, usageErr("-o/--output must be %s, got %q", want, output)
 }

@@ -55,6 +55,11 @@ It serves /healthz and /livez (JSON, 200 or 503) and /metrics (Prometheus) on
 --listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
 finish for up to --shutdown-grace, then cancels it (nothing half-pushed: the
 push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
+		Example: `  # sync every 15 minutes, health and metrics on :9090
+  waldur-gitops serve --config site.yaml
+
+  # every 5 minutes, metrics on loopback only
+  waldur-gitops serve --config site.yaml --interval 5m --listen 127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), f) },
 	}

@@ -21,7 +21,10 @@ func (a *app) snapshotCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot --config C --out state.json",
 		Short: "Record the Waldur state the renderer needs, for offline rendering with render --snapshot",
-		Args:  cobra.NoArgs,
+		Example: `  # record the state, then render and review it offline
+  waldur-gitops snapshot --config site.yaml --out state.json
+  waldur-gitops render --config site.yaml --snapshot state.json --out out`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usageErr("--out is required (use - for stdout)")
@@ -51,7 +54,7 @@ func (a *app) snapshotCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "snapshot file to write (- for stdout)")
+	cmd.Flags().StringVar(&out, "out", "", "snapshot file to write (- for stdout)")
 	return cmd
 }
 
