@@ -279,7 +279,7 @@ func (r *Repo) Push(ctx context.Context) error {
 		// that said no is final. Otherwise its old value may no longer have
 		// matched; Sync tells a race from another refusal by fetching again.
 		if declined(rs.Error().Error()) {
-			return r.wrap("push", fmt.Errorf("%w to %s (%w)%s", ErrDeclined, r.branch.Short(), rs.Error(), remote.said()))
+			return r.wrap("push", &declinedError{branch: r.branch.Short(), err: rs.Error(), said: remote.said()})
 		}
 		return r.wrap("push", fmt.Errorf("%w: %w%s", ErrRaced, rs.Error(), remote.said()))
 	}
@@ -302,7 +302,7 @@ func (r *Repo) Push(ctx context.Context) error {
 func classifyPush(err error, branch, said string) error {
 	msg := err.Error()
 	if declined(msg) {
-		return fmt.Errorf("%w to %s (%w)%s", ErrDeclined, branch, err, said)
+		return &declinedError{branch: branch, err: err, said: said}
 	}
 	for _, s := range []string{"non-fast-forward", "fetch first", "stale info", "failed to lock", "cannot lock ref", "failed to update ref"} {
 		if strings.Contains(msg, s) {
@@ -314,6 +314,19 @@ func classifyPush(err error, branch, said string) error {
 	}
 	return err
 }
+
+// declinedError is a push a server hook declined: the branch, the server's
+// status and what it said. It matches ErrDeclined and the status.
+type declinedError struct {
+	branch, said string
+	err          error
+}
+
+func (e *declinedError) Error() string {
+	return fmt.Sprintf("the server's hook declined the push to %s (%v)%s", e.branch, e.err, e.said)
+}
+
+func (e *declinedError) Unwrap() []error { return []error{ErrDeclined, e.err} }
 
 // declined reports whether a push status or error says that a server hook
 // refused the update: git's "pre-receive hook declined" and "hook declined",

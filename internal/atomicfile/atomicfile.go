@@ -119,10 +119,20 @@ func resolve(path string) (target string, perm fs.FileMode, err error) {
 		if target != path {
 			what = "a symbolic link to " + target + ", which is " + what
 		}
-		return "", 0, fmt.Errorf("write %s: it is %s, %w: refusing to replace it", path, what, ErrNotRegular)
+		return "", 0, &notRegular{path: path, what: what}
 	}
 	return target, st.Mode().Perm(), nil
 }
+
+// notRegular is the refusal to replace what is not a regular file.
+type notRegular struct{ path, what string }
+
+func (e *notRegular) Error() string {
+	return fmt.Sprintf("write %s: it is %s, not a regular file: refusing to replace it", e.path, e.what)
+}
+
+// Is makes the refusal match ErrNotRegular.
+func (e *notRegular) Is(target error) bool { return target == ErrNotRegular }
 
 // Describe names the kind of file a mode is, with an article: "a directory",
 // "a character device", "a FIFO (named pipe)".
