@@ -10,6 +10,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -39,6 +40,13 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
+	}
+	if v.report && !v.req.DryRun && cfg.Report != "" {
+		// A report file that cannot be written (a directory, a device, a
+		// FIFO) is refused before the run changes anything.
+		if err := atomicfile.Check(cfg.Report); err != nil {
+			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
+		}
 	}
 	ctx, tally := waldur.WithTally(ctx)
 	eng, err := a.newEngine(cfg, v.wire)
@@ -89,7 +97,8 @@ func (a *app) finish(cfg *config.Loaded, out *engine.Outcome, v verb) error {
 	return err
 }
 
-// writeRunReport writes the run report to the config's report file, if it names one.
+// writeRunReport writes the run report to the config's report file, if it
+// names one, and notes the file in the report for the summary to point at.
 func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 	if cfg.Report == "" {
 		return nil
@@ -98,9 +107,10 @@ func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 	if err := rep.WriteJSON(&b); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(cfg.Report, []byte(b.String())); err != nil {
+	if err := atomicfile.Write(cfg.Report, []byte(b.String())); err != nil {
 		return fmt.Errorf("write the run report: %w", err)
 	}
+	rep.ReportFile = cfg.Report
 	return nil
 }
 

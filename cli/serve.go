@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
@@ -93,8 +95,14 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	}
 	// Fail at once on a config that cannot work; every run reads it again,
 	// so an edited config (or a rotated secret file) needs no restart.
-	if _, err := a.loadConfig(); err != nil {
+	cfg, err := a.loadConfig()
+	if err != nil {
 		return err
+	}
+	if cfg.Report != "" {
+		if err := atomicfile.Check(cfg.Report); err != nil {
+			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
+		}
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {

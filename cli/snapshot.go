@@ -2,14 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -29,6 +27,12 @@ func (a *app) snapshotCommand() *cobra.Command {
 			if out == "" {
 				return usageErr("--out is required (use - for stdout)")
 			}
+			if out != "-" {
+				// Refuse a device, FIFO or directory before reading Waldur.
+				if err := atomicfile.Check(out); err != nil {
+					return engine.Classify(engine.ClassOutput, err)
+				}
+			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
@@ -47,7 +51,7 @@ func (a *app) snapshotCommand() *cobra.Command {
 				_, err = a.stdout.Write(b.Bytes())
 				return err
 			}
-			if err := writeFileAtomic(out, b.Bytes()); err != nil {
+			if err := atomicfile.Write(out, b.Bytes()); err != nil {
 				return engine.Classify(engine.ClassOutput, err)
 			}
 			a.log.Info("wrote snapshot", "file", out, "offerings", len(st.Offerings))
@@ -56,24 +60,4 @@ func (a *app) snapshotCommand() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&out, "out", "", "snapshot file to write (- for stdout)")
 	return cmd
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

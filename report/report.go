@@ -36,6 +36,10 @@ type Run struct {
 	Changes []changeset.Entry `json:"changes"`
 	// ExitCode is the process exit code the run ends with.
 	ExitCode int `json:"exit_code"`
+	// ReportFile is the file this report was written to, set once it has
+	// been; the summary points to it for what it has no room for. It is not
+	// part of the JSON.
+	ReportFile string `json:"-"`
 }
 
 // Stage is one stage of the pipeline.
@@ -98,8 +102,13 @@ func (r *Run) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// SummaryEntries is how many changes the summary lists at most.
+const SummaryEntries = 40
+
 // WriteSummary writes the one-screen human summary: a line per stage, the
-// changes that are not "unchanged", and the commit.
+// changes that are not "unchanged" (at most SummaryEntries, then how many
+// more and where to see them: the report file when one was written, else
+// --output json), and the commit.
 func (r *Run) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	mode := ""
@@ -115,17 +124,24 @@ func (r *Run) WriteSummary(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  %-9s %6.2fs  %s\n", st.Name, st.DurationSeconds, status)
 	}
-	shown := 0
+	shown, more := 0, 0
 	for _, e := range r.Changes {
 		if e.Action == changeset.Unchanged {
 			continue
 		}
-		if shown == 40 {
-			fmt.Fprintf(&b, "  … see the JSON report for the rest\n")
-			break
+		if shown == SummaryEntries {
+			more++
+			continue
 		}
 		fmt.Fprintf(&b, "  %s\n", e)
 		shown++
+	}
+	if more > 0 {
+		where := "run with --output json to see them all"
+		if r.ReportFile != "" {
+			where = "the run report " + r.ReportFile + " lists them all"
+		}
+		fmt.Fprintf(&b, "  … and %d more: %s\n", more, where)
 	}
 	if r.Commit != "" {
 		fmt.Fprintf(&b, "commit %s\n", r.Commit)
