@@ -25,7 +25,11 @@ image: ## build the container image without Docker: bin/image/ (OCI layout) and 
 	  -image '$(IMAGE)' $(foreach a,$(IMAGE_ARCHES),-binary linux/$(a)=bin/linux_$(a)/waldur-gitops)
 
 test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min, and fetches Keycloak, ~1 min)
+	@echo "make test: the test control plane (etcd, kube-apiserver, kube-controller-manager, built from the Go module proxy into a cache: the first time about 5-6 minutes on 2 cores, then found at once)"
+	$(GO) run ./internal/kubetest/kubeup -build -kcm
+	@echo "make test: Keycloak for the Keycloak tests (downloaded once, about 1 minute)"
 	$(GO) run ./internal/keycloaktest/prepare
+	@echo "make test: go test -race over every package (about 20-30 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-short: ## run the fast tests: no race detector, no real kube-apiserver

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -61,10 +62,18 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	return err
 }
 
-// newEngine wires the engine of a verb with the app's logger and test hooks.
+// newEngine wires the engine of a verb with the app's logger and test hooks;
+// on a terminal it shows each stage as it ends.
 func (a *app) newEngine(cfg *config.Loaded, o engine.Options) (*engine.Engine, error) {
 	o.Log, o.TuneWaldur = a.log, tuneWaldurClient
-	return engine.FromConfig(cfg.Config, o)
+	e, err := engine.FromConfig(cfg.Config, o)
+	if err == nil && isTerminal(a.stderr) {
+		start := time.Now()
+		e.Progress = func(st report.Stage, cs changeset.Set) {
+			fmt.Fprintf(a.stderr, "  %-9s done after %5.1fs: %s\n", st.Name, time.Since(start).Seconds(), cs.Summary())
+		}
+	}
+	return e, err
 }
 
 // finish lists the skipped resources, writes the run report and shows the

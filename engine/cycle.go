@@ -30,6 +30,9 @@ type Engine struct {
 	// at the destination already.
 	Claims  func(res *render.Result, st *waldur.State, inPlace render.InPlace)
 	inPlace render.InPlace
+	// Progress, when set, is told of every stage as it ends (the CLI prints
+	// it on a terminal, so a long run shows where it is).
+	Progress func(st report.Stage, changes changeset.Set)
 }
 
 // New builds an engine from its seams, the renderer (templates loaded once,
@@ -148,7 +151,13 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 	var failed, refused error
 	for _, st := range e.stages(req) {
 		before := out.Published // what earlier stages published
-		err := out.Report.Record(st.name, func() (changeset.Set, map[string]int, error) { return st.run(ctx, out) })
+		err := out.Report.Record(st.name, func() (cs changeset.Set, calls map[string]int, err error) {
+			cs, calls, err = st.run(ctx, out)
+			if e.Progress != nil {
+				e.Progress(report.Stage{Name: st.name, Calls: calls}, cs)
+			}
+			return cs, calls, err
+		})
 		if err == nil {
 			continue
 		}
