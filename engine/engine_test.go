@@ -259,7 +259,9 @@ func TestProgressPerStage(t *testing.T) {
 	f := newFakes(t)
 	e := f.engine()
 	var seen []string
-	e.Progress = func(st report.Stage, cs changeset.Set) { seen = append(seen, fmt.Sprintf("%s:%d", st.Name, len(cs.Entries))) }
+	e.Progress = func(st report.Stage, cs changeset.Set) {
+		seen = append(seen, fmt.Sprintf("%s:%d", st.Name, len(cs.Entries)))
+	}
 	out := e.Run(context.Background(), engine.Request{Command: "sync"})
 	if got := strings.Join(seen, " "); !strings.HasPrefix(got, "waldur:0 approve:0 render:0 fake:") || len(seen) != len(out.Report.Stages) {
 		t.Errorf("progress %q for stages %d", got, len(out.Report.Stages))
