@@ -35,8 +35,11 @@ test: ## run the whole test suite (what CI runs; the first run builds etcd and k
 test-short: ## run the fast tests: no race detector, no real kube-apiserver
 	$(GO) test -short -count=1 $(PKGS)
 
-lint: ## go vet and a gofmt check
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## go vet, staticcheck (pinned) and a gofmt check
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
