@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"slices"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/changeset"
