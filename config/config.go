@@ -100,6 +100,8 @@ type Config struct {
 	Report string `yaml:"report"`
 	// Metrics names the Prometheus Pushgateway the run's metrics are pushed to.
 	Metrics Metrics `yaml:"metrics"`
+	// Orders sets when executing orders are done, for every offering.
+	Orders Orders `yaml:"orders"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`

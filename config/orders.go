@@ -3,6 +3,7 @@ package config
 import (
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/waldur/waldur-gitops/manifest"
 )
@@ -20,6 +21,51 @@ const (
 // DefaultOrderDoneTimeoutSeconds bounds one run's wait for order_done_on: applied.
 const DefaultOrderDoneTimeoutSeconds = 300
 
+// DefaultApplyTimeout is how long an order may wait for the cluster to show
+// its tenant (orders.apply_timeout) before it is erred.
+const DefaultApplyTimeout = time.Hour
+
+// Orders are the order settings of the whole config.
+type Orders struct {
+	// CompleteWhen is committed or applied: the default of every offering's
+	// order_done_on (default committed).
+	CompleteWhen string `yaml:"complete_when"`
+	// ApplyTimeout is a duration ("1h", "30m"): an order whose tenant the
+	// cluster does not show this long after the order was created is erred
+	// with what is missing (default 1h).
+	ApplyTimeout string `yaml:"apply_timeout"`
+
+	applyTimeout time.Duration
+}
+
+// Timeout is orders.apply_timeout.
+func (o Orders) Timeout() time.Duration {
+	if o.applyTimeout == 0 {
+		return DefaultApplyTimeout
+	}
+	return o.applyTimeout
+}
+
+// applyDefaults reads complete_when and apply_timeout.
+func (o *Orders) applyDefaults() {
+	o.CompleteWhen = strings.ToLower(strings.TrimSpace(o.CompleteWhen))
+	if o.CompleteWhen == "" {
+		o.CompleteWhen = "committed"
+	}
+	if o.ApplyTimeout == "" {
+		o.ApplyTimeout = DefaultApplyTimeout.String()
+	}
+	o.applyTimeout, _ = time.ParseDuration(o.ApplyTimeout)
+}
+
+// validate checks the orders keys.
+func (o *Orders) validate(r *report) {
+	checkOneOf("orders.complete_when", o.CompleteWhen, []string{"committed", DoneOnApplied}, r)
+	if d, err := time.ParseDuration(o.ApplyTimeout); err != nil || d <= 0 {
+		r.addf("orders.apply_timeout", nil, "must be a positive duration such as 1h or 30m, got %q", o.ApplyTimeout)
+	}
+}
+
 // AutoApproves reports whether the offering's pending-provider orders are
 // decided by waldur-gitops (approved, or rejected when the resource cannot be
 // rendered) rather than left for a person.
@@ -33,9 +79,14 @@ func (o *Offering) DoneTimeoutSeconds() int {
 	return *o.OrderDoneTimeoutSeconds
 }
 
-func (o *Offering) applyOrderDefaults() {
+func (o *Offering) applyOrderDefaults(all Orders) {
 	o.OrderDoneOn = strings.ToLower(strings.TrimSpace(o.OrderDoneOn))
-	if o.OrderDoneOn == "" {
+	switch {
+	case o.OrderDoneOn == "committed":
+		o.OrderDoneOn = DoneOnCommit
+	case o.OrderDoneOn == "" && all.CompleteWhen == DoneOnApplied:
+		o.OrderDoneOn = DoneOnApplied
+	case o.OrderDoneOn == "":
 		o.OrderDoneOn = DoneOnCommit
 	}
 	if o.OrderDoneTimeoutSeconds == nil {
@@ -47,7 +98,7 @@ func (o *Offering) applyOrderDefaults() {
 // validateOrders checks the order and usage keys of an offering; it runs after
 // the backend settings are decoded.
 func (o *Offering) validateOrders(at string, r *report) {
-	checkOneOf(at+".order_done_on", o.OrderDoneOn, []string{DoneOnCommit, DoneOnApplied}, r)
+	checkOneOf(at+".order_done_on", o.OrderDoneOn, []string{DoneOnCommit, "committed", DoneOnApplied}, r)
 	if n := *o.OrderDoneTimeoutSeconds; n < 1 || n > 3600 {
 		r.addf(at+".order_done_timeout_seconds", nil, "must be between 1 and 3600, got %d", n)
 	}

@@ -23,7 +23,7 @@ func TestOrderAndUsageKeys(t *testing.T) {
 	_, problems := mustFail(t, oneOffering("namespace", "", "    order_done_on: pushed\n    order_done_timeout_seconds: 0\n"+
 		"    backend_components:\n      cpu: {accounting_type: limit, measured_from: requests.cpu}\n      gpu_hours: {accounting_type: usage, measured_from: \"not a key\"}\n"))
 	for path, want := range map[string]string{
-		"offerings[0].order_done_on":                              "must be one of commit, applied",
+		"offerings[0].order_done_on":                              "must be one of commit, committed, applied",
 		"offerings[0].order_done_timeout_seconds":                 "between 1 and 3600",
 		"offerings[0].backend_components.cpu.measured_from":       "only a component with accounting_type usage",
 		"offerings[0].backend_components.gpu_hours.measured_from": "is not a ResourceQuota key",

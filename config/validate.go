@@ -63,6 +63,7 @@ func (c *Config) applyDefaults(file string) {
 	}
 	dir := filepath.Dir(file)
 	c.Git.applyDefaults(dir)
+	c.Orders.applyDefaults()
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
 		o.configDir = dir
@@ -72,7 +73,7 @@ func (c *Config) applyDefaults(file string) {
 				*p = filepath.Join(dir, *p)
 			}
 		}
-		o.applyOrderDefaults()
+		o.applyOrderDefaults(c.Orders)
 		for k, comp := range o.BackendComponents {
 			if comp.UnitFactor == 0 {
 				comp.UnitFactor = 1
@@ -93,6 +94,7 @@ func (c *Config) validate(r *report) {
 	if !slices.Contains([]string{"debug", "info", "warning", "warn", "error", "critical"}, strings.ToLower(c.LogLevel)) {
 		r.addf("log_level", nil, "must be one of debug, info, warning, error; got %q", c.LogLevel)
 	}
+	c.Orders.validate(r)
 	if f := *c.DeletionGuard.MaxFraction; f < 0 || f > 1 {
 		r.addf("deletion_guard.max_fraction", nil, "must be between 0 and 1, got %v", f)
 	}

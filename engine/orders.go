@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -17,7 +18,9 @@ import (
 type OrderStage struct {
 	Source    *APISource
 	Offerings []config.Offering
-	Log       *slog.Logger
+	// ApplyTimeout is orders.apply_timeout (0: never err a waiting order).
+	ApplyTimeout time.Duration
+	Log          *slog.Logger
 }
 
 // stage builds the orders.Stage of one step. clusters opens a reader of the
@@ -35,11 +38,15 @@ func (s *OrderStage) stage(dryRun, clusters bool) (*orders.Stage, error) {
 			cs := o.Settings.Common()
 			r, err := kube.Open(kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext})
 			if err != nil {
-				return nil, Errorf(ClassConfig, "offering %s: order_done_on applied: %w", o.Name, err)
+				// Its orders wait, saying no cluster is configured; the others go on.
+				logOrDiscard(s.Log).Warn("cannot read the cluster: orders that wait for it stay executing", "offering", o.Name, "error", err.Error())
+			} else {
+				cluster = r
 			}
-			cluster = r
 		}
-		st.Offerings = append(st.Offerings, orders.OfferingFromConfig(o, c, cluster))
+		of := orders.OfferingFromConfig(o, c, cluster)
+		of.ApplyTimeout = s.ApplyTimeout
+		st.Offerings = append(st.Offerings, of)
 	}
 	return st, nil
 }

@@ -67,7 +67,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
 		s.Source = src
 		if o.Orders && o.Publish != Nowhere {
-			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, Log: o.Log}
+			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 		}
 	}
 	switch o.Publish {

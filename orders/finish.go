@@ -323,6 +323,14 @@ func (r *run) waitApplied(ctx context.Context, plan []Executing) {
 				for _, c := range pending {
 					c.e.Outcome = Wait
 					c.e.Reason = fmt.Sprintf("not applied in the cluster after %s: %s", o.DoneTimeout, c.detail)
+					if o.ApplyTimeout > 0 && !c.e.Order.Created.IsZero() && r.s.now().Sub(c.e.Order.Created) > o.ApplyTimeout {
+						// Argo CD or Flux never applied it: say so in Waldur.
+						c.e.Outcome, c.e.Expect, c.e.BackendID = Erred, nil, ""
+						c.e.Message = fmt.Sprintf("waldur-gitops: %s is committed but not applied in the cluster %s after the order was created (orders.apply_timeout): %s",
+							c.e.Tenant, o.ApplyTimeout, c.detail)
+						c.e.Traceback = fmt.Sprintf("waldur-gitops apply timeout.\noffering: %s\norder: %s (%s)\nresource: %s\nmissing: %s\n",
+							o.Name, c.e.Order.UUID, c.e.Order.Type, c.e.Order.MarketplaceResourceUUID, c.detail)
+					}
 				}
 				log.Warn("gave up waiting for the cluster; the orders stay executing", "offering", o.Name, "orders", len(pending), "first", pending[0].detail)
 				break

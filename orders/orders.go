@@ -80,8 +80,11 @@ type Offering struct {
 	AutoApprove bool
 	// DoneOn is config.DoneOnCommit or config.DoneOnApplied.
 	DoneOn string
-	// DoneTimeout bounds the wait for DoneOnApplied.
+	// DoneTimeout bounds one run's wait for DoneOnApplied.
 	DoneTimeout time.Duration
+	// ApplyTimeout errs, with DoneOnApplied, an order the cluster still does
+	// not show this long after it was created (0: never).
+	ApplyTimeout time.Duration
 	// Cluster is read for DoneOnApplied; required then.
 	Cluster Cluster
 }
