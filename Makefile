@@ -49,6 +49,7 @@ fmt: ## format the code
 bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 3x -count 1 -timeout 30m
 	$(GO) test ./gitsync -run '^$$' -bench . -benchtime 3x -count 1 -timeout 60m
+	$(GO) test ./engine -run '^$$' -bench Sync10k -benchtime 3x -count 2 -timeout 30m
 	$(GO) test ./apply -run '^$$' -bench Apply1000 -benchtime 3x -count 1 -benchmem -timeout 30m
 	$(GO) test ./keycloak -run '^$$' -bench BenchmarkKeycloak -benchtime 1x -timeout 30m
 
