@@ -82,7 +82,11 @@ func (res *Result) claimList(cfg *config.Config, who map[waldur.UUID]claimant) [
 		}
 		cluster := ClusterKey(o, tenantTarget(t.Dir))
 		for _, obj := range t.Objects {
-			out = append(out, claimOf{fmt.Sprintf("%s %s/%s on cluster %s", obj.Kind(), obj.Namespace(), obj.Name(), cluster), who[t.Resource]})
+			out = append(out, claimOf{objectClaim(obj.Kind(), obj.Namespace(), obj.Name(), cluster), who[t.Resource]})
+		}
+		if o.BackendType == config.BackendK8sUTNamespace {
+			// The operator makes the namespace the ManagedNamespace names.
+			out = append(out, claimOf{objectClaim("Namespace", "", t.Name, cluster), who[t.Resource]})
 		}
 	}
 	parents := map[string]bool{}
@@ -105,6 +109,11 @@ func (res *Result) claimList(cfg *config.Config, who map[waldur.UUID]claimant) [
 		return cmp.Or(cmp.Compare(a.who.created, b.who.created), cmp.Compare(a.who.resource, b.who.resource))
 	})
 	return out
+}
+
+// objectClaim names an object on a cluster.
+func objectClaim(kind, namespace, name, cluster string) string {
+	return fmt.Sprintf("%s %s/%s on cluster %s", kind, namespace, name, cluster)
 }
 
 // claimants describes every resource of the state.
