@@ -20,15 +20,8 @@ import (
 // shows the tenant; an order the cluster does not show within
 // orders.apply_timeout of its creation is erred with what is missing.
 func TestOrdersCompleteWhenApplied(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
 	ctx := context.Background()
-	cluster, err := kubetest.Start(ctx, kubetest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	cluster := startCluster(t)
 	kubeconfig := cluster.KubeconfigPath(kubetest.Admin)
 
 	wsrv, waldurCfg := serveExample(t)

@@ -34,15 +34,8 @@ func orderState(t *testing.T, srv *waldurtest.Server, id string) string {
 // config and the kubeconfig for apply.
 func directSetup(t *testing.T, crds ...string) (*waldurtest.Server, *kctest.Server, string, string) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
 	ctx := context.Background()
-	cluster, err := kubetest.Start(ctx, kubetest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	cluster := startCluster(t)
 	// The namespaces the example's objects live in but that nothing renders:
 	// the ManagedNamespace namespace, and Rancher's cluster and project
 	// namespaces, which Rancher would create.

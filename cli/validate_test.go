@@ -32,15 +32,8 @@ func TestMain(m *testing.M) {
 // those objects and nothing is committed; once the CRDs are installed the same
 // sync validates every object and commits.
 func TestSyncValidateServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
 	ctx := context.Background()
-	cluster, err := kubetest.Start(ctx, kubetest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	cluster := startCluster(t)
 	kubeconfig := cluster.KubeconfigPath(kubetest.Admin)
 	srv, repo, url := gitRepo(t)
 	cfg := withGit(t, exampleConfig, srv, url)
@@ -64,4 +57,18 @@ func TestSyncValidateServer(t *testing.T) {
 	if files := gittest.Files(t, repo, "main"); len(files) < 40 {
 		t.Errorf("validated sync committed %d files", len(files))
 	}
+}
+
+// startCluster starts a throwaway API server for one test (skipped with -short).
+func startCluster(t *testing.T) *kubetest.Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real kube-apiserver; skipped with -short")
+	}
+	cluster, err := kubetest.Start(context.Background(), kubetest.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	return cluster
 }

@@ -3,15 +3,12 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -19,16 +16,8 @@ import (
 // ManagedNamespace user in one commit: refused like a mass deletion, allowed
 // with AllowMassPrune; one member leaving passes.
 func TestAccessGuard(t *testing.T) {
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL = dir
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &answers{st: st}
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	e, src, dir := gitEngine(t, guard.DefaultOptions())
+	st := src.st
 	ctx := context.Background()
 	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
 		t.Fatal(out.Err)

@@ -18,6 +18,22 @@ import (
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
 
+// gitEngine is an engine over the bundled example whose Source is answers
+// and whose publisher commits to a new bare repository at dir.
+func gitEngine(t *testing.T, g guard.Options) (*engine.Engine, *answers, string) {
+	t.Helper()
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL = dir
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &answers{st: st}
+	return engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, g, nil), src, dir
+}
+
 // answers is a Source over the example state that can drop resources from
 // its answer, and a Confirmer that answers from a table.
 type answers struct {
@@ -59,18 +75,9 @@ func (a *answers) Confirm(_ context.Context, _ string, ids []waldur.UUID) (map[w
 // answering 404, or Terminated); found alive, or unreadable, it is kept and
 // reported, and the deletion guard counts a 404 but not a termination.
 func TestNeverDeleteOnDoubt(t *testing.T) {
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL = dir
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := &answers{st: st}
 	// Tenants stay as long as any guard allows: a small site.
-	g := guard.Options{MaxFraction: 0.5, MinCount: 3}
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, g, nil)
+	e, src, dir := gitEngine(t, guard.Options{MaxFraction: 0.5, MinCount: 3})
+	st := src.st
 	ctx := context.Background()
 	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
 		t.Fatal(out.Err)

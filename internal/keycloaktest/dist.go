@@ -37,6 +37,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/waldur/waldur-gitops/internal/filelock"
 )
 
 // Version is the Keycloak release the tests run against.
@@ -129,7 +131,7 @@ func ensureUnpacked(ctx context.Context, dir string, d distSpec, log io.Writer) 
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return "", fmt.Errorf("lock the keycloak cache %s: %w", dir, err)
 	}
@@ -280,7 +282,7 @@ func ensureBuilt(ctx context.Context, dir, home string, java JDK, log io.Writer)
 	if b, err := os.ReadFile(stamp); err == nil && string(b) == want {
 		return nil
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, ".lock"))
 	if err != nil {
 		return fmt.Errorf("lock the keycloak cache %s: %w", dir, err)
 	}

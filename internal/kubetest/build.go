@@ -38,6 +38,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/waldur/waldur-gitops/internal/filelock"
 )
 
 // Versions of the control plane.
@@ -102,7 +104,7 @@ func ensureBinaries(ctx context.Context, log io.Writer, kcm bool) (*Binaries, er
 	if executable(b.Etcd) && executable(b.KubeAPIServer) && (!kcm || executable(b.KubeControllerManager)) {
 		return b, nil
 	}
-	unlock, err := lockFile(filepath.Join(dir, ".build.lock"))
+	unlock, err := filelock.Lock(filepath.Join(dir, ".build.lock"))
 	if err != nil {
 		return nil, fmt.Errorf("lock the kube binary cache: %w", err)
 	}
