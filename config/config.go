@@ -102,6 +102,8 @@ type Config struct {
 	Metrics Metrics `yaml:"metrics"`
 	// Orders sets when executing orders are done, for every offering.
 	Orders Orders `yaml:"orders"`
+	// Usage is how the usage report (the report command) bills.
+	Usage Usage `yaml:"usage"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`
@@ -109,6 +111,20 @@ type Config struct {
 	ReportingPeriods          Ignored `yaml:"reporting_periods"`
 	ExposeBackendErrorDetails Ignored `yaml:"expose_backend_error_details"`
 	LogShipping               Ignored `yaml:"log_shipping"`
+}
+
+// Allocation modes of limit-based components in the usage report.
+const (
+	// AllocationPeak bills the month's highest allocation (the default).
+	AllocationPeak = "peak"
+	// AllocationTimeWeighted bills unit-hours: each allocation × the hours it held.
+	AllocationTimeWeighted = "time_weighted"
+)
+
+// Usage is how the usage report bills limit-based components.
+type Usage struct {
+	// Allocation is AllocationPeak (default) or AllocationTimeWeighted.
+	Allocation string `yaml:"allocation"`
 }
 
 // DeletionGuard is the mass-deletion circuit breaker's policy.

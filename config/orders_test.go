@@ -33,3 +33,26 @@ func TestOrderAndUsageKeys(t *testing.T) {
 		}
 	}
 }
+
+// usage.allocation defaults to peak, takes time_weighted, and refuses anything
+// else under its key.
+func TestUsageAllocation(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want string
+	}{
+		{"default", "", config.AllocationPeak},
+		{"peak", "usage: {allocation: peak}\n", config.AllocationPeak},
+		{"time_weighted", "usage:\n  allocation: time_weighted\n", config.AllocationTimeWeighted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustParse(t, tc.text+oneOffering("namespace", "", ""))
+			if l.Usage.Allocation != tc.want {
+				t.Errorf("allocation %q, want %q", l.Usage.Allocation, tc.want)
+			}
+		})
+	}
+	_, problems := mustFail(t, "usage: {allocation: average}\n"+oneOffering("namespace", "", ""))
+	if p := findProblem(t, problems, "usage.allocation"); !strings.Contains(p.Message, `must be peak or time_weighted, got "average"`) {
+		t.Errorf("message %q", p.Message)
+	}
+}

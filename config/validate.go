@@ -38,6 +38,9 @@ func (c *Config) applyDefaults(file string) {
 	if c.LogLevel == "" {
 		c.LogLevel = "info"
 	}
+	if c.Usage.Allocation == "" {
+		c.Usage.Allocation = AllocationPeak
+	}
 	if c.Git.Branch == "" {
 		c.Git.Branch = "main"
 	}
@@ -95,6 +98,9 @@ func (c *Config) validate(r *report) {
 		r.addf("log_level", nil, "must be one of debug, info, warning, error; got %q", c.LogLevel)
 	}
 	c.Orders.validate(r)
+	if a := c.Usage.Allocation; a != AllocationPeak && a != AllocationTimeWeighted {
+		r.addf("usage.allocation", nil, "must be %s or %s, got %q", AllocationPeak, AllocationTimeWeighted, a)
+	}
 	if f := *c.DeletionGuard.MaxFraction; f < 0 || f > 1 {
 		r.addf("deletion_guard.max_fraction", nil, "must be between 0 and 1, got %v", f)
 	}
