@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/waldur"
@@ -14,7 +15,7 @@ import (
 var ErrSnapshotReadOnly = errors.New("usage is not posted from a snapshot: a recorded state serves dry runs only")
 
 // SnapshotWaldur is the Waldur of one offering as a snapshot recorded it, for
-// report --snapshot --dry-run: its resources and open orders as recorded, and
+// report --snapshot --dry-run: its state as recorded, and
 // no usage record (a snapshot holds none), so the plan shows what a first
 // report of the month would post.
 type SnapshotWaldur struct {
@@ -32,6 +33,17 @@ func FromSnapshot(snap *waldur.Snapshot, file, name string) (SnapshotWaldur, err
 		return SnapshotWaldur{}, fmt.Errorf("offering %s is not in snapshot %s (record it again with waldur-gitops snapshot)", name, file)
 	}
 	return SnapshotWaldur{Offering: o}, nil
+}
+
+// ReadOffering returns a copy of the recorded state of the offering.
+func (s SnapshotWaldur) ReadOffering(_ context.Context, _ string, offering waldur.UUID) (*waldur.OfferingState, error) {
+	if err := s.check(offering); err != nil {
+		return nil, err
+	}
+	st := *s.Offering
+	st.Resources = slices.Clone(st.Resources)
+	st.Orders = slices.Clone(st.Orders)
+	return &st, nil
 }
 
 // ListResources returns the recorded resources of the offering.

@@ -36,6 +36,10 @@ func TestSnapshotWaldur(t *testing.T) {
 			if len(rs) != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 				t.Errorf("%d resources, error %v", len(rs), err)
 			}
+			st, err := w.ReadOffering(ctx, "A", tc.uuid)
+			if err == nil && len(st.Resources) != tc.want || (err == nil) != (tc.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Errorf("ReadOffering: %v, error %v", st, err)
+			}
 		})
 	}
 	if err := w.SetUsage(ctx, waldur.UsageReport{}); !errors.Is(err, usage.ErrSnapshotReadOnly) {

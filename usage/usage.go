@@ -33,6 +33,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -46,6 +47,7 @@ import (
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/templates"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -58,15 +60,18 @@ const (
 // Waldur is the part of the Waldur client reporting uses; *waldur.Client
 // implements it.
 type Waldur interface {
-	ListResources(ctx context.Context, offering waldur.UUID) ([]waldur.Resource, error)
-	ListOrders(ctx context.Context, offering waldur.UUID) ([]waldur.Order, error)
+	// ReadOffering reads the offering's state as sync reads it (resources,
+	// open orders, teams, offering users, terminated resources), so that the
+	// report renders exactly what sync renders.
+	ReadOffering(ctx context.Context, name string, offering waldur.UUID) (*waldur.OfferingState, error)
 	ListComponentUsages(ctx context.Context, f waldur.UsageFilter) ([]waldur.ComponentUsage, error)
 	SetUsage(ctx context.Context, r waldur.UsageReport) error
 }
 
 var _ Waldur = (*waldur.Client)(nil)
 
-// Cluster is what measuring reads; *kube.Reader implements it.
+// Cluster is what measuring and the tenant check read; *kube.Reader
+// implements it. Namespaces is called with selector "" (every namespace).
 type Cluster interface {
 	Namespaces(ctx context.Context, selector string) ([]kube.Namespace, error)
 	Quotas(ctx context.Context, namespace string) ([]kube.Quota, error)
@@ -78,13 +83,24 @@ var _ Cluster = (*kube.Reader)(nil)
 type Offering struct {
 	Config *config.Offering
 	Waldur Waldur
-	// Cluster is where measured components are read; nil: they are not reported.
+	// Cluster is where measured components are read and where a tenant's
+	// namespace must exist for the resource to be billed; nil: measured
+	// components are not reported and rendered tenants are billed unchecked.
 	Cluster Cluster
 }
 
 // Reporter reports the usage of the configured offerings.
 type Reporter struct {
 	Offerings []*Offering
+	// Config is the whole configuration the offerings come from. The state
+	// read is rendered with it, as sync renders it, and only resources that
+	// get a tenant are billed; its usage.allocation chooses how limit-based
+	// components are billed. Nil: a configuration of the Offerings alone,
+	// with the defaults (peak allocation).
+	Config *config.Config
+	// Templates are the templates of Config's offerings
+	// (render.LoadTemplates); nil: loaded at Run.
+	Templates map[string][]*templates.Template
 	// Location is the time zone of billing months (default UTC).
 	Location *time.Location
 	// DryRun computes and reports, and writes nothing.
@@ -101,23 +117,31 @@ type (
 	ReadError struct{ Err error }
 	// ClusterError is a failed read of the cluster: nothing was written.
 	ClusterError struct{ Err error }
+	// RenderError is a failure to render the state read (templates that do
+	// not load): nothing was written.
+	RenderError struct{ Err error }
 )
 
 func (e *ReadError) Error() string    { return e.Err.Error() }
 func (e *ReadError) Unwrap() error    { return e.Err }
 func (e *ClusterError) Error() string { return e.Err.Error() }
 func (e *ClusterError) Unwrap() error { return e.Err }
+func (e *RenderError) Error() string  { return e.Err.Error() }
+func (e *RenderError) Unwrap() error  { return e.Err }
 
 // input is everything read about one offering before anything is written.
 type input struct {
-	o         *Offering
-	resources []waldur.Resource
-	orders    []waldur.Order
-	current   map[Key]*waldur.ComponentUsage
-	previous  map[Key]*waldur.ComponentUsage
-	// namespaces and quotas are nil without a cluster.
+	o        *Offering
+	state    *waldur.OfferingState
+	current  map[Key]*waldur.ComponentUsage
+	previous map[Key]*waldur.ComponentUsage
+	// namespaces (labelled ones, by resource) and cluster (every namespace,
+	// by name) are nil without a cluster; quotas are nil unless measuring.
 	namespaces map[waldur.UUID][]string
+	cluster    map[string]kube.Namespace
 	quotas     map[string][]kube.Quota
+	// notBilled are the resources left out of billing, with the reason.
+	notBilled map[waldur.UUID]string
 }
 
 // Key names a usage record of a month: a resource and a component type.
@@ -134,17 +158,21 @@ func (r *Reporter) Run(ctx context.Context) (changeset.Set, map[string]int, erro
 	var cs changeset.Set
 	calls := &counter{m: map[string]int{}}
 	now := r.now().In(r.location())
+	cfg := r.config()
 	var inputs []*input
 	for _, o := range r.Offerings {
-		in, err := r.read(ctx, o, now, calls)
+		in, err := r.read(ctx, o, now, cfg.Usage.Allocation, calls)
 		if err != nil {
 			return cs, calls.m, err
 		}
 		inputs = append(inputs, in)
 	}
+	if err := r.decide(cfg, inputs); err != nil {
+		return cs, calls.m, err
+	}
 	var failures []string
 	for _, in := range inputs {
-		plan := Plan(in.o.Config, in.snapshot(), now)
+		plan := Plan(in.o.Config, in.snapshot(), now, cfg.Usage.Allocation)
 		f := r.write(ctx, in.o, plan, &cs, calls)
 		failures = append(failures, f...)
 	}
@@ -187,6 +215,164 @@ func (c *counter) add(kind string) {
 	c.mu.Unlock()
 }
 
+// config is the configuration rendered with: Config, else one of the
+// offerings alone.
+func (r *Reporter) config() *config.Config {
+	if r.Config != nil {
+		return r.Config
+	}
+	cfg := &config.Config{Usage: config.Usage{Allocation: config.AllocationPeak}}
+	for _, o := range r.Offerings {
+		cfg.Offerings = append(cfg.Offerings, *o.Config)
+	}
+	return cfg
+}
+
+// decide renders the state read, as sync renders it (claims across
+// offerings included), and records in each input the resources that are not
+// billed: those without a rendered tenant and, where the cluster is read,
+// those whose tenant has no namespace there.
+func (r *Reporter) decide(cfg *config.Config, inputs []*input) error {
+	tpls := r.Templates
+	if tpls == nil {
+		var err error
+		if tpls, err = render.LoadTemplates(cfg); err != nil {
+			return &RenderError{fmt.Errorf("usage report: %w", err)}
+		}
+	}
+	st := &waldur.State{}
+	byName := map[string]*input{}
+	for _, in := range inputs {
+		byName[in.o.Config.Name] = in
+	}
+	for i := range cfg.Offerings {
+		name := cfg.Offerings[i].Name
+		if in := byName[name]; in != nil {
+			st.Offerings = append(st.Offerings, *in.state)
+			continue
+		}
+		if st.Unread == nil {
+			st.Unread = map[string]string{}
+		}
+		st.Unread[name] = "not part of this usage report"
+	}
+	res, err := render.New(cfg, tpls).Render(st)
+	if err != nil {
+		return &RenderError{fmt.Errorf("usage report: %w", err)}
+	}
+	// A tenant whose namespace is in a cluster holds its names, as sync
+	// holds those of the tenants in Git.
+	var inPlace render.InPlace
+	for _, in := range inputs {
+		if in.cluster != nil {
+			inPlace = func(id waldur.UUID) bool {
+				for _, in := range inputs {
+					if len(in.namespaces[id]) > 0 {
+						return true
+					}
+				}
+				return false
+			}
+			break
+		}
+	}
+	res.ResolveClaims(cfg, st, inPlace)
+	for _, in := range inputs {
+		in.notBilled = NotBilled(in.o.Config.Name, in.state, res, in.cluster)
+	}
+	return nil
+}
+
+// NotBilled says which resources of an offering's state are not billed, and
+// why: a resource is billed only when it has a tenant in the render result
+// (not skipped for bad input, not kept for an unknown state, not lost to
+// another resource's name) or is being terminated (a Terminate order, or
+// state Terminating: its tenant is removed by the run that closes the
+// order). With cluster (every namespace by name; nil when the cluster is not
+// read) the tenant must also exist there: a namespace labelled with the
+// resource's uuid, or named as one of its tenants or its backend id, that is
+// not being deleted. Only resources in a state Waldur takes usage for are
+// listed.
+func NotBilled(offering string, st *waldur.OfferingState, res *render.Result, cluster map[string]kube.Namespace) map[waldur.UUID]string {
+	names := map[waldur.UUID][]string{}
+	for _, t := range res.Tenants {
+		if t.Offering == offering {
+			names[t.Resource] = append(names[t.Resource], t.Name)
+		}
+	}
+	out := map[waldur.UUID]string{}
+	for i := range st.Resources {
+		r := &st.Resources[i]
+		if !slices.Contains(usableStates, r.State) {
+			continue
+		}
+		_, terminating := res.Terminations[r.UUID]
+		if why, ok := res.Kept[r.UUID]; ok {
+			out[r.UUID] = "not billed: the resource is not rendered (" + why + ")"
+			continue
+		}
+		if why, ok := res.Skipped[r.UUID]; ok {
+			out[r.UUID] = "not billed: the resource has no rendered tenant (skipped: " + why + ")"
+			continue
+		}
+		if len(names[r.UUID]) == 0 && !terminating {
+			out[r.UUID] = "not billed: the resource has no rendered tenant"
+			continue
+		}
+		if cluster == nil {
+			continue
+		}
+		if why := absent(r, names[r.UUID], cluster); why != "" {
+			if terminating {
+				why += " (the resource is being terminated)"
+			}
+			out[r.UUID] = "not billed: " + why
+		}
+	}
+	return out
+}
+
+// absent says why the resource's tenant is not in the cluster; "" when a
+// namespace of it exists and is not being deleted.
+func absent(r *waldur.Resource, tenants []string, cluster map[string]kube.Namespace) string {
+	var deleting []string
+	seen := map[string]bool{}
+	check := func(ns kube.Namespace) bool {
+		if seen[ns.Name] {
+			return false
+		}
+		seen[ns.Name] = true
+		if ns.Terminating {
+			deleting = append(deleting, ns.Name)
+			return false
+		}
+		return true
+	}
+	for _, name := range slices.Sorted(maps.Keys(cluster)) {
+		if ns := cluster[name]; waldur.UUID(ns.Labels[manifest.LabelResourceUUID]) == r.UUID && check(ns) {
+			return ""
+		}
+	}
+	want := slices.Clone(tenants)
+	if r.BackendID != "" && !strings.Contains(r.BackendID, ":") {
+		want = append(want, r.BackendID)
+	}
+	slices.Sort(want)
+	want = slices.Compact(want)
+	for _, name := range want {
+		if ns, ok := cluster[name]; ok && check(ns) {
+			return ""
+		}
+	}
+	switch {
+	case len(deleting) > 0:
+		return "the tenant's namespace " + strings.Join(deleting, ", ") + " is being deleted in the cluster"
+	case len(want) > 0:
+		return "the tenant's namespace " + strings.Join(want, ", ") + " does not exist in the cluster (not applied yet, or deleted)"
+	}
+	return "no namespace of the resource exists in the cluster (none labelled " + manifest.LabelResourceUUID + "=" + string(r.UUID) + ")"
+}
+
 // measured reports whether the offering has a measured component.
 func measured(o *config.Offering) bool {
 	for _, c := range o.BackendComponents {
@@ -197,18 +383,19 @@ func measured(o *config.Offering) bool {
 	return false
 }
 
-func (r *Reporter) read(ctx context.Context, o *Offering, now time.Time, calls *counter) (*input, error) {
+func (r *Reporter) read(ctx context.Context, o *Offering, now time.Time, alloc string, calls *counter) (*input, error) {
 	id := waldur.UUID(o.Config.WaldurOfferingUUID)
 	in := &input{o: o}
 	var err error
 	wrap := func(err error) error { return &ReadError{fmt.Errorf("offering %s: %w", o.Config.Name, err)} }
-	calls.add(waldur.KindResourcesList)
-	if in.resources, err = o.Waldur.ListResources(ctx, id); err != nil {
+	if in.state, err = o.Waldur.ReadOffering(ctx, o.Config.Name, id); err != nil {
 		return nil, wrap(err)
 	}
-	calls.add(waldur.KindOrdersList)
-	if in.orders, err = o.Waldur.ListOrders(ctx, id); err != nil {
-		return nil, wrap(err)
+	for _, k := range []string{waldur.KindResourcesList, waldur.KindTerminatedList, waldur.KindOrdersList, waldur.KindOfferingUsersList} {
+		calls.add(k)
+	}
+	for range in.state.Teams {
+		calls.add(waldur.KindTeam)
 	}
 	calls.add(waldur.KindUsagesList)
 	cur, err := o.Waldur.ListComponentUsages(ctx, waldur.UsageFilter{Offering: id, BillingPeriod: now})
@@ -216,26 +403,34 @@ func (r *Reporter) read(ctx context.Context, o *Offering, now time.Time, calls *
 		return nil, wrap(err)
 	}
 	in.current = index(cur)
-	if !measured(o.Config) || o.Cluster == nil {
+	measuring := measured(o.Config) && o.Cluster != nil
+	if measuring || alloc == config.AllocationTimeWeighted {
+		// Accumulated records continue the previous month's last sample.
+		calls.add(waldur.KindUsagesList)
+		prev, err := o.Waldur.ListComponentUsages(ctx, waldur.UsageFilter{Offering: id, BillingPeriod: monthStart(now).AddDate(0, -1, 0)})
+		if err != nil {
+			return nil, wrap(err)
+		}
+		in.previous = index(prev)
+	}
+	if o.Cluster == nil {
 		return in, nil
 	}
-	calls.add(waldur.KindUsagesList)
-	prev, err := o.Waldur.ListComponentUsages(ctx, waldur.UsageFilter{Offering: id, BillingPeriod: monthStart(now).AddDate(0, -1, 0)})
-	if err != nil {
-		return nil, wrap(err)
-	}
-	in.previous = index(prev)
 	cwrap := func(err error) error { return &ClusterError{fmt.Errorf("offering %s: %w", o.Config.Name, err)} }
 	calls.add("cluster.namespaces.list")
-	nss, err := o.Cluster.Namespaces(ctx, manifest.LabelResourceUUID)
+	nss, err := o.Cluster.Namespaces(ctx, "")
 	if err != nil {
 		return nil, cwrap(err)
 	}
-	in.namespaces = map[waldur.UUID][]string{}
+	in.namespaces, in.cluster = map[waldur.UUID][]string{}, map[string]kube.Namespace{}
 	for _, ns := range nss {
+		in.cluster[ns.Name] = ns
 		if id := ns.Labels[manifest.LabelResourceUUID]; id != "" {
 			in.namespaces[waldur.UUID(id)] = append(in.namespaces[waldur.UUID(id)], ns.Name)
 		}
+	}
+	if !measuring {
+		return in, nil
 	}
 	calls.add("cluster.resourcequotas.list")
 	qs, err := o.Cluster.Quotas(ctx, "")
@@ -266,13 +461,17 @@ type Snapshot struct {
 	Orders    []waldur.Order
 	Current   map[Key]*waldur.ComponentUsage
 	Previous  map[Key]*waldur.ComponentUsage
-	// Namespaces and Quotas are nil when no cluster is read.
+	// Namespaces is nil when no cluster is read, Quotas when nothing is measured.
 	Namespaces map[waldur.UUID][]string
 	Quotas     map[string][]kube.Quota
+	// NotBilled maps the resources left out of billing to the reason (see
+	// NotBilled); nil bills every resource in a state Waldur takes usage for.
+	NotBilled map[waldur.UUID]string
 }
 
 func (in *input) snapshot() Snapshot {
-	return Snapshot{Resources: in.resources, Orders: in.orders, Current: in.current, Previous: in.previous, Namespaces: in.namespaces, Quotas: in.quotas}
+	return Snapshot{Resources: in.state.Resources, Orders: in.state.Orders, Current: in.current, Previous: in.previous,
+		Namespaces: in.namespaces, Quotas: in.quotas, NotBilled: in.notBilled}
 }
 
 // Item is the planned report of one component of one resource.
@@ -327,8 +526,9 @@ func describe(key string, s sample) string {
 var usableStates = []string{waldur.ResourceOK, waldur.ResourceUpdating, waldur.ResourceTerminating}
 
 // Plan computes the reports of one offering at time now (in the billing time
-// zone). It is pure.
-func Plan(o *config.Offering, s Snapshot, now time.Time) []Item {
+// zone); allocation is how limit-based components are billed
+// (config.AllocationPeak, config.AllocationTimeWeighted). It is pure.
+func Plan(o *config.Offering, s Snapshot, now time.Time, allocation string) []Item {
 	types := make([]string, 0, len(o.BackendComponents))
 	for k := range o.BackendComponents {
 		types = append(types, k)
@@ -367,11 +567,20 @@ func Plan(o *config.Offering, s Snapshot, now time.Time) []Item {
 				out = append(out, it)
 				continue
 			}
+			if why, ok := s.NotBilled[res.UUID]; ok {
+				it.Action, it.Reason = changeset.Skip, why
+				out = append(out, it)
+				continue
+			}
 			if c.AccountingType == "limit" {
 				if lim == nil && limErr == nil {
 					lim, limErr = render.EffectiveLimits(o, res, updates[res.UUID])
 				}
-				planLimit(&it, s, lim, limErr)
+				if allocation == config.AllocationTimeWeighted {
+					planTimeWeighted(&it, s, lim, limErr, now)
+				} else {
+					planLimit(&it, s, lim, limErr)
+				}
 			} else {
 				planMeasured(&it, o, c, s, now)
 			}
@@ -394,8 +603,12 @@ func planLimit(it *Item, s Snapshot, lim map[string]float64, err error) {
 		return
 	}
 	rec := s.Current[Key{it.Resource.UUID, it.Type}]
+	if rec != nil && hasSample(rec.Description) {
+		it.Action, it.Reason = changeset.Skip, "the month's record holds unit-hours (written with usage.allocation time_weighted): left as it is; peak allocation is billed from next month's record"
+		return
+	}
 	it.Amount = round2(math.Max(v, it.Old))
-	it.Description = "waldur-gitops: allocation in effect"
+	it.Description = peakDescription
 	switch {
 	case rec == nil:
 		it.Action, it.Reason = changeset.Create, "allocation "+waldur.FormatAmount(it.Amount)
@@ -409,6 +622,33 @@ func planLimit(it *Item, s Snapshot, lim map[string]float64, err error) {
 	}
 }
 
+// peakDescription is the description of a peak allocation record.
+const peakDescription = "waldur-gitops: allocation in effect"
+
+// planTimeWeighted bills a limit-based component as unit-hours: the
+// allocation in effect now is the sample, accumulated as measured usage is.
+func planTimeWeighted(it *Item, s Snapshot, lim map[string]float64, err error, now time.Time) {
+	if err != nil {
+		it.Action, it.Reason = changeset.Skip, err.Error()
+		return
+	}
+	v, ok := lim[it.Type]
+	if !ok {
+		it.Action, it.Reason = changeset.Skip, "the resource has no limit for this component"
+		return
+	}
+	if rec := s.Current[Key{it.Resource.UUID, it.Type}]; rec != nil && strings.TrimSpace(rec.Description) == peakDescription {
+		it.Action, it.Reason = changeset.Skip, "the month's record holds the peak allocation (written with usage.allocation peak): left as it is; unit-hours are billed from next month's record"
+		return
+	}
+	typ := it.Type
+	desc := func(smp sample) string {
+		return fmt.Sprintf("waldur-gitops: unit-hours of the allocated %s (time_weighted); last sample %s at %s",
+			typ, strconv.FormatFloat(smp.value, 'g', -1, 64), smp.at.UTC().Format(time.RFC3339))
+	}
+	accumulate(it, s, now, v, 1, desc, fmt.Sprintf(" (unit-hours of allocation %s)", strconv.FormatFloat(v, 'g', 6, 64)))
+}
+
 func planMeasured(it *Item, o *config.Offering, c config.Component, s Snapshot, now time.Time) {
 	key := c.MeasuredFrom
 	cur, ok, why := used(it.Resource, key, s)
@@ -420,6 +660,20 @@ func planMeasured(it *Item, o *config.Offering, c config.Component, s Snapshot, 
 	if factor <= 0 {
 		factor = 1
 	}
+	unit := kube.UnitOf(key).Name
+	if unit == "" {
+		unit = "unit"
+	}
+	note := fmt.Sprintf(" (%s %s-hours; sample %s)", key, unit, strconv.FormatFloat(cur, 'g', 6, 64))
+	accumulate(it, s, now, cur, factor, func(smp sample) string { return describe(key, smp) }, note)
+}
+
+// accumulate plans an accumulated record: Waldur's month-to-date total plus
+// the last sample (read back from the record's description) × the hours
+// since it, divided by factor, with cur as the new sample; desc writes a
+// description holding a sample. The first report of a month closes the
+// previous month from its last sample.
+func accumulate(it *Item, s Snapshot, now time.Time, cur, factor float64, desc func(sample) string, note string) {
 	start := monthStart(now)
 	rec := s.Current[Key{it.Resource.UUID, it.Type}]
 	var last sample
@@ -442,7 +696,7 @@ func planMeasured(it *Item, o *config.Offering, c config.Component, s Snapshot, 
 				it.Close = &Item{
 					Resource: it.Resource, Type: it.Type, Old: old, Action: changeset.Update,
 					Amount:      round2(math.Max(old, old+ps.value*start.Sub(ps.at).Hours()/factor)),
-					Description: describe(key, closed),
+					Description: desc(closed),
 				}
 				it.Close.Reason = "previous month closed: " + waldur.FormatAmount(old) + " → " + waldur.FormatAmount(it.Close.Amount)
 			}
@@ -450,12 +704,7 @@ func planMeasured(it *Item, o *config.Offering, c config.Component, s Snapshot, 
 	}
 	next := sample{cur, now}
 	it.Amount = round2(math.Max(total, it.Old))
-	it.Description = describe(key, next)
-	unit := kube.UnitOf(key).Name
-	if unit == "" {
-		unit = "unit"
-	}
-	note := fmt.Sprintf(" (%s %s-hours; sample %s)", key, unit, strconv.FormatFloat(cur, 'g', 6, 64))
+	it.Description = desc(next)
 	switch {
 	case rec == nil:
 		it.Action, it.Reason = changeset.Create, waldur.FormatAmount(it.Amount)+note

@@ -26,9 +26,10 @@ const offering = waldur.UUID("0ff0000000004000800000000000000b")
 // cluster is a fake of the two list calls measuring makes.
 type cluster struct {
 	mu   sync.Mutex
-	used map[string]map[string]string // namespace → key → quantity
-	ns   map[string]waldur.UUID       // namespace → resource label
-	err  error
+	used     map[string]map[string]string // namespace → key → quantity
+	ns       map[string]waldur.UUID       // namespace → resource label
+	deleting map[string]bool              // namespaces being deleted
+	err      error
 }
 
 func (c *cluster) set(ns string, res waldur.UUID, used map[string]string) {
@@ -48,7 +49,7 @@ func (c *cluster) Namespaces(context.Context, string) ([]kube.Namespace, error) 
 	}
 	var out []kube.Namespace
 	for n, r := range c.ns {
-		out = append(out, kube.Namespace{Name: n, Labels: map[string]string{"waldur.io/resource-uuid": string(r)}})
+		out = append(out, kube.Namespace{Name: n, Labels: map[string]string{"waldur.io/resource-uuid": string(r)}, Terminating: c.deleting[n]})
 	}
 	return out, nil
 }
@@ -58,6 +59,9 @@ func (c *cluster) Quotas(context.Context, string) ([]kube.Quota, error) {
 	defer c.mu.Unlock()
 	var out []kube.Quota
 	for n, used := range c.used {
+		if used == nil {
+			continue
+		}
 		q := kube.Quota{Namespace: n, Name: "waldur-quota", Used: map[string]resource.Quantity{}}
 		for k, v := range used {
 			q.Used[k] = resource.MustParse(v)
@@ -70,6 +74,7 @@ func (c *cluster) Quotas(context.Context, string) ([]kube.Quota, error) {
 type env struct {
 	t       *testing.T
 	srv     *waldurtest.Server
+	config  *config.Config
 	cfg     *config.Offering
 	cluster *cluster
 	client  *waldur.Client
@@ -79,8 +84,14 @@ type env struct {
 
 func newEnv(t *testing.T, components string) *env {
 	t.Helper()
+	return newEnvTop(t, "", components)
+}
+
+// newEnvTop is newEnv with top-level config text before the offerings.
+func newEnvTop(t *testing.T, top, components string) *env {
+	t.Helper()
 	srv := waldurtest.New(t)
-	text := fmt.Sprintf(`offerings:
+	text := top + fmt.Sprintf(`offerings:
 - name: Plain
   waldur_api_url: %s
   waldur_offering_uuid: %s
@@ -98,7 +109,7 @@ func newEnv(t *testing.T, components string) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, srv: srv, cfg: &l.Offerings[0], cluster: &cluster{}, client: c}
+	e := &env{t: t, srv: srv, config: l.Config, cfg: &l.Offerings[0], cluster: &cluster{}, client: c}
 	srv.OnRequest(func(r *http.Request, body []byte) {
 		if r.Method == http.MethodPost {
 			e.mu.Lock()
@@ -113,7 +124,7 @@ func (e *env) run(at time.Time) (changeset.Set, error) {
 	e.t.Helper()
 	r := &usage.Reporter{
 		Offerings: []*usage.Offering{{Config: e.cfg, Waldur: e.client, Cluster: e.cluster}},
-		Location:  time.UTC, Now: func() time.Time { return at },
+		Config:    e.config, Location: time.UTC, Now: func() time.Time { return at },
 	}
 	cs, _, err := r.Run(context.Background())
 	return cs, err
@@ -221,6 +232,7 @@ func TestUnchangedIsSkippedWithoutLosingHours(t *testing.T) {
 func TestAllocationsNeverDecrease(t *testing.T) {
 	e := newEnv(t, "    cpu: {accounting_type: limit}\n    ram: {accounting_type: limit}\n    cpu_hours: {accounting_type: usage}\n")
 	res := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "gamma", Limits: waldur.Limits{"cpu": "4", "ram": "8"}})
+	e.cluster.set("waldur-gamma", res, nil)
 	cs := mustRun(t, e, at(3, 9, 0))
 	if a, _ := e.amount(res, "cpu", "2026-03-01"); a != "4.00" {
 		t.Errorf("cpu %s", a)
@@ -351,4 +363,85 @@ func mustRun(t *testing.T, e *env, when time.Time) changeset.Set {
 		t.Fatal(err)
 	}
 	return cs
+}
+
+// Only resources whose tenant exists are billed: one the renderer skips (bad
+// limits, a slug that is no namespace name) is not, nor one whose namespace
+// is missing or being deleted in the cluster (direct mode deleted it, or it
+// is not applied yet); a resource being terminated is billed while its
+// namespace exists. Each left-out resource is a skip entry with the reason,
+// and nothing is posted for it.
+func TestBillsOnlyTenantsThatExist(t *testing.T) {
+	e := newEnv(t, "    cpu: {accounting_type: limit}\n    cpu_hours: {accounting_type: usage, measured_from: requests.cpu}\n")
+	add := func(slug, state string, limits waldur.Limits, ns string) waldur.UUID {
+		id := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: slug, State: state, Limits: limits})
+		if ns != "" {
+			e.cluster.set(ns, id, map[string]string{"requests.cpu": "1"})
+		}
+		return id
+	}
+	long := "Bad_Name"
+	ids := map[string]waldur.UUID{
+		"fine":     add("fine", "", waldur.Limits{"cpu": "2"}, "waldur-fine"),
+		"bad":      add("bad", "", waldur.Limits{"cpu": "-1"}, "waldur-bad"),
+		"long":     add(long, "", waldur.Limits{"cpu": "2"}, "waldur-bad-name"),
+		"gone":     add("gone", "", waldur.Limits{"cpu": "2"}, ""),
+		"deleting": add("deleting", "", waldur.Limits{"cpu": "2"}, "waldur-deleting"),
+		"leaving":  add("leaving", waldur.ResourceTerminating, waldur.Limits{"cpu": "2"}, "waldur-leaving"),
+		"left":     add("left", waldur.ResourceTerminating, waldur.Limits{"cpu": "2"}, ""),
+	}
+	e.cluster.deleting = map[string]bool{"waldur-deleting": true}
+	cs := mustRun(t, e, at(8, 12, 0))
+	for _, tc := range []struct {
+		slug   string
+		billed bool
+		reason string
+	}{
+		{"fine", true, ""},
+		{"leaving", true, ""},
+		{"bad", false, "not billed: the resource has no rendered tenant (skipped: invalid resource limits: cpu=-1 is negative)"},
+		{long, false, "not billed: the resource has no rendered tenant (skipped: namespace name"},
+		{"gone", false, "not billed: the tenant's namespace waldur-gone does not exist in the cluster"},
+		{"deleting", false, "not billed: the tenant's namespace waldur-deleting is being deleted in the cluster"},
+		{"left", false, "no namespace of the resource exists in the cluster (none labelled waldur.io/resource-uuid="},
+	} {
+		name := tc.slug
+		if name == long {
+			name = "long"
+		}
+		t.Run(name, func(t *testing.T) {
+			for _, typ := range []string{"cpu", "cpu_hours"} {
+				got := find(t, cs, tc.slug+" "+typ)
+				posted := len(e.srv.Usages(ids[name])) > 0
+				switch {
+				case tc.billed && (got.Action != changeset.Create || !posted):
+					t.Errorf("%s: want billed, got %+v (posted %v)", typ, got, posted)
+				case !tc.billed && (got.Action != changeset.Skip || !strings.Contains(got.Reason, tc.reason) || posted):
+					t.Errorf("%s: want a skip with %q, got %+v (posted %v)", typ, tc.reason, got, posted)
+				}
+			}
+		})
+	}
+	if got := find(t, cs, "left cpu"); !strings.HasSuffix(got.Reason, "(the resource is being terminated)") {
+		t.Errorf("left: %q", got.Reason)
+	}
+}
+
+// Without a cluster, the render alone decides: a resource the renderer
+// skips is not billed, the others are.
+func TestBillsOnlyRenderedTenantsWithoutCluster(t *testing.T) {
+	e := newEnv(t, "    cpu: {accounting_type: limit}\n")
+	fine := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "fine", Limits: waldur.Limits{"cpu": "2"}})
+	long := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "Not_A_Label", Limits: waldur.Limits{"cpu": "2"}})
+	r := &usage.Reporter{Offerings: []*usage.Offering{{Config: e.cfg, Waldur: e.client}}, Config: e.config, Now: func() time.Time { return at(9, 0, 0) }}
+	cs, _, err := r.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := e.amount(fine, "cpu", "2026-03-01"); a != "2.00" {
+		t.Errorf("fine: %q", a)
+	}
+	if got := find(t, cs, "Not_A_Label cpu"); got.Action != changeset.Skip || !strings.Contains(got.Reason, "no rendered tenant") || len(e.srv.Usages(long)) > 0 {
+		t.Errorf("skipped resource: %+v, records %v", got, e.srv.Usages(long))
+	}
 }
