@@ -25,7 +25,7 @@ const offering = waldur.UUID("0ff0000000004000800000000000000b")
 
 // cluster is a fake of the two list calls measuring makes.
 type cluster struct {
-	mu   sync.Mutex
+	mu       sync.Mutex
 	used     map[string]map[string]string // namespace → key → quantity
 	ns       map[string]waldur.UUID       // namespace → resource label
 	deleting map[string]bool              // namespaces being deleted
