@@ -445,3 +445,67 @@ func TestBillsOnlyRenderedTenantsWithoutCluster(t *testing.T) {
 		t.Errorf("skipped resource: %+v, records %v", got, e.srv.Usages(long))
 	}
 }
+
+// usage.allocation time_weighted bills unit-hours of the allocation: each
+// limit value × the hours it held, accumulated in Waldur's record as measured
+// usage is, across an Update and over the month change.
+func TestTimeWeightedAllocation(t *testing.T) {
+	e := newEnvTop(t, "usage: {allocation: time_weighted}\n", "    cpu: {accounting_type: limit}\n")
+	res := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "tw", Limits: waldur.Limits{"cpu": "4"}})
+	e.cluster.set("waldur-tw", res, nil)
+	steps := []struct {
+		at     time.Time
+		update string // an executing Update order's cpu from this step on
+		month  string
+		want   string
+		sample string
+	}{
+		{at(5, 10, 0), "", "2026-03-01", "0.00", "last sample 4 at 2026-03-05T10:00:00Z"},
+		{at(5, 13, 0), "8", "2026-03-01", "12.00", "last sample 8 at 2026-03-05T13:00:00Z"},                               // 4 cores × 3 h
+		{at(5, 14, 30), "", "2026-03-01", "24.00", "last sample 8 at 2026-03-05T14:30:00Z"},                               // + 8 × 1.5 h
+		{time.Date(2026, 4, 1, 2, 0, 0, 0, time.UTC), "", "2026-04-01", "16.00", "last sample 8 at 2026-04-01T02:00:00Z"}, // 8 × 2 h of April
+	}
+	for i, st := range steps {
+		if st.update != "" {
+			e.srv.AddOrder(offering, waldur.Order{Type: waldur.OrderUpdate, State: waldur.OrderExecuting, MarketplaceResourceUUID: res, Limits: waldur.Limits{"cpu": waldur.Amount(st.update)}})
+		}
+		cs := mustRun(t, e, st.at)
+		a, d := e.amount(res, "cpu", st.month)
+		if a != st.want || !strings.HasSuffix(d, st.sample) || !strings.Contains(d, "unit-hours of the allocated cpu") {
+			t.Errorf("step %d: %s %q, want %s with %q; entries %v", i, a, d, st.want, st.sample, cs.Entries)
+		}
+	}
+	// March closed at its last instant: 24 + 8 × 633.5 h (5 March 14:30 to 1 April).
+	if a, d := e.amount(res, "cpu", "2026-03-01"); a != "5092.00" || !strings.HasSuffix(d, "at 2026-04-01T00:00:00Z") {
+		t.Errorf("March closed: %s %q", a, d)
+	}
+	if v := e.srv.Violations(); len(v) > 0 {
+		t.Errorf("contract violations: %v", v)
+	}
+}
+
+// A record of the month written in the other mode is left as it is, with a
+// skip entry that says so: the modes mix neither ways.
+func TestAllocationModesDoNotMix(t *testing.T) {
+	for _, tc := range []struct {
+		name, first, second, want string
+	}{
+		{"peak record, then time_weighted", "peak", "time_weighted", "the month's record holds the peak allocation"},
+		{"time_weighted record, then peak", "time_weighted", "peak", "the month's record holds unit-hours"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "    cpu: {accounting_type: limit}\n")
+			res := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "mix", Limits: waldur.Limits{"cpu": "4"}})
+			e.cluster.set("waldur-mix", res, nil)
+			e.config.Usage.Allocation = tc.first
+			mustRun(t, e, at(5, 10, 0))
+			before, _ := e.amount(res, "cpu", "2026-03-01")
+			e.config.Usage.Allocation = tc.second
+			cs := mustRun(t, e, at(5, 12, 0))
+			after, _ := e.amount(res, "cpu", "2026-03-01")
+			if got := find(t, cs, "mix cpu"); got.Action != changeset.Skip || !strings.Contains(got.Reason, tc.want) || before != after {
+				t.Errorf("%+v; record %s → %s", got, before, after)
+			}
+		})
+	}
+}
