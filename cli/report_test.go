@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -206,5 +207,69 @@ func TestReportSnapshotDryRun(t *testing.T) {
 				t.Errorf("exit %d, want %d with %q\n%s", code, ExitUsage, tc.want, stderr)
 			}
 		})
+	}
+}
+
+// Only tenants that exist are billed, end to end: a resource the renderer
+// skips (bad limits) is not, although its old namespace still reports usage;
+// nor is one whose namespace the cluster does not have (direct mode deleted
+// it). Both are listed as skipped with the reason; the healthy one is billed.
+func TestReportBillsOnlyExistingTenants(t *testing.T) {
+	srv, cfg, res, cl, _ := usageSetup(t)
+	bad := srv.AddResource(waldur.Resource{OfferingUUID: usageOffering, Slug: "bad", Limits: waldur.Limits{"cpu": "-1"}})
+	gone := srv.AddResource(waldur.Resource{OfferingUUID: usageOffering, Slug: "gone", Limits: waldur.Limits{"cpu": "2"}})
+	cl.mu.Lock()
+	cl.res["waldur-bad"], cl.used["waldur-bad"] = string(bad), "1"
+	cl.mu.Unlock()
+	code, stdout, stderr := run(t, "report", "--config", cfg, "--kubeconfig", "/etc/kube/test", "--output", "json")
+	if code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	entries := map[string]string{}
+	for _, e := range readReport(t, []byte(stdout)).Changes {
+		entries[e.Subject] = string(e.Action) + " " + e.Reason
+	}
+	for _, tc := range []struct {
+		name    string
+		res     waldur.UUID
+		subject string
+		want    string
+	}{
+		{"skipped by the renderer", bad, "plain/bad cpu_hours", "skip not billed: the resource has no rendered tenant (skipped: invalid resource limits"},
+		{"namespace gone", gone, "plain/gone cpu", "skip not billed: the tenant's namespace waldur-gone does not exist in the cluster"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := entries[tc.subject]; !strings.HasPrefix(got, tc.want) {
+				t.Errorf("%s: %q, want %q", tc.subject, got, tc.want)
+			}
+			if u := srv.Usages(tc.res); len(u) != 0 {
+				t.Errorf("billed: %v", u)
+			}
+		})
+	}
+	if got := storedUsage(srv, res, "cpu"); got != "4.00" {
+		t.Errorf("the existing tenant: cpu %q", got)
+	}
+}
+
+// usage.allocation time_weighted in the config bills unit-hours of the
+// allocation: 4 cores held for 1.5 hours are 6.
+func TestReportTimeWeightedAllocation(t *testing.T) {
+	srv, cfg, res, _, now := usageSetup(t)
+	text, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, cfg, "usage: {allocation: time_weighted}\n"+string(text))
+	for i, want := range []string{"0.00", "6.00"} {
+		if i > 0 {
+			*now = now.Add(90 * time.Minute)
+		}
+		if code, _, stderr := run(t, "report", "--config", cfg, "--kubeconfig", "/etc/kube/test"); code != ExitOK {
+			t.Fatalf("run %d: exit %d\n%s", i, code, stderr)
+		}
+		if got := storedUsage(srv, res, "cpu"); got != want {
+			t.Errorf("run %d: cpu %q, want %q", i, got, want)
+		}
 	}
 }
