@@ -2,13 +2,22 @@
 // totals, dated the first instant of the billing month in the configured time
 // zone, one record per resource, component and month.
 //
+// Only resources whose tenant exists are billed: the state read is rendered
+// as sync renders it (render.Renderer, claims across offerings included), a
+// resource without a rendered tenant is left out, and where the cluster is
+// read so is one whose namespace is not there (see NotBilled). Each left-out
+// resource is a skip entry with the reason.
+//
 // Two kinds of component are reported:
 //
 //   - Limit-based components (accounting_type: limit) report the allocation in
 //     effect: the limit the renderer puts into the tenant's quota (the newest
 //     executing Update order's limits, else the resource's, with the paused and
-//     downscaled rules applied). The month's value is the highest allocation
-//     seen: a lower one is never reported.
+//     downscaled rules applied). With usage.allocation peak (the default) the
+//     month's value is the highest allocation seen: a lower one is never
+//     reported. With time_weighted it is unit-hours, each allocation × the
+//     hours it held, accumulated as measured usage is (below), the allocation
+//     in effect at each report being the sample.
 //   - Measured components (accounting_type: usage with measured_from) report
 //     unit-hours: the ResourceQuota status.used value of the key, summed over
 //     the resource's namespaces, accumulated over time.

@@ -448,7 +448,8 @@ func TestBillsOnlyRenderedTenantsWithoutCluster(t *testing.T) {
 
 // usage.allocation time_weighted bills unit-hours of the allocation: each
 // limit value × the hours it held, accumulated in Waldur's record as measured
-// usage is, across an Update and over the month change.
+// usage is, across an increase, a decrease and the month change: the worked
+// example of docs/orders.md.
 func TestTimeWeightedAllocation(t *testing.T) {
 	e := newEnvTop(t, "usage: {allocation: time_weighted}\n", "    cpu: {accounting_type: limit}\n")
 	res := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "tw", Limits: waldur.Limits{"cpu": "4"}})
@@ -461,9 +462,10 @@ func TestTimeWeightedAllocation(t *testing.T) {
 		sample string
 	}{
 		{at(5, 10, 0), "", "2026-03-01", "0.00", "last sample 4 at 2026-03-05T10:00:00Z"},
-		{at(5, 13, 0), "8", "2026-03-01", "12.00", "last sample 8 at 2026-03-05T13:00:00Z"},                               // 4 cores × 3 h
-		{at(5, 14, 30), "", "2026-03-01", "24.00", "last sample 8 at 2026-03-05T14:30:00Z"},                               // + 8 × 1.5 h
-		{time.Date(2026, 4, 1, 2, 0, 0, 0, time.UTC), "", "2026-04-01", "16.00", "last sample 8 at 2026-04-01T02:00:00Z"}, // 8 × 2 h of April
+		{at(5, 13, 0), "8", "2026-03-01", "12.00", "last sample 8 at 2026-03-05T13:00:00Z"},                              // 4 cores × 3 h
+		{at(5, 14, 30), "", "2026-03-01", "24.00", "last sample 8 at 2026-03-05T14:30:00Z"},                              // + 8 × 1.5 h
+		{at(6, 14, 30), "2", "2026-03-01", "216.00", "last sample 2 at 2026-03-06T14:30:00Z"},                            // + 8 × 24 h
+		{time.Date(2026, 4, 1, 2, 0, 0, 0, time.UTC), "", "2026-04-01", "4.00", "last sample 2 at 2026-04-01T02:00:00Z"}, // 2 × 2 h of April
 	}
 	for i, st := range steps {
 		if st.update != "" {
@@ -475,8 +477,9 @@ func TestTimeWeightedAllocation(t *testing.T) {
 			t.Errorf("step %d: %s %q, want %s with %q; entries %v", i, a, d, st.want, st.sample, cs.Entries)
 		}
 	}
-	// March closed at its last instant: 24 + 8 × 633.5 h (5 March 14:30 to 1 April).
-	if a, d := e.amount(res, "cpu", "2026-03-01"); a != "5092.00" || !strings.HasSuffix(d, "at 2026-04-01T00:00:00Z") {
+	// March closed at its last instant: 216 + 2 × 609.5 h (6 March 14:30 to
+	// 1 April), as in the worked example of docs/orders.md.
+	if a, d := e.amount(res, "cpu", "2026-03-01"); a != "1435.00" || !strings.HasSuffix(d, "at 2026-04-01T00:00:00Z") {
 		t.Errorf("March closed: %s %q", a, d)
 	}
 	if v := e.srv.Violations(); len(v) > 0 {
