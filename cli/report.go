@@ -13,6 +13,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -42,12 +43,17 @@ func (a *app) reportCommand() *cobra.Command {
 		Aliases: []string{"usage"},
 		Short:   "Post the usage report: month-to-date component usage to Waldur (set_usage)",
 		Long: `Report (alias: usage) makes the usage report: it posts the month-to-date usage
-of every resource in state OK, Updating or Terminating, dated the first instant
-of the billing month in the config's time zone:
+of every resource in state OK, Updating or Terminating that has a tenant,
+dated the first instant of the billing month in the config's time zone. The
+state read is rendered as sync renders it: a resource the renderer skips is
+not billed, and with a cluster (measured components, --kubeconfig or
+kubeconfig_path) neither is one whose namespace does not exist there; each is
+listed as skipped with the reason.
 
   - components with accounting_type limit: the allocation in effect (the limit
-    the renderer puts into the quota); a lower value than the month's is never
-    reported;
+    the renderer puts into the quota); with usage.allocation peak (default)
+    the month's highest, with time_weighted unit-hours (each allocation × the
+    hours it held);
   - components with accounting_type usage and measured_from: unit-hours of that
     ResourceQuota status.used key in the tenant's namespaces (core-hours,
     GiB-hours, count-hours), accumulated between reports. The running total and
@@ -99,8 +105,12 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if err != nil {
 		return usageErr("timezone: %w", err)
 	}
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		return engine.Classify(engine.ClassConfig, err)
+	}
 	ctx, calls := waldur.WithTally(ctx)
-	rp := &usage.Reporter{Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
+	rp := &usage.Reporter{Config: cfg.Config, Templates: tpls, Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
 		uo := &usage.Offering{Config: o}
@@ -117,20 +127,24 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 			}
 			uo.Waldur = c
 		}
-		if hasMeasured(o) {
-			src := kube.Source{Path: f.kubeconfig}
-			if src.Path == "" {
-				cs := o.Settings.Common()
-				src = kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext}
-			}
+		src := kube.Source{Path: f.kubeconfig}
+		if src.Path == "" {
+			cs := o.Settings.Common()
+			src = kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext}
+		}
+		// Measured components need the cluster; with one named, it also
+		// shows which tenants exist, and only those are billed.
+		if hasMeasured(o) || src.Path != "" {
 			cl, err := openUsageCluster(src)
 			switch {
 			case err != nil && src.Path == "":
 				// Nothing names a cluster and client-go finds none: report
 				// the allocations only.
 				a.log.Warn("measured components are not reported: no kubeconfig", "offering", o.Name, "error", err)
-			case err != nil:
+			case err != nil && hasMeasured(o):
 				return usageErr("offering %s: measured components need a cluster: %w", o.Name, err)
+			case err != nil:
+				return usageErr("offering %s: the usage report checks tenants in the cluster the kubeconfig names, and cannot open it: %w", o.Name, err)
 			default:
 				uo.Cluster = cl
 			}
@@ -142,11 +156,14 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if err := rep.Record(usage.EntryStage, func() (changeset.Set, map[string]int, error) { return rp.Run(ctx) }); err != nil {
 		var re *usage.ReadError
 		var ce *usage.ClusterError
+		var rde *usage.RenderError
 		switch {
 		case errors.As(err, &re):
 			runErr = engine.Classify(engine.ClassWaldur, err)
 		case errors.As(err, &ce):
 			runErr = engine.Classify(engine.ClassCluster, err)
+		case errors.As(err, &rde):
+			runErr = engine.Classify(engine.ClassConfig, err)
 		default:
 			runErr = engine.Classify(engine.ClassPartial, err)
 		}
