@@ -89,5 +89,20 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Connect: o.KeycloakConnect}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
-	return New(s, render.New(cfg, tpls).Render, g, o.Log), nil
+	r := render.New(cfg, tpls)
+	if filesOnly(o) {
+		r = r.WithoutObjects()
+	}
+	return New(s, r.Render, g, o.Log), nil
+}
+
+// filesOnly reports whether a run wired with o uses only the rendered files:
+// it publishes them to Git or a directory and validates nothing on a server.
+// Its render then drops the generic objects of every tenant that fulfils no
+// order (render.Renderer.WithoutObjects), which is most of a render's
+// memory; the order stage still finds the objects of the tenants it reads.
+// Render to stdout prints the objects and apply and --validate-server send
+// them, so those keep every object.
+func filesOnly(o Options) bool {
+	return (o.Publish == Git || o.Publish == Directory) && !o.ValidateServer
 }

@@ -98,7 +98,9 @@ type Tenant struct {
 	// Limits are the effective limits by component key: the resource's, or its
 	// executing Update order's, after the paused and downscaled rules.
 	Limits map[string]float64
-	// Objects are the rendered objects, in file order.
+	// Objects are the rendered objects, in file order. A renderer made
+	// WithoutObjects keeps them only for tenants with Orders and leaves them
+	// nil for the others.
 	Objects []manifest.Object
 	// Files are the encoded files of the directory, sorted by name, kustomization included.
 	Files []File
@@ -138,12 +140,27 @@ type Renderer struct {
 	cfg       *config.Config
 	templates map[string][]*templates.Template
 	workers   int
+	// dropObjects: keep Tenant.Objects only for tenants with orders.
+	dropObjects bool
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
 // LoadTemplates).
 func New(cfg *config.Config, tpls map[string][]*templates.Template) *Renderer {
 	return &Renderer{cfg: cfg, templates: tpls, workers: runtime.GOMAXPROCS(0)}
+}
+
+// WithoutObjects makes Render drop each tenant's Objects once they are
+// encoded into its Files, except for tenants that fulfil an order (Orders
+// not empty), whose objects the order stage reads to know when the cluster
+// shows the change. The Files are the same byte for byte. The generic objects
+// take about two thirds of a result's memory; a run that only publishes
+// files (Git, a directory) and neither applies nor validates objects on a
+// server or prints them needs none of them.
+func (r *Renderer) WithoutObjects() *Renderer {
+	c := *r
+	c.dropObjects = true
+	return &c
 }
 
 // LoadTemplates loads the default and site templates of every offering.
@@ -394,6 +411,9 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 		tn := byTarget[target]
 		if err := tn.encode(); err != nil {
 			return nil, err
+		}
+		if r.dropObjects && len(tn.Orders) == 0 {
+			tn.Objects = nil
 		}
 		out = append(out, tn)
 	}

@@ -1,0 +1,70 @@
+package render
+
+import (
+	"bytes"
+	"reflect"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/synth"
+)
+
+// TestWithoutObjects renders the same state with and without objects, for
+// every backend type: the files are the same byte for byte, and only the
+// tenants that fulfil an order keep their objects.
+func TestWithoutObjects(t *testing.T) {
+	for _, backend := range config.BackendTypes {
+		t.Run(backend, func(t *testing.T) {
+			opts := synth.Options{Tenants: 300, Seed: 7, BackendTypes: []string{backend}}
+			cfg, err := synth.Config(opts, "synth.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			tpls, err := LoadTemplates(cfg.Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			st := synth.Generate(opts)
+			full, err := New(cfg.Config, tpls).Render(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lean, err := New(cfg.Config, tpls).WithoutObjects().Render(st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lean.Tenants) != len(full.Tenants) || len(full.Tenants) == 0 {
+				t.Fatalf("%d tenants without objects, %d with", len(lean.Tenants), len(full.Tenants))
+			}
+			kept, dropped := 0, 0
+			for i, want := range full.Tenants {
+				got := lean.Tenants[i]
+				if got.Dir != want.Dir || len(got.Files) != len(want.Files) {
+					t.Fatalf("tenant %d: %s with %d files, want %s with %d", i, got.Dir, len(got.Files), want.Dir, len(want.Files))
+				}
+				for j, f := range want.Files {
+					if got.Files[j].Name != f.Name || !bytes.Equal(got.Files[j].Data, f.Data) {
+						t.Fatalf("%s/%s differs", want.Dir, f.Name)
+					}
+				}
+				if len(want.Objects) == 0 {
+					t.Fatalf("%s: the full render has no objects", want.Dir)
+				}
+				switch {
+				case len(want.Orders) > 0:
+					if !reflect.DeepEqual(got.Objects, want.Objects) {
+						t.Fatalf("%s fulfils orders %v: its objects differ or were dropped", want.Dir, want.Orders)
+					}
+					kept++
+				case got.Objects != nil:
+					t.Fatalf("%s fulfils no order but kept %d objects", want.Dir, len(got.Objects))
+				default:
+					dropped++
+				}
+			}
+			if kept == 0 || dropped == 0 {
+				t.Fatalf("kept %d, dropped %d: the state should have tenants of both kinds", kept, dropped)
+			}
+		})
+	}
+}
