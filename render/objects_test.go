@@ -2,11 +2,13 @@ package render
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
 	"testing"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // TestWithoutObjects renders the same state with and without objects, for
@@ -64,6 +66,62 @@ func TestWithoutObjects(t *testing.T) {
 			}
 			if kept == 0 || dropped == 0 {
 				t.Fatalf("kept %d, dropped %d: the state should have tenants of both kinds", kept, dropped)
+			}
+		})
+	}
+}
+
+// TestBatchesRenderTheSame renders the example, a synthetic site of every
+// backend type and a state whose resources contest names with batches of
+// several sizes: phase 1 and 2 alternating must give exactly what one batch
+// gives, contested names included (the first-created resource keeps it).
+func TestBatchesRenderTheSame(t *testing.T) {
+	type input struct {
+		name string
+		cfg  *config.Config
+		st   *waldur.State
+	}
+	exCfg, exState, _ := example(t)
+	opts := synth.Options{Tenants: 120, Seed: 11, BackendTypes: config.BackendTypes}
+	synCfg, err := synth.Config(opts, "synth.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var contested []waldur.Resource
+	for i := range 9 {
+		contested = append(contested, resource(i, fmt.Sprintf("slug-%d", i%3), limits("cpu", 1)))
+	}
+	inputs := []input{
+		{"example", exCfg, exState},
+		{"synthetic", synCfg.Config, synth.Generate(opts)},
+		{"contested", mustConfig(t, config.BackendK8sUTNamespace, "", ""), state(contested, nil, member("alice", "manager"))},
+	}
+	for _, in := range inputs {
+		t.Run(in.name, func(t *testing.T) {
+			tpls, err := LoadTemplates(in.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			one := New(in.cfg, tpls)
+			one.batch = 1 << 30
+			res, err := one.Render(in.st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := dump(res)
+			if in.name == "contested" && !bytes.Contains(want, []byte("already used by resource")) {
+				t.Fatalf("no contested name in\n%s", want)
+			}
+			for _, n := range []int{1, 2, 7} {
+				r := New(in.cfg, tpls)
+				r.batch = n
+				res, err := r.Render(in.st)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got := dump(res); !bytes.Equal(got, want) {
+					t.Fatalf("batches of %d:\n%s", n, lineDiff(string(want), string(got)))
+				}
 			}
 		})
 	}

@@ -142,12 +142,14 @@ type Renderer struct {
 	workers   int
 	// dropObjects: keep Tenant.Objects only for tenants with orders.
 	dropObjects bool
+	// batch is how many resources phase 1 prepares before phase 2 builds them.
+	batch int
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
 // LoadTemplates).
 func New(cfg *config.Config, tpls map[string][]*templates.Template) *Renderer {
-	return &Renderer{cfg: cfg, templates: tpls, workers: runtime.GOMAXPROCS(0)}
+	return &Renderer{cfg: cfg, templates: tpls, workers: runtime.GOMAXPROCS(0), batch: renderBatch}
 }
 
 // WithoutObjects makes Render drop each tenant's Objects once they are
@@ -222,12 +224,36 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 
 // job is one resource on its way through rendering.
 type job struct {
-	res     *waldur.Resource
-	data    *TenantData
-	groups  []Group
-	orders  []waldur.UUID
-	err     error
-	tenants []*Tenant
+	res    *waldur.Resource
+	data   *TenantData // until its tenants are built
+	groups []Group
+	orders []waldur.UUID
+	err    error
+	// What collecting needs of data once it is gone.
+	name     string
+	warnings []string
+	excluded []excludedMember
+	tenants  []*Tenant
+}
+
+// renderBatch is how many resources phase 1 prepares before phase 2 builds
+// them: enough to keep every worker busy, few enough that the template data
+// of a batch is a small part of a render's memory.
+const renderBatch = 256
+
+// buildBatch runs phase 2 on jobs in parallel and then lets go of their
+// template data.
+func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job) {
+	parallel.For(len(jobs), r.workers, func(i int) {
+		j := jobs[i]
+		if j.err == nil {
+			j.tenants, j.err = r.buildTenants(o, p, j)
+		}
+		if j.data != nil {
+			j.name, j.warnings, j.excluded = j.data.Name, j.data.warnings, j.data.excluded
+			j.data = nil
+		}
+	})
 }
 
 func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group) {
@@ -239,10 +265,14 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
 	})
 	// Phase 1, in order: decide what to render and claim names, so that the
-	// first-created resource keeps a contested name.
+	// first-created resource keeps a contested name. Phase 2, in parallel:
+	// execute templates and encode files. The two alternate in batches, so
+	// that only one batch's template data is alive at a time; the claims of
+	// a batch see every earlier one, so the result is the same.
 	var jobs []*job
 	claimed := map[string]waldur.UUID{}
 	projectClaimed := map[string]*waldur.Resource{}
+	batch := 0
 	for i := range resources {
 		rs := &resources[i]
 		if why := unknownState(rs); why != "" {
@@ -283,14 +313,12 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			j.groups = p.groups(j.data)
 		}
 		jobs = append(jobs, j)
-	}
-	// Phase 2, in parallel: execute templates and encode files.
-	parallel.For(len(jobs), r.workers, func(i int) {
-		j := jobs[i]
-		if j.err == nil {
-			j.tenants, j.err = r.buildTenants(o, p, j)
+		if len(jobs)-batch == r.batch {
+			r.buildBatch(o, p, jobs[batch:])
+			batch = len(jobs)
 		}
-	})
+	}
+	r.buildBatch(o, p, jobs[batch:])
 	// Phase 3, in order: collect.
 	for _, j := range jobs {
 		if j.err != nil {
@@ -304,14 +332,14 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		}
 		res.Tenants = append(res.Tenants, j.tenants...)
 		subject := o.DirName() + "/" + resourceLabel(j.res)
-		for _, w := range j.data.warnings {
+		for _, w := range j.warnings {
 			res.Warnings = append(res.Warnings, Warning{Offering: o.Name, Resource: j.res.UUID, Subject: subject, Message: w})
 		}
-		for _, e := range j.data.excluded {
+		for _, e := range j.excluded {
 			res.Changes.Add(changeset.Entry{
 				Stage: "render", Kind: "Member", Action: changeset.Skip, Offering: o.Name,
 				Subject: subject + " member " + strconv.Quote(e.name), Resource: string(j.res.UUID),
-				Reason: "left out of tenant " + j.data.Name + ": " + e.reason,
+				Reason: "left out of tenant " + j.name + ": " + e.reason,
 			})
 		}
 		for _, g := range j.groups {
