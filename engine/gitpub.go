@@ -68,6 +68,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	var tenants changeset.Set
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
+		res.Share(cur) // one copy of every unchanged file, not two
 		next := Layout(p.Config).Apply(res.Tree(cur))
 		tenants = res.Compare(cur, next)
 		tenants.Merge(kept)

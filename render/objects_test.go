@@ -126,3 +126,49 @@ func TestBatchesRenderTheSame(t *testing.T) {
 		})
 	}
 }
+
+// TestShare: after Share, every rendered file equal to the one at its path in
+// the previous tree holds the previous tree's bytes, a changed one keeps its
+// own, and the tree laid out is the same.
+func TestShare(t *testing.T) {
+	_, _, res := example(t)
+	want := res.Tree(nil)
+	prev := Tree{}
+	for p, data := range want {
+		prev[p] = bytes.Clone(data)
+	}
+	var changed string
+	for _, tn := range res.Tenants {
+		changed = tn.Dir + "/" + tn.Files[0].Name
+		break
+	}
+	prev[changed] = []byte("changed: true\n")
+	files := 0
+	for _, tn := range res.Tenants {
+		files += len(tn.Files)
+	}
+	if n := res.Share(prev); n != files-1 {
+		t.Fatalf("Share shared %d files, want %d", n, files-1)
+	}
+	for _, tn := range res.Tenants {
+		for _, f := range tn.Files {
+			p := tn.Dir + "/" + f.Name
+			shared := &prev[p][0] == &f.Data[0]
+			if shared == (p == changed) {
+				t.Fatalf("%s: shared %t", p, shared)
+			}
+		}
+	}
+	got := res.Tree(nil)
+	if len(got) != len(want) {
+		t.Fatalf("%d files after Share, want %d", len(got), len(want))
+	}
+	for p, data := range want {
+		if !bytes.Equal(got[p], data) {
+			t.Fatalf("%s changed", p)
+		}
+	}
+	if n := res.Share(nil); n != 0 {
+		t.Fatalf("Share(nil) = %d", n)
+	}
+}
