@@ -70,9 +70,11 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, Log: o.Log}
 		}
 	}
+	var previous func() render.Tree
 	switch o.Publish {
 	case Git:
-		s.Publisher = &GitPublisher{Config: cfg, Log: o.Log}
+		gp := &GitPublisher{Config: cfg, Log: o.Log}
+		s.Publisher, previous = gp, gp.Previous
 	case Cluster:
 		opts := o.Apply
 		opts.Log = o.Log
@@ -92,6 +94,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	r := render.New(cfg, tpls)
 	if filesOnly(o) {
 		r = r.WithoutObjects()
+	}
+	if previous != nil {
+		r = r.SharingWith(previous)
 	}
 	return New(s, r.Render, g, o.Log), nil
 }

@@ -144,6 +144,8 @@ type Renderer struct {
 	dropObjects bool
 	// batch is how many resources phase 1 prepares before phase 2 builds them.
 	batch int
+	// previous returns the tree in place, whose bytes equal files share.
+	previous func() Tree
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
@@ -162,6 +164,18 @@ func New(cfg *config.Config, tpls map[string][]*templates.Template) *Renderer {
 func (r *Renderer) WithoutObjects() *Renderer {
 	c := *r
 	c.dropObjects = true
+	return &c
+}
+
+// SharingWith makes Render call previous once, at its start, for the tree
+// currently in place (nil when unknown), and give every file it encodes
+// whose bytes equal those at the same path there that tree's bytes instead
+// of its own (see Result.Share). A re-render of an unchanged site then keeps
+// a single copy of its files from the start, not two until the end. previous
+// may block, for example until the tree has been fetched.
+func (r *Renderer) SharingWith(previous func() Tree) *Renderer {
+	c := *r
+	c.previous = previous
 	return &c
 }
 
@@ -185,6 +199,10 @@ func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error)
 func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}, Kept: map[waldur.UUID]string{}, Gone: map[waldur.UUID]string{}}
 	groups := map[string]*Group{}
+	var prev Tree
+	if r.previous != nil {
+		prev = r.previous()
+	}
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
 		if why, unread := st.Unread[o.Name]; unread {
@@ -204,7 +222,7 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		for _, id := range ost.Terminated {
 			res.Gone[id] = "terminated in Waldur"
 		}
-		r.renderOffering(o, ost, res, groups)
+		r.renderOffering(o, ost, res, groups, prev)
 	}
 	slices.SortFunc(res.Tenants, func(a, b *Tenant) int { return cmp.Compare(a.Dir, b.Dir) })
 	for _, g := range groups {
@@ -242,12 +260,15 @@ type job struct {
 const renderBatch = 256
 
 // buildBatch runs phase 2 on jobs in parallel and then lets go of their
-// template data.
-func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job) {
+// template data. Files equal to those of prev take prev's bytes.
+func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev Tree) {
 	parallel.For(len(jobs), r.workers, func(i int) {
 		j := jobs[i]
 		if j.err == nil {
 			j.tenants, j.err = r.buildTenants(o, p, j)
+		}
+		for _, tn := range j.tenants {
+			tn.share(prev)
 		}
 		if j.data != nil {
 			j.name, j.warnings, j.excluded = j.data.Name, j.data.warnings, j.data.excluded
@@ -256,7 +277,7 @@ func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job) {
 	})
 }
 
-func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group) {
+func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group, prev Tree) {
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
 	in.terminations(res.Terminations)
@@ -314,11 +335,11 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		}
 		jobs = append(jobs, j)
 		if len(jobs)-batch == r.batch {
-			r.buildBatch(o, p, jobs[batch:])
+			r.buildBatch(o, p, jobs[batch:], prev)
 			batch = len(jobs)
 		}
 	}
-	r.buildBatch(o, p, jobs[batch:])
+	r.buildBatch(o, p, jobs[batch:], prev)
 	// Phase 3, in order: collect.
 	for _, j := range jobs {
 		if j.err != nil {

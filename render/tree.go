@@ -34,19 +34,26 @@ type Tree map[string][]byte
 // tenants the rendered copy is tens of MiB. Nothing changes a rendered file's
 // bytes, so sharing them is safe.
 func (res *Result) Share(prev Tree) int {
+	n := 0
+	for _, tn := range res.Tenants {
+		n += tn.share(prev)
+	}
+	return n
+}
+
+// share gives the tenant's files equal to prev's the bytes of prev.
+func (t *Tenant) share(prev Tree) int {
 	if len(prev) == 0 {
 		return 0
 	}
 	n := 0
 	var key []byte
-	for _, tn := range res.Tenants {
-		for i := range tn.Files {
-			f := &tn.Files[i]
-			key = append(append(append(key[:0], tn.Dir...), '/'), f.Name...)
-			if old, ok := prev[string(key)]; ok && bytes.Equal(old, f.Data) {
-				f.Data = old
-				n++
-			}
+	for i := range t.Files {
+		f := &t.Files[i]
+		key = append(append(append(key[:0], t.Dir...), '/'), f.Name...)
+		if old, ok := prev[string(key)]; ok && bytes.Equal(old, f.Data) {
+			f.Data = old
+			n++
 		}
 	}
 	return n
