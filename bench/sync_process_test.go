@@ -9,13 +9,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+	"sigs.k8s.io/yaml"
+
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/memlimit"
 	"github.com/waldur/waldur-gitops/internal/synth"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -35,10 +40,55 @@ const goalSyncRSSMiB = 300.0
 // (docs/run-report.md).
 const keycloakFailure = "unusable Keycloak connection settings"
 
+// exampleCronJob is the shipped CronJob whose memory limit the benchmark
+// checks the sync against.
+const exampleCronJob = "../examples/deploy/base/cronjob.yaml"
+
+// cronJobMemoryLimit reads the memory limit of the example CronJob's container.
+func cronJobMemoryLimit(b *testing.B) int64 {
+	b.Helper()
+	raw, err := os.ReadFile(exampleCronJob)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var cj struct {
+		Spec struct {
+			JobTemplate struct {
+				Spec struct {
+					Template struct {
+						Spec struct {
+							Containers []struct {
+								Resources struct {
+									Limits map[string]string `json:"limits"`
+								} `json:"resources"`
+							} `json:"containers"`
+						} `json:"spec"`
+					} `json:"template"`
+				} `json:"spec"`
+			} `json:"jobTemplate"`
+		} `json:"spec"`
+	}
+	if err := yaml.Unmarshal(raw, &cj); err != nil {
+		b.Fatalf("%s: %v", exampleCronJob, err)
+	}
+	cs := cj.Spec.JobTemplate.Spec.Template.Spec.Containers
+	if len(cs) == 0 || cs[0].Resources.Limits["memory"] == "" {
+		b.Fatalf("%s: no memory limit on the container", exampleCronJob)
+	}
+	q, err := resource.ParseQuantity(cs[0].Resources.Limits["memory"])
+	if err != nil {
+		b.Fatalf("%s: memory limit: %v", exampleCronJob, err)
+	}
+	return q.Value()
+}
+
 // syncBench holds the built binary and the inputs of one profile's sync.
 type syncBench struct {
 	self, bin, dir string
-	config         string
+	// env is added to the CLI's environment of the next run (the soft
+	// memory limit, or nothing).
+	env    []string
+	config string
 	// snapshots: [0] the generated state, [1] the same with one resource's CPU
 	// limit changed (one tenant file differs).
 	snapshots [2]string
@@ -148,7 +198,11 @@ func (s *syncBench) run(b *testing.B, cfg, repo, snapshot string, wantCommit boo
 	mfile := filepath.Join(s.dir, "measurement.json")
 	os.Remove(mfile)
 	cmd := exec.Command(s.self, s.bin, "sync", "--config", cfg, "--snapshot", snapshot, "--log-level", "warn")
-	cmd.Env = append(os.Environ(), measureEnv+"="+mfile)
+	// Only the mode's GC settings, none inherited.
+	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, "GOMEMLIMIT=") || strings.HasPrefix(kv, "GOGC=")
+	})
+	cmd.Env = append(append(cmd.Env, measureEnv+"="+mfile), s.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -200,54 +254,86 @@ func BenchmarkCLISync(b *testing.B) {
 		b.Fatal(err)
 	}
 	bin := buildCLI(b, b.TempDir())
+	// In the pod the binary derives its soft memory limit from the
+	// container's (internal/memlimit); here there is no container, so the
+	// benchmark passes the same value as GOMEMLIMIT. Every iteration also
+	// runs the same sync with the runtime's defaults (no soft limit), so
+	// that what the limit costs in CPU is a ratio measured side by side.
+	limit := cronJobMemoryLimit(b)
+	soft := memlimit.Soft(limit)
+	modes := [][]string{{"GOMEMLIMIT=" + strconv.FormatInt(soft, 10)}, nil}
 	for _, profile := range config.BackendTypes {
 		s := newSyncBench(b, self, bin, profile, n)
 		name := fmt.Sprintf("%d/%s/", n, profile)
 		b.Run(name+"first", func(b *testing.B) {
-			var runs []measurement
+			var runs [2][]measurement
 			for b.Loop() {
-				b.StopTimer()
-				repo, cfg := s.newRepo(b)
-				b.StartTimer()
-				runs = append(runs, s.run(b, cfg, repo, s.snapshots[0], true))
+				for m, env := range modes {
+					b.StopTimer()
+					repo, cfg := s.newRepo(b)
+					b.StartTimer()
+					s.env = env
+					runs[m] = append(runs[m], s.run(b, cfg, repo, s.snapshots[0], true))
+				}
 			}
-			reportSync(b, runs)
+			reportSync(b, runs, limit, soft)
 		})
-		repo, cfg := s.newRepo(b)
-		s.run(b, cfg, repo, s.snapshots[0], true)
+		var repo, cfg [2]string
+		for m, env := range modes {
+			repo[m], cfg[m] = s.newRepo(b)
+			s.env = env
+			s.run(b, cfg[m], repo[m], s.snapshots[0], true)
+		}
 		b.Run(name+"noop", func(b *testing.B) {
-			var runs []measurement
+			var runs [2][]measurement
 			for b.Loop() {
-				runs = append(runs, s.run(b, cfg, repo, s.snapshots[0], false))
+				for m, env := range modes {
+					s.env = env
+					runs[m] = append(runs[m], s.run(b, cfg[m], repo[m], s.snapshots[0], false))
+				}
 			}
-			reportSync(b, runs)
+			reportSync(b, runs, limit, soft)
 		})
 		b.Run(name+"one-tenant", func(b *testing.B) {
-			var runs []measurement
+			var runs [2][]measurement
 			i := 0
 			for b.Loop() {
 				i++ // alternate: each run changes the limit the last one pushed
-				runs = append(runs, s.run(b, cfg, repo, s.snapshots[i%2], true))
+				for m, env := range modes {
+					s.env = env
+					runs[m] = append(runs[m], s.run(b, cfg[m], repo[m], s.snapshots[i%2], true))
+				}
 			}
-			reportSync(b, runs)
+			reportSync(b, runs, limit, soft)
 		})
 	}
 }
 
-// reportSync reports the largest peak RSS against the goal and the mean wall
-// and CPU time.
-func reportSync(b *testing.B, runs []measurement) {
-	var wall, cpu time.Duration
-	var rss int64
-	for _, r := range runs {
-		wall += r.Wall
-		cpu += r.User + r.Sys
-		rss = max(rss, r.MaxRSSKiB)
+// reportSync reports the largest peak RSS with the soft limit (runs[0])
+// against the goal and the CronJob's limit, the mean wall and CPU time, and
+// the same of the runs with the runtime's defaults (runs[1]).
+func reportSync(b *testing.B, runs [2][]measurement, limit, soft int64) {
+	stats := func(runs []measurement) (rssMiB, wall, cpu float64) {
+		var w, c time.Duration
+		var rss int64
+		for _, r := range runs {
+			w += r.Wall
+			c += r.User + r.Sys
+			rss = max(rss, r.MaxRSSKiB)
+		}
+		k := float64(len(runs))
+		return float64(rss) / 1024, w.Seconds() / k, c.Seconds() / k
 	}
-	k := float64(len(runs))
-	rssMiB := float64(rss) / 1024
-	b.ReportMetric(rssMiB, "peak-RSS-MiB")
-	b.ReportMetric(rssMiB/goalSyncRSSMiB, "RSS-vs-goal")
-	b.ReportMetric(wall.Seconds()/k, "wall-s")
-	b.ReportMetric(cpu.Seconds()/k, "cpu-s")
+	rss, wall, cpu := stats(runs[0])
+	drss, dwall, dcpu := stats(runs[1])
+	b.ReportMetric(rss, "peak-RSS-MiB")
+	b.ReportMetric(rss/goalSyncRSSMiB, "RSS-vs-goal")
+	b.ReportMetric(rss/mib(uint64(limit)), "RSS-vs-cronjob")
+	b.ReportMetric(mib(uint64(soft)), "soft-limit-MiB")
+	b.ReportMetric(wall, "wall-s")
+	b.ReportMetric(cpu, "cpu-s")
+	b.ReportMetric(drss, "default-peak-RSS-MiB")
+	b.ReportMetric(dwall, "default-wall-s")
+	b.ReportMetric(dcpu, "default-cpu-s")
+	b.ReportMetric(cpu/dcpu, "cpu-vs-default")
 }
