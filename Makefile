@@ -5,7 +5,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 LDFLAGS  := -s -w -X github.com/waldur/waldur-gitops/internal/version.Version=$(VERSION)
 PKGS     := ./...
 
-.PHONY: help build image test test-short lint fmt bench fuzz golden example clean validate-examples
+.PHONY: help build image test test-short lint fmt bench fuzz golden example demo clean validate-examples
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -25,14 +25,21 @@ image: ## build the container image without Docker: bin/image/ (OCI layout) and 
 	  -image '$(IMAGE)' $(foreach a,$(IMAGE_ARCHES),-binary linux/$(a)=bin/linux_$(a)/waldur-gitops)
 
 test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min, and fetches Keycloak, ~1 min)
+	@echo "make test: the test control plane (etcd, kube-apiserver, kube-controller-manager, built from the Go module proxy into a cache: the first time about 5-6 minutes on 2 cores, then found at once)"
+	$(GO) run ./internal/kubetest/kubeup -build -kcm
+	@echo "make test: Keycloak for the Keycloak tests (downloaded once, about 1 minute)"
 	$(GO) run ./internal/keycloaktest/prepare
+	@echo "make test: go test -race over every package (about 20-30 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-short: ## run the fast tests: no race detector, no real kube-apiserver
 	$(GO) test -short -count=1 $(PKGS)
 
-lint: ## go vet and a gofmt check
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+lint: ## go vet, staticcheck (pinned) and a gofmt check
 	$(GO) vet $(PKGS)
+	$(GO) run $(STATICCHECK) $(PKGS)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
@@ -57,6 +64,12 @@ validate-examples: ## build every kustomization in examples/ and server-side dry
 
 example: build ## render the bundled example into out/
 	$(BIN) render --config examples/config.yaml --snapshot examples/snapshot.json --out out
+
+# The whole loop offline: Waldur and Keycloak test servers, a local bare Git
+# repository, two syncs (docs/README.md#try-it). DEMO_FLAGS=-keep leaves the
+# servers running and prints how to use them by hand.
+demo: ## run the whole loop on the bundled example, offline (DEMO_FLAGS=-keep keeps the servers up)
+	$(GO) run ./cmd/waldur-gitops-demo $(DEMO_FLAGS)
 
 clean: ## remove build output
 	rm -rf bin out

@@ -517,6 +517,7 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 		rendered[tenantKey{u.offering.Name, u.resource}] = true
 	}
 	existing := map[tenantKey]bool{}
+	scopes := map[tenantKey]map[string]bool{} // the offering and clusters of each tenant in place
 	removed := map[tenantKey][]*candidate{}
 	var out []*candidate
 	for _, cl := range r.clusters {
@@ -525,6 +526,10 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 			c := &candidate{cl: cl, obj: obj, key: key, offering: off, resource: waldur.UUID(normUUID(obj.GetLabels()[manifest.LabelResourceUUID]))}
 			tk := tenantKey{off.Name, c.resource}
 			existing[tk] = true
+			if scopes[tk] == nil {
+				scopes[tk] = map[string]bool{}
+			}
+			scopes[tk]["offering "+off.Name], scopes[tk]["cluster "+cl.name] = true, true
 			switch {
 			case cl.desired[key]:
 				continue
@@ -570,6 +575,7 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 		})
 	}
 	var tenants changeset.Set
+	entryScopes := map[string][]string{}
 	for tk, cs := range removed {
 		e := changeset.Entry{Stage: r.stage, Kind: "Tenant", Action: changeset.Delete, Offering: tk.offering,
 			Subject: tk.offering + "/" + tenantName(cs), Resource: string(tk.resource)}
@@ -577,12 +583,78 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 			e.Orders = append(e.Orders, string(o))
 		}
 		tenants.Add(e)
+		entryScopes[e.Subject] = slices.Sorted(maps.Keys(scopes[tk]))
 	}
 	tenants.Sort()
-	if err := guard.Check(tenants, len(existing), g); err != nil {
+	// The site, and each offering and cluster on its own: one offering
+	// answering an empty list cannot lose its tenants as a small share.
+	inScope := map[string]int{"": len(existing)}
+	for _, sc := range scopes {
+		for s := range sc {
+			inScope[s]++
+		}
+	}
+	scopeOf := func(e changeset.Entry) []string { return entryScopes[e.Subject] }
+	if err := guard.CheckScopedIn(tenants, scopeOf, inScope, g); err != nil {
+		return nil, err
+	}
+	if err := r.checkAccess(g); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// checkAccess is the access guard of direct mode: the RoleBinding subjects
+// and ManagedNamespace users in the clusters that this run would take away
+// from the tenants that stay, counted per tenant (so objects that move keep
+// their grants), against all of them.
+func (r *run) checkAccess(g guard.Options) error {
+	if g.Allow {
+		return nil
+	}
+	want := map[tenantKeyT]int{}
+	for _, u := range r.units {
+		tk := tenantKeyT{u.offering.Name, u.resource}
+		want[tk] += 0
+		for _, it := range u.items {
+			want[tk] += grants(it.obj.Kind(), it.obj)
+		}
+	}
+	have := map[tenantKeyT]int{}
+	existing := 0
+	for _, cl := range r.clusters {
+		for _, obj := range cl.inventory {
+			off := r.byUUID[normUUID(obj.GetAnnotations()[manifest.AnnotationOffering])]
+			n := grants(obj.GetKind(), obj.Object)
+			have[tenantKeyT{off.Name, waldur.UUID(normUUID(obj.GetLabels()[manifest.LabelResourceUUID]))}] += n
+			existing += n
+		}
+	}
+	removed := 0
+	var where []string
+	for tk, n := range have {
+		if w, stays := want[tk]; stays && w < n {
+			removed += n - w
+			where = append(where, tk.offering+"/"+string(tk.resource))
+		}
+	}
+	return guard.CheckAccess("RoleBinding subjects and ManagedNamespace users", removed, existing, where, g)
+}
+
+// grants counts the access an object gives: the subjects of a RoleBinding or
+// ClusterRoleBinding, the users of a ManagedNamespace.
+func grants(kind string, obj map[string]any) int {
+	count := func(path ...string) int {
+		v, _, _ := unstructured.NestedSlice(obj, path...)
+		return len(v)
+	}
+	switch kind {
+	case "RoleBinding", "ClusterRoleBinding":
+		return count("subjects")
+	case "ManagedNamespace":
+		return count("spec", "adminUsers") + count("spec", "rwUsers") + count("spec", "roUsers")
+	}
+	return 0
 }
 
 // confirmRemovals asks Options.Confirm about every tenant pruning would

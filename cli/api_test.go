@@ -16,10 +16,10 @@ import (
 
 // serveExample seeds a Waldur test server with the example snapshot and writes
 // a copy of the example config that points every offering at it.
-func serveExample(t *testing.T) (*waldurtest.Server, string) {
+func serveExample(t *testing.T, opts ...waldurtest.Option) (*waldurtest.Server, string) {
 	t.Helper()
 	const token = "0123456789abcdef0123456789abcdef01234567"
-	srv := waldurtest.New(t, waldurtest.WithToken(token))
+	srv := waldurtest.New(t, append([]waldurtest.Option{waldurtest.WithToken(token)}, opts...)...)
 	snap, err := waldur.LoadSnapshot(exampleSnapshot)
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"slices"
+
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
@@ -44,7 +46,15 @@ defaults: $KUBECONFIG, ~/.kube/config, the in-cluster service account.
 --kubeconfig replaces all of them. With --dry-run=server the API server checks
 and reports every change and stores nothing, and Waldur and Keycloak are only
 read; the exit code is then 1 when something would change. See docs/apply.md.`,
-		Args: cobra.NoArgs,
+		Example: `  # what the API server would change, storing nothing (exit 1 when something would)
+  waldur-gitops apply --config site.yaml --dry-run=server
+
+  # the whole cycle into the clusters of the config's kubeconfig keys
+  waldur-gitops apply --config site.yaml
+
+  # one kubeconfig for every offering, without touching Waldur orders or Keycloak
+  waldur-gitops apply --config site.yaml --kubeconfig ~/.kube/config --no-orders --no-keycloak`,
+		Args: dryRunArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var server bool
 			switch dryRun {
@@ -56,7 +66,7 @@ read; the exit code is then 1 when something would change. See docs/apply.md.`,
 			default:
 				return usageErr("--dry-run must be server or none, got %q", dryRun)
 			}
-			asJSON, err := outputJSON(output)
+			asJSON, err := outputJSON(output, false)
 			if err != nil {
 				return err
 			}
@@ -77,7 +87,7 @@ read; the exit code is then 1 when something would change. See docs/apply.md.`,
 	cmd.Flags().BoolVar(&noOrders, "no-orders", false, "neither approve nor finish Waldur orders (apply only)")
 	cmd.Flags().BoolVar(&noKeycloak, "no-keycloak", false, "do not reconcile the Keycloak groups of offerings with keycloak_enabled")
 	cmd.Flags().Float32Var(&qps, "qps", 100, "requests per second to each cluster, bursts of twice that (0: no client-side limit)")
-	cmd.Flags().StringVar(&output, "output", "text", "output format: text (one line per object that changes) or json (the run report)")
+	outputFlag(cmd, &output, "one line per object that changes; json: the run report")
 	return cmd
 }
 
@@ -88,4 +98,13 @@ func qpsOption(q float32) float32 {
 		return -1
 	}
 	return q
+}
+
+// dryRunArgs takes no arguments, and says how to write the dry-run mode when
+// it was given apart from --dry-run, which takes it only after "=".
+func dryRunArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 && cmd.Flags().Changed("dry-run") && slices.Contains([]string{"server", "client", "none"}, args[0]) {
+		return usageErr("--dry-run %s: write --dry-run=%s (with =); without it %q is taken as an argument", args[0], args[0], args[0])
+	}
+	return cobra.NoArgs(cmd, args)
 }

@@ -137,3 +137,26 @@ func TestApplyOptOuts(t *testing.T) {
 		t.Errorf("%d Keycloak groups with --no-keycloak", n)
 	}
 }
+
+// TestApplyUnreachableClusterIsOneLine: the objects of a cluster that cannot
+// be reached share one line with their count instead of one line each.
+func TestApplyUnreachableClusterIsOneLine(t *testing.T) {
+	kc := filepath.Join(t.TempDir(), "kubeconfig")
+	writeFile(t, kc, "apiVersion: v1\nkind: Config\nclusters:\n- name: x\n  cluster: {server: \"https://127.0.0.1:1\"}\ncontexts:\n- name: x\n  context: {cluster: x, user: u}\ncurrent-context: x\nusers:\n- name: u\n  user: {token: abc}\n")
+	code, stdout, stderr := run(t, "apply", "--config", exampleConfig, "--snapshot", exampleSnapshot, "--kubeconfig", kc, "--no-keycloak")
+	if code != ExitApply {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var lines, counted int
+	for _, l := range strings.Split(stdout, "\n") {
+		if strings.Contains(l, "cluster unreachable") {
+			lines++
+			if strings.Contains(l, " object(s) skipped: ") {
+				counted++
+			}
+		}
+	}
+	if lines != 1 || counted != 1 {
+		t.Errorf("%d lines name the unreachable cluster (%d with a count), want 1:\n%s", lines, counted, stdout)
+	}
+}

@@ -12,26 +12,30 @@ import (
 	"github.com/waldur/waldur-gitops/diagnose"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// diagnoseDeps builds the clients of the checks; tests replace parts of it.
-var diagnoseDeps = func(a *app) diagnose.Deps {
+// diagnoseDeps builds the clients of the checks, each bounded by timeout
+// (--timeout) per request; tests replace parts of it.
+var diagnoseDeps = func(a *app, timeout time.Duration) diagnose.Deps {
 	return diagnose.Deps{
 		Waldur: func(o *config.Offering) (diagnose.WaldurAPI, error) {
-			c, err := a.waldurClient(o)
+			src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: func(opts *waldur.ClientOptions) {
+				tuneWaldurClient(opts)
+				opts.Timeout = timeout
+			}}
+			c, err := src.Client(o)
 			if err != nil {
 				return nil, err
 			}
 			return c, nil
 		},
-		Git:      diagnose.NewGitRemote,
-		Keycloak: diagnose.NewKeycloak,
+		Git: diagnose.NewGitRemote,
+		Keycloak: func(k config.KeycloakSettings) (diagnose.Keycloak, error) {
+			return diagnose.NewKeycloak(k, timeout)
+		},
 		Cluster: func(s kube.Source) (diagnose.ClusterAPI, error) {
-			r, err := kube.Open(s)
-			if err != nil {
-				return nil, err
-			}
-			return r, nil
+			return diagnose.NewCluster(s, timeout)
 		},
 	}
 }
@@ -42,8 +46,8 @@ func (a *app) diagnoseCommand() *cobra.Command {
 	var kubeconfig, output string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "diagnose --config C [--kubeconfig K]",
-		Short: "Check every connection the config names and print a pass/fail table",
+		Use:   "diagnose --config C [--kubeconfig K] [--timeout 30s] [--output json]",
+		Short: "Check every credential and connection the config names and print a table",
 		Long: `Diagnose checks, without changing anything:
 
   - per offering: the Waldur token (GET /api/users/me/) and the offering
@@ -53,16 +57,28 @@ func (a *app) diagnoseCommand() *cobra.Command {
     and write (a push session is opened and closed without sending anything;
     hosts refuse it to credentials that may not push);
   - per Keycloak the offerings use: the login, and reading the realm's groups;
-  - the clusters: --kubeconfig, else every backend_settings.kubeconfig_path
-    (and management_kubeconfig_path): the server answers, and namespaces and
-    resourcequotas can be listed.
+  - the cluster of each offering: --kubeconfig, else its
+    backend_settings.kubeconfig_path (and management_kubeconfig_path), else
+    client-go's default rules ($KUBECONFIG, ~/.kube/config, the pod's service
+    account): the server answers, and namespaces and resourcequotas can be
+    listed. When the default rules find no cluster at all, the row is skipped.
 
-It prints one row per check with the reason of each failure and exits 10 when
-any check fails.`,
+It prints one row per check: the offerings it serves, what it checks, the
+credential it tests (the config key and the file or variable it is read from,
+never the value), and pass, FAIL with the reason, or skip. A check that needs
+an earlier one (the offering after the token, the push after the read, the
+realm after the login) is skipped when that one failed. --timeout bounds each
+check and is the request timeout of every client. The exit code is 10 when any
+check failed.`,
+		Example: `  # every credential and connection the config names
+  waldur-gitops diagnose --config site.yaml
+
+  # with the cluster of a kubeconfig, as JSON
+  waldur-gitops diagnose --config site.yaml --kubeconfig ~/.kube/config -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "text" && output != "json" {
-				return usageErr("--output must be text or json, got %q", output)
+			if _, err := outputJSON(output, false); err != nil {
+				return err
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -72,25 +88,25 @@ any check fails.`,
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "check this cluster instead of the config's kubeconfig keys")
-	cmd.Flags().StringVar(&output, "output", "text", "output format: text (a table) or json")
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "time limit of each check")
+	outputFlag(cmd, &output, "a table")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "time limit of each check, and the request timeout of every client")
 	return cmd
 }
 
 func (a *app) runDiagnose(ctx context.Context, cfg *config.Config, kubeconfig, output string, timeout time.Duration) error {
-	checks := diagnose.Checks(cfg, kubeconfig, diagnoseDeps(a))
+	checks := diagnose.Checks(cfg, kubeconfig, diagnoseDeps(a, timeout))
 	results := diagnose.Run(ctx, checks, diagnose.Options{Timeout: timeout})
 	if output == "json" {
 		enc := json.NewEncoder(a.stdout)
 		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"checks": results, "failed": diagnose.Failed(results)}); err != nil {
+		if err := enc.Encode(map[string]any{"checks": results, "failed": diagnose.Failed(results), "skipped": diagnose.Skipped(results)}); err != nil {
 			return engine.Classify(engine.ClassOutput, err)
 		}
 	} else if err := diagnose.WriteTable(a.stdout, results); err != nil {
 		return engine.Classify(engine.ClassOutput, err)
 	}
 	if n := diagnose.Failed(results); n > 0 {
-		return engine.Classify(engine.ClassCheck, fmt.Errorf("%d of %d check(s) failed", n, len(results)))
+		return engine.Classify(engine.ClassCheck, fmt.Errorf("%d of %d check(s) failed, %d skipped", n, len(results), diagnose.Skipped(results)))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/diagnose"
 	"github.com/waldur/waldur-gitops/internal/gittest"
@@ -51,8 +52,8 @@ offerings:
     kubeconfig_path: /etc/kube/site.yaml
 `)
 	old := diagnoseDeps
-	diagnoseDeps = func(a *app) diagnose.Deps {
-		d := old(a)
+	diagnoseDeps = func(a *app, timeout time.Duration) diagnose.Deps {
+		d := old(a, timeout)
 		d.Cluster = func(s kube.Source) (diagnose.ClusterAPI, error) {
 			if s.Path == "/etc/kube/site.yaml" {
 				return diagCluster{}, nil
@@ -71,7 +72,8 @@ func TestDiagnoseAllPass(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
-	for _, want := range []string{"waldur token", "waldur offering", "git read", "git write", "cluster", "/etc/kube/site.yaml", "5 check(s), 0 failed"} {
+	for _, want := range []string{"waldur token", "waldur offering", "git read", "git write", "cluster", "/etc/kube/site.yaml", "5 check(s), 0 failed, 0 skipped",
+		"Plain", "$WALDUR_API_TOKEN", "git.password_env $" + gitPasswordEnv, "kubeconfig /etc/kube/site.yaml"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
 		}
@@ -81,7 +83,7 @@ func TestDiagnoseAllPass(t *testing.T) {
 func TestDiagnoseFailuresExitNonZero(t *testing.T) {
 	cfg := diagnoseSetup(t, "wrong-password")
 	code, stdout, stderr := run(t, "diagnose", "--config", cfg, "--kubeconfig", "/other", "--output", "json")
-	if code != ExitCheckFailed || !strings.Contains(stderr, "3 of 5 check(s) failed") {
+	if code != ExitCheckFailed || !strings.Contains(stderr, "2 of 5 check(s) failed, 1 skipped") {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
 	var out struct {
@@ -92,12 +94,60 @@ func TestDiagnoseFailuresExitNonZero(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range out.Checks {
-		wantOK := strings.HasPrefix(r.Name, "waldur")
-		if r.OK != wantOK || (!r.OK && r.Detail == "") {
-			t.Errorf("%+v", r)
+		want := map[string]string{"git read": diagnose.StatusFail, "git write": diagnose.StatusSkipped, "cluster": diagnose.StatusFail}[r.Name]
+		if want == "" {
+			want = diagnose.StatusPass
+		}
+		if r.Status != want || r.OK != (want == diagnose.StatusPass) || (!r.OK && r.Detail == "") {
+			t.Errorf("%s: status %s, want %s: %+v", r.Name, r.Status, want, r)
+		}
+		if r.Name == "git write" && r.Detail != "skipped: git read failed" {
+			t.Errorf("git write repeats the read's failure instead of saying skipped: %+v", r)
 		}
 		if strings.Contains(r.Detail, "wrong-password") {
 			t.Errorf("the password leaked: %+v", r)
 		}
+	}
+}
+
+// TestDiagnoseTimeoutReachesTheClusterClient: an offering without
+// kubeconfig_path has its cluster checked with the default rules
+// ($KUBECONFIG here), and --timeout is that client's request timeout.
+func TestDiagnoseTimeoutReachesTheClusterClient(t *testing.T) {
+	srv := waldurtest.New(t, waldurtest.AllowPath("/api/users/me/"), waldurtest.AllowPath("/api/marketplace-provider-offerings/"))
+	srv.AddOffering(waldur.ProviderOffering{UUID: usageOffering, Name: "Plain"})
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	writeFile(t, kubeconfig, `apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`)
+	t.Setenv("KUBECONFIG", kubeconfig)
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, cfg, `offerings:
+- name: Plain
+  waldur_api_url: `+srv.URL()+`
+  waldur_offering_uuid: `+usageOffering+`
+  backend_type: namespace
+`)
+	code, stdout, stderr := run(t, "diagnose", "--config", cfg, "--timeout", "4s", "--output", "json")
+	var out struct {
+		Checks []diagnose.Result `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &out); err != nil {
+		t.Fatalf("%v\n%s\n%s", err, stdout, stderr)
+	}
+	var cluster *diagnose.Result
+	for i := range out.Checks {
+		if out.Checks[i].Name == "cluster" {
+			cluster = &out.Checks[i]
+		}
+	}
+	if code != ExitCheckFailed || cluster == nil || cluster.Offerings[0] != "Plain" || !strings.Contains(cluster.Detail, "timeout=4s") || strings.Contains(cluster.Detail, "32s") {
+		t.Errorf("exit %d, cluster row %+v\n%s", code, cluster, stderr)
 	}
 }

@@ -29,9 +29,14 @@ reads Keycloak and prints the operations without making them (exit 1 if there
 are any). Users missing in Keycloak and groups in conflict are listed and the
 exit code is 3 (as for sync); a Keycloak failure exits with 8 and the next run
 picks up what was left.`,
+		Example: `  # the operations a run would make, making none (exit 1 when there are any)
+  waldur-gitops keycloak --config site.yaml --dry-run
+
+  # create and add only, keep groups no resource needs
+  waldur-gitops keycloak --config site.yaml --no-delete`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(output)
+			asJSON, err := outputJSON(output, false)
 			if err != nil {
 				return err
 			}
@@ -54,6 +59,6 @@ picks up what was left.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "read Keycloak and print the operations, make none (exit 1 if there are any)")
 	cmd.Flags().BoolVar(&noDelete, "no-delete", false, "create and add only: keep groups no resource needs")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "let this run delete the groups of more resources than deletion_guard allows")
-	cmd.Flags().StringVar(&output, "output", "text", "output format: text (human) or json (the run report)")
+	outputFlag(cmd, &output, "the operations or a summary; json: the run report")
 	return cmd
 }

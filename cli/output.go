@@ -199,14 +199,25 @@ func (a *app) showApplied(asJSON, dryRun bool) func(*config.Loaded, *engine.Outc
 		if dryRun {
 			suffix = " (server dry run)"
 		}
+		// Objects of a cluster that cannot be reached at all share one line.
+		unreachable := map[string]int{}
+		var reasons []string
 		for _, e := range applied.Entries {
-			switch e.Action {
-			case changeset.Unchanged:
-			case changeset.Skip:
+			switch {
+			case e.Action == changeset.Unchanged:
+			case e.Action == changeset.Skip && strings.Contains(e.Reason, "cluster unreachable: "):
+				if unreachable[e.Reason] == 0 {
+					reasons = append(reasons, e.Reason)
+				}
+				unreachable[e.Reason]++
+			case e.Action == changeset.Skip:
 				fmt.Fprintf(a.stdout, "%s %s%s: %s\n", e.Subject, applyVerbs[e.Action], suffix, e.Reason)
 			default:
 				fmt.Fprintf(a.stdout, "%s %s%s\n", e.Subject, applyVerbs[e.Action], suffix)
 			}
+		}
+		for _, r := range reasons {
+			fmt.Fprintf(a.stdout, "%d object(s) %s%s: %s\n", unreachable[r], applyVerbs[changeset.Skip], suffix, r)
 		}
 		c := applied.Counts()
 		var parts []string
@@ -214,14 +225,9 @@ func (a *app) showApplied(asJSON, dryRun bool) func(*config.Loaded, *engine.Outc
 			parts = append(parts, fmt.Sprintf("%d %s", c[act], applyVerbs[act]))
 		}
 		fmt.Fprintf(a.stdout, "apply%s: %s\n", suffix, strings.Join(parts, ", "))
-		for _, stage := range []string{"keycloak", "orders", "approve"} {
-			sub := changeset.Set{Entries: all.Filter(func(e changeset.Entry) bool { return e.Stage == stage })}
-			if len(sub.Entries) > 0 {
-				for _, e := range sub.Entries {
-					if e.Action != changeset.Unchanged {
-						fmt.Fprintln(a.stdout, e.String())
-					}
-				}
+		for _, e := range all.Entries {
+			if (e.Stage == "approve" || e.Stage == "keycloak" || e.Stage == "orders") && e.Action != changeset.Unchanged {
+				fmt.Fprintln(a.stdout, e.String())
 			}
 		}
 		return nil

@@ -24,17 +24,32 @@ it was) and a per-tenant summary of what changed is printed; without it the
 manifests are printed as one YAML stream. Resources that cannot be rendered are
 listed on stderr and the exit code is 3; the others are rendered.
 
-With --dry-run the rendered tree is compared with git.path on git.branch of the
-GitOps repository (git.url): the unified diff and a per-tenant summary are
-printed (the change set as JSON with --output json), nothing is written
-anywhere, and the exit code is 0 without differences, 1 with, 2 or more on
-error (7 when the deletion guard would refuse the sync).`,
+With --dry-run render shows what sync would do and changes nothing anywhere.
+Like sync it reads Waldur (or the snapshot), the GitOps repository (git.path
+on git.branch of git.url), Waldur's open orders (the pending ones it would
+approve or reject, the executing ones it would set done or erred; not with
+--snapshot) and Keycloak for every offering with keycloak_enabled (the groups
+and memberships it would create or remove). A Keycloak realm whose settings
+name no credential (no keycloak_password and no client_secret, in any form) is
+listed as not read instead of failing the dry run. It prints the unified diff,
+a line per changed tenant, Keycloak group and order, and a summary per stage
+(the change set as JSON with -o json). Exit 0 without differences, 1 with, 2
+or more on error (7 when a guard would refuse the sync).`,
+		Example: `  # the bundled example, offline, into out/
+  waldur-gitops render --config examples/config.yaml --snapshot examples/snapshot.json --out out
+
+  # what sync would change in Git, Keycloak and Waldur's orders
+  waldur-gitops render --config site.yaml --dry-run
+
+  # every rendered object as one YAML stream, or as JSON
+  waldur-gitops render --config site.yaml --snapshot state.json
+  waldur-gitops render --config site.yaml --snapshot state.json -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if output != "yaml" && output != "json" {
-				return usageErr("--output must be yaml or json, got %q", output)
+			asJSON, err := outputJSON(output, true)
+			if err != nil {
+				return err
 			}
-			asJSON := output == "json"
 			req := engine.Request{Command: "render", DryRun: dryRun, AllowMassPrune: allowMassPrune}
 			switch {
 			case dryRun && out != "":
@@ -55,9 +70,9 @@ error (7 when the deletion guard would refuse the sync).`,
 		},
 	}
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "render from this snapshot file instead of the Waldur API")
-	cmd.Flags().StringVarP(&out, "out", "o", "", "write the tree to this directory (replaced atomically)")
-	cmd.Flags().StringVar(&output, "output", "yaml", "output format: yaml (human) or json (machines)")
-	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "compare with the GitOps repository and show the diff; exit 1 on differences")
+	cmd.Flags().StringVar(&out, "out", "", "write the tree to this directory (replaced atomically)")
+	outputFlag(cmd, &output, "the YAML stream, or the changes with --out or --dry-run; also yaml")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what sync would change in Git, Keycloak and Waldur's orders; write nothing; exit 1 on differences")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "with --dry-run: show the plan as sync --allow-mass-prune would make it")
 	return cmd
 }

@@ -21,6 +21,7 @@ import (
 // reportFlags are the flags of the report command.
 type reportFlags struct {
 	kubeconfig string
+	snapshot   string
 	dryRun     bool
 	output     string
 }
@@ -37,11 +38,12 @@ func init() { register((*app).reportCommand) }
 func (a *app) reportCommand() *cobra.Command {
 	var f reportFlags
 	cmd := &cobra.Command{
-		Use:   "report --config C [--kubeconfig K] [--dry-run]",
-		Short: "Report component usage to Waldur (set_usage)",
-		Long: `Report posts the month-to-date usage of every resource in state OK, Updating
-or Terminating, dated the first instant of the billing month in the config's
-time zone:
+		Use:     "report --config C [--kubeconfig K] [--dry-run [--snapshot state.json]]",
+		Aliases: []string{"usage"},
+		Short:   "Post the usage report: month-to-date component usage to Waldur (set_usage)",
+		Long: `Report (alias: usage) makes the usage report: it posts the month-to-date usage
+of every resource in state OK, Updating or Terminating, dated the first instant
+of the billing month in the config's time zone:
 
   - components with accounting_type limit: the allocation in effect (the limit
     the renderer puts into the quota); a lower value than the month's is never
@@ -56,23 +58,42 @@ time zone:
 Values that did not change are not posted. Run it periodically (every 15 to 60
 minutes): the last sample is assumed to hold until the next report. With
 --dry-run nothing is posted and the exit code is 1 when something would be.
-See docs/orders.md.`,
+--dry-run --snapshot state.json reads the resources and orders from a snapshot
+instead of the API (offline, as render --snapshot does); a snapshot holds no
+usage records, so it shows what the month's first report would post. The usage
+report is not the run report that sync, apply and keycloak write. See
+docs/orders.md.`,
+		Example: `  # what would be posted, posting nothing (exit 1 when something would)
+  waldur-gitops report --config site.yaml --dry-run
+
+  # post the month-to-date usage (also as: waldur-gitops usage)
+  waldur-gitops report --config site.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runReport(cmd.Context(), f) },
 	}
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "read measured usage from this cluster for every offering, instead of the config's kubeconfig keys")
+	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "with --dry-run: read the resources and orders from this snapshot file instead of the Waldur API")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute and show the reports, post nothing (exit 1 if anything would be posted)")
-	cmd.Flags().StringVar(&f.output, "output", "text", "output format: text (summary) or json (the run report)")
+	outputFlag(cmd, &f.output, "a summary; json: the report of this run")
 	return cmd
 }
 
 func (a *app) runReport(ctx context.Context, f reportFlags) error {
-	if f.output != "text" && f.output != "json" {
-		return usageErr("--output must be text or json, got %q", f.output)
+	if _, err := outputJSON(f.output, false); err != nil {
+		return err
+	}
+	if f.snapshot != "" && !f.dryRun {
+		return usageErr("--snapshot goes with --dry-run: usage is posted only from what the Waldur API says now")
 	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
+	}
+	var snap *waldur.Snapshot
+	if f.snapshot != "" {
+		if snap, err = waldur.LoadSnapshot(f.snapshot); err != nil {
+			return usageErr("--snapshot: %w", err)
+		}
 	}
 	loc, err := time.LoadLocation(cfg.Timezone)
 	if err != nil {
@@ -82,11 +103,20 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	rp := &usage.Reporter{Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
-		c, err := a.waldurClient(o)
-		if err != nil {
-			return engine.Classify(engine.ClassConfig, err)
+		uo := &usage.Offering{Config: o}
+		if snap != nil {
+			w, err := usage.FromSnapshot(snap, f.snapshot, o.Name)
+			if err != nil {
+				return usageErr("%w", err)
+			}
+			uo.Waldur = w
+		} else {
+			c, err := a.waldurClient(o)
+			if err != nil {
+				return engine.Classify(engine.ClassConfig, err)
+			}
+			uo.Waldur = c
 		}
-		uo := &usage.Offering{Config: o, Waldur: c}
 		if hasMeasured(o) {
 			src := kube.Source{Path: f.kubeconfig}
 			if src.Path == "" {

@@ -150,3 +150,61 @@ func TestReportWaldurDown(t *testing.T) {
 		t.Error("usage was posted while Waldur was down")
 	}
 }
+
+// TestReportSnapshotDryRun checks that report --dry-run --snapshot plans,
+// offline, the same usage reports as a dry run against an API serving the
+// same state, that it never calls Waldur, and that --snapshot without
+// --dry-run, or with a snapshot lacking an offering, is refused by name.
+func TestReportSnapshotDryRun(t *testing.T) {
+	srv, cfg := serveExample(t)
+	plan := func(args ...string) (int, []string, string) {
+		t.Helper()
+		code, stdout, stderr := run(t, append([]string{"report", "--config", cfg, "--dry-run", "--output", "json"}, args...)...)
+		if code != ExitDiff {
+			return code, nil, stderr
+		}
+		var out []string
+		for _, e := range readReport(t, []byte(stdout)).Changes {
+			out = append(out, e.String())
+		}
+		return code, out, stderr
+	}
+	code, fromAPI, stderr := plan()
+	if code != ExitDiff || len(fromAPI) < 20 {
+		t.Fatalf("from the API: exit %d, %d entries\n%s", code, len(fromAPI), stderr)
+	}
+	before := srv.Requests("/api/")
+	code, fromSnapshot, stderr := plan("--snapshot", exampleSnapshot)
+	if code != ExitDiff {
+		t.Fatalf("from the snapshot: exit %d, want %d\n%s", code, ExitDiff, stderr)
+	}
+	if strings.Join(fromSnapshot, "\n") != strings.Join(fromAPI, "\n") {
+		t.Errorf("the snapshot's plan differs from the API's:\n%s\n---\n%s", strings.Join(fromSnapshot, "\n"), strings.Join(fromAPI, "\n"))
+	}
+	if n := srv.Requests("/api/") - before; n != 0 {
+		t.Errorf("the snapshot dry run made %d Waldur request(s)", n)
+	}
+
+	// The alias, and the bundled config as it is (its Waldur is not reachable).
+	if code, _, stderr := run(t, "usage", "--config", exampleConfig, "--snapshot", exampleSnapshot, "--dry-run"); code != ExitDiff {
+		t.Errorf("usage alias on the bundled example: exit %d\n%s", code, stderr)
+	}
+
+	partial := editSnapshot(t, func(s *waldur.Snapshot) { s.Offerings = s.Offerings[:1] })
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"without --dry-run", []string{"--snapshot", exampleSnapshot}, "--snapshot goes with --dry-run"},
+		{"offering missing", []string{"--snapshot", partial, "--dry-run"}, "offering Plain namespaces is not in snapshot " + partial},
+		{"no such file", []string{"--snapshot", "nonexistent.json", "--dry-run"}, "nonexistent.json"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := run(t, append([]string{"report", "--config", exampleConfig}, tc.args...)...)
+			if code != ExitUsage || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, want %d with %q\n%s", code, ExitUsage, tc.want, stderr)
+			}
+		})
+	}
+}

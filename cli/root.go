@@ -3,12 +3,14 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/internal/version"
 )
 
@@ -66,27 +69,53 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	case ExitOK:
 	case ExitDiff:
 	case ExitPartial:
-		fmt.Fprintf(stderr, "warning: %v\n", err)
+		fmt.Fprintf(stderr, "warning: %s\n", redact.String(err.Error()))
 	default:
-		fmt.Fprintf(stderr, "error: %v\n", err)
+		fmt.Fprintf(stderr, "error: %s\n", redact.String(err.Error()))
 	}
 	return code
 }
 
 func (a *app) rootCommand() *cobra.Command {
 	root := &cobra.Command{
-		Use:           "waldur-gitops",
-		Short:         "Render Waldur marketplace state into GitOps manifests",
+		Use:   "waldur-gitops",
+		Short: "Render Waldur marketplace state into GitOps manifests",
+		Long: `waldur-gitops turns Waldur marketplace state into Kubernetes tenants: it renders
+the manifests, commits them to a GitOps repository (or applies them), reconciles
+the Keycloak groups, and moves Waldur's orders.
+
+The commands in the order a first hour takes them: render (and render
+--dry-run) to look, snapshot to record a state, diagnose to check every
+credential, then sync (GitOps) or apply (direct) to run the cycle, keycloak and
+report for one stage alone, and serve to run it on an interval.
+
+Documentation: docs/README.md (installing, every config key, troubleshooting
+by error message).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version.String(),
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "config file (YAML)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warning, error (default: the config's log_level, else info)")
+	cobra.EnableCommandSorting = false
+	var cmds []*cobra.Command
 	for _, c := range commands {
-		root.AddCommand(c(a))
+		cmds = append(cmds, c(a))
 	}
+	slices.SortStableFunc(cmds, func(x, y *cobra.Command) int { return cmp.Compare(workflowRank(x.Name()), workflowRank(y.Name())) })
+	root.AddCommand(cmds...)
 	return root
+}
+
+// workflow is the order the root help lists the commands in: the order a
+// newcomer takes them; unknown ones go last.
+var workflow = []string{"render", "snapshot", "diagnose", "sync", "apply", "keycloak", "report", "serve", "version"}
+
+func workflowRank(name string) int {
+	if i := slices.Index(workflow, name); i >= 0 {
+		return i
+	}
+	return len(workflow)
 }
 
 // commands holds the subcommand constructors; every command's file registers
@@ -137,7 +166,8 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	default:
 		l = slog.LevelInfo
 	}
-	opts := &slog.HandlerOptions{Level: l}
+	// Every log line passes the one redactor: no secret reaches a log.
+	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: redact.ReplaceAttr}
 	if f, ok := w.(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			return slog.New(slog.NewTextHandler(w, opts))

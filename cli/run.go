@@ -4,10 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -38,6 +42,13 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	if err != nil {
 		return err
 	}
+	if v.report && !v.req.DryRun && cfg.Report != "" {
+		// A report file that cannot be written (a directory, a device, a
+		// FIFO) is refused before the run changes anything.
+		if err := atomicfile.Check(cfg.Report); err != nil {
+			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
+		}
+	}
 	ctx, tally := waldur.WithTally(ctx)
 	eng, err := a.newEngine(cfg, v.wire)
 	if err != nil {
@@ -51,10 +62,18 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	return err
 }
 
-// newEngine wires the engine of a verb with the app's logger and test hooks.
+// newEngine wires the engine of a verb with the app's logger and test hooks;
+// on a terminal it shows each stage as it ends.
 func (a *app) newEngine(cfg *config.Loaded, o engine.Options) (*engine.Engine, error) {
 	o.Log, o.TuneWaldur = a.log, tuneWaldurClient
-	return engine.FromConfig(cfg.Config, o)
+	e, err := engine.FromConfig(cfg.Config, o)
+	if err == nil && isTerminal(a.stderr) {
+		start := time.Now()
+		e.Progress = func(st report.Stage, cs changeset.Set) {
+			fmt.Fprintf(a.stderr, "  %-9s done after %5.1fs: %s\n", st.Name, time.Since(start).Seconds(), cs.Summary())
+		}
+	}
+	return e, err
 }
 
 // finish lists the skipped resources, writes the run report and shows the
@@ -87,7 +106,8 @@ func (a *app) finish(cfg *config.Loaded, out *engine.Outcome, v verb) error {
 	return err
 }
 
-// writeRunReport writes the run report to the config's report file, if it names one.
+// writeRunReport writes the run report to the config's report file, if it
+// names one, and notes the file in the report for the summary to point at.
 func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 	if cfg.Report == "" {
 		return nil
@@ -96,9 +116,10 @@ func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 	if err := rep.WriteJSON(&b); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(cfg.Report, []byte(b.String())); err != nil {
+	if err := atomicfile.Write(cfg.Report, []byte(b.String())); err != nil {
 		return fmt.Errorf("write the run report: %w", err)
 	}
+	rep.ReportFile = cfg.Report
 	return nil
 }
 
@@ -107,4 +128,26 @@ func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
 	src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}
 	return src.Client(o)
+}
+
+// outputFlag registers -o/--output, the one output-format flag of every
+// command: text for people, json for machines (and for render the YAML
+// stream, text, also as yaml).
+func outputFlag(cmd *cobra.Command, output *string, what string) {
+	cmd.Flags().StringVarP(output, "output", "o", "text", "output format: text ("+what+") or json")
+}
+
+// outputJSON reads -o: text (or yaml, where the text is YAML) or json.
+func outputJSON(output string, yamlToo bool) (bool, error) {
+	switch {
+	case output == "text", output == "yaml" && yamlToo:
+		return false, nil
+	case output == "json":
+		return true, nil
+	}
+	want := "text or json"
+	if yamlToo {
+		want = "text (or yaml) or json"
+	}
+	return false, usageErr("-o/--output must be %s, got %q", want, output)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"net"
 	"os"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
@@ -55,6 +57,11 @@ It serves /healthz and /livez (JSON, 200 or 503) and /metrics (Prometheus) on
 --listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
 finish for up to --shutdown-grace, then cancels it (nothing half-pushed: the
 push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
+		Example: `  # sync every 15 minutes, health and metrics on :9090
+  waldur-gitops serve --config site.yaml
+
+  # every 5 minutes, metrics on loopback only
+  waldur-gitops serve --config site.yaml --interval 5m --listen 127.0.0.1:9090`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return a.runServe(cmd.Context(), f) },
 	}
@@ -88,8 +95,14 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	}
 	// Fail at once on a config that cannot work; every run reads it again,
 	// so an edited config (or a rotated secret file) needs no restart.
-	if _, err := a.loadConfig(); err != nil {
+	cfg, err := a.loadConfig()
+	if err != nil {
 		return err
+	}
+	if cfg.Report != "" {
+		if err := atomicfile.Check(cfg.Report); err != nil {
+			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
+		}
 	}
 	ln, err := net.Listen("tcp", f.listen)
 	if err != nil {

@@ -258,7 +258,7 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	if len(stages) != len(rep.Stages) {
 		t.Errorf("stage durations %v, the report has %d stages", stages, len(rep.Stages))
 	}
-	success := mustValue(t, m, "waldur_gitops_last_success_timestamp_seconds", nil)
+	firstSuccess := mustValue(t, m, "waldur_gitops_last_success_timestamp_seconds", nil)
 	checks := []struct {
 		name   string
 		labels map[string]string
@@ -315,7 +315,10 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	if got := mustValue(t, m, "waldur_gitops_objects_changed_total", map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}); got != 15 {
 		t.Errorf("tenants created in total: %v", got)
 	}
-	success = mustValue(t, m, "waldur_gitops_last_success_timestamp_seconds", nil)
+	success := mustValue(t, m, "waldur_gitops_last_success_timestamp_seconds", nil)
+	if success <= firstSuccess {
+		t.Errorf("the second successful run left the last success at %v (the first run's: %v)", success, firstSuccess)
+	}
 
 	// Run 3: the snapshot is broken; the run fails, health says so, the last
 	// success stays where it was.

@@ -2,14 +2,12 @@ package cli
 
 import (
 	"bytes"
-	"fmt"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -21,10 +19,19 @@ func (a *app) snapshotCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "snapshot --config C --out state.json",
 		Short: "Record the Waldur state the renderer needs, for offline rendering with render --snapshot",
-		Args:  cobra.NoArgs,
+		Example: `  # record the state, then render and review it offline
+  waldur-gitops snapshot --config site.yaml --out state.json
+  waldur-gitops render --config site.yaml --snapshot state.json --out out`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return usageErr("--out is required (use - for stdout)")
+			}
+			if out != "-" {
+				// Refuse a device, FIFO or directory before reading Waldur.
+				if err := atomicfile.Check(out); err != nil {
+					return engine.Classify(engine.ClassOutput, err)
+				}
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
@@ -44,33 +51,13 @@ func (a *app) snapshotCommand() *cobra.Command {
 				_, err = a.stdout.Write(b.Bytes())
 				return err
 			}
-			if err := writeFileAtomic(out, b.Bytes()); err != nil {
+			if err := atomicfile.Write(out, b.Bytes()); err != nil {
 				return engine.Classify(engine.ClassOutput, err)
 			}
 			a.log.Info("wrote snapshot", "file", out, "offerings", len(st.Offerings))
 			return nil
 		},
 	}
-	cmd.Flags().StringVarP(&out, "out", "o", "", "snapshot file to write (- for stdout)")
+	cmd.Flags().StringVar(&out, "out", "", "snapshot file to write (- for stdout)")
 	return cmd
-}
-
-// writeFileAtomic writes data to a temporary file beside path and renames it.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	defer os.Remove(f.Name())
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }

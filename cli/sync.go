@@ -30,9 +30,17 @@ The run report (stages, durations, counts, the commit) goes to the config's
 report file, and to stdout as JSON with --output json; otherwise a summary is
 printed. With --dry-run nothing is committed or written: the output is that of
 render --dry-run.`,
+		Example: `  # what would change, without changing anything (exit 1 when something would)
+  waldur-gitops sync --config site.yaml --dry-run
+
+  # the whole cycle, the run report as JSON on stdout
+  waldur-gitops sync --config site.yaml -o json
+
+  # offline, from a recorded state: no order moves
+  waldur-gitops sync --config site.yaml --snapshot state.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(output)
+			asJSON, err := outputJSON(output, false)
 			if err != nil {
 				return err
 			}
@@ -51,19 +59,8 @@ render --dry-run.`,
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be committed (exit 1 if anything), change nothing")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "let this run remove more tenants than deletion_guard allows")
-	cmd.Flags().StringVar(&output, "output", "text", "output format: text (human) or json (the run report, or the change set with --dry-run)")
+	outputFlag(cmd, &output, "a summary, or the diff with --dry-run; json: the run report, or the change set with --dry-run")
 	cmd.Flags().BoolVar(&validateServer, "validate-server", false, "server-side dry-run every rendered object before committing; a rejected object blocks the commit")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server (default: the config's kubeconfig keys, then client-go's rules)")
 	return cmd
-}
-
-// outputJSON reads --output: text or json.
-func outputJSON(output string) (bool, error) {
-	switch output {
-	case "text":
-		return false, nil
-	case "json":
-		return true, nil
-	}
-	return false, usageErr("--output must be text or json, got %q", output)
 }

@@ -244,7 +244,12 @@ func decodeStruct(n *yaml.Node, v reflect.Value, path string, r *report) {
 		r.seen(sub, k)
 		idx, ok := fields[key]
 		if !ok {
-			r.addf(sub, k, "unknown key (known keys: %s)", strings.Join(sortedKeys(fields), ", "))
+			known := usedKeys(v.Type(), fields)
+			if near := closest(key, known); near != "" {
+				r.addf(sub, k, "unknown key: did you mean %s? (known keys: %s)", near, strings.Join(known, ", "))
+			} else {
+				r.addf(sub, k, "unknown key (known keys: %s)", strings.Join(known, ", "))
+			}
 			continue
 		}
 		decodeNode(val, v.FieldByIndex(idx), sub, r)
@@ -321,6 +326,55 @@ func structFields(t reflect.Type) map[string][]int {
 		}
 	}
 	return m
+}
+
+// usedKeys are the keys of a struct's fields that this tool uses, sorted:
+// the site-agent keys it accepts and ignores are left out.
+func usedKeys(t reflect.Type, fields map[string][]int) []string {
+	var out []string
+	for _, k := range sortedKeys(fields) {
+		if t.FieldByIndex(fields[k]).Type != ignoredType {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// closest is the key of known that is nearest to key, when it is near
+// enough to be a likely typo: at most a third of its length (and at least
+// one edit) away.
+func closest(key string, known []string) string {
+	best, bestD := "", -1
+	for _, k := range known {
+		if d := editDistance(strings.ToLower(key), k); bestD < 0 || d < bestD {
+			best, bestD = k, d
+		}
+	}
+	if bestD < 0 || bestD > max(1, len(key)/3) {
+		return ""
+	}
+	return best
+}
+
+// editDistance is the Levenshtein distance of a and b.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 func sortedKeys(m map[string][]int) []string {

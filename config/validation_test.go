@@ -272,3 +272,35 @@ func TestToken(t *testing.T) {
 		equal(t, "waldur_api_token_file", l.Offerings[0].WaldurAPITokenFile, filepath.Join(filepath.Dir(path), "tok"))
 	})
 }
+
+// TestUnknownKeySuggestions: a typo gets the nearest known key; the list of
+// known keys leaves out the site-agent keys the tool ignores; a key far from
+// every known one gets no guess.
+func TestUnknownKeySuggestions(t *testing.T) {
+	for _, tc := range []struct {
+		key, want, notWant string
+	}{
+		{"waldur_api_ur", "did you mean waldur_api_url?", ""},
+		{"Backend_Type2", "did you mean backend_type?", ""},
+		{"zzzzqq", "unknown key (known keys:", "did you mean"},
+	} {
+		t.Run(tc.key, func(t *testing.T) {
+			text := "offerings:\n- name: X\n  waldur_api_url: https://w.example.org/api/\n  waldur_offering_uuid: 0f0f0f0f0f0f4f0f8f0f0f0f0f0f0001\n  backend_type: namespace\n  " + tc.key + ": 1\n"
+			_, err := config.Parse([]byte(text), filepath.Join(t.TempDir(), "c.yaml"))
+			if err == nil || !strings.Contains(err.Error(), tc.want) || (tc.notWant != "" && strings.Contains(err.Error(), tc.notWant)) {
+				t.Fatalf("error %v, want %q", err, tc.want)
+			}
+		})
+	}
+	// The known keys of backend_settings do not list the ignored ones.
+	text := "offerings:\n- name: X\n  waldur_api_url: https://w.example.org/api/\n  waldur_offering_uuid: 0f0f0f0f0f0f4f0f8f0f0f0f0f0f0001\n  backend_type: namespace\n  backend_settings:\n    nonsense_key: 1\n"
+	_, err := config.Parse([]byte(text), filepath.Join(t.TempDir(), "c.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "namespace_prefix") {
+		t.Fatalf("error %v", err)
+	}
+	for _, ignored := range []string{"customer_prefix", "soft_delete", "default_account", "check_all_offerings"} {
+		if strings.Contains(err.Error(), " "+ignored+",") || strings.Contains(err.Error(), " "+ignored+")") {
+			t.Errorf("the known keys list the ignored site-agent key %s: %v", ignored, err)
+		}
+	}
+}

@@ -2,9 +2,14 @@ package diagnose
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
@@ -57,8 +62,12 @@ type Deps struct {
 
 // Checks lists the checks of every connection cfg names. kubeconfig, when set,
 // replaces every kubeconfig of the config (as --kubeconfig does for the other
-// commands); without it the clusters of the offerings that set
-// kubeconfig_path are checked.
+// commands); without it each offering's cluster is checked: its
+// kubeconfig_path (and a Rancher offering's management_kubeconfig_path), else
+// client-go's default rules — $KUBECONFIG, ~/.kube/config, the service account
+// of the pod — which is where apply writes and report reads. A default that
+// finds no configuration at all is skipped, not failed: GitOps mode needs no
+// cluster.
 func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 	var out []Check
 	for i := range cfg.Offerings {
@@ -70,7 +79,12 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 		remote, err := d.Git(cfg.Git)
 		out = append(out, GitChecks(cfg.Git, remote, err)...)
 	}
-	seen := map[string]bool{}
+	type realm struct {
+		k         config.KeycloakSettings
+		offerings []string
+	}
+	var realms []*realm
+	byKey := map[string]*realm{}
 	for i := range cfg.Offerings {
 		c := cfg.Offerings[i].Settings.Common()
 		if !c.KeycloakEnabled {
@@ -78,44 +92,153 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 		}
 		k := c.Keycloak
 		key := strings.Join([]string{k.URL, k.UserRealm, k.ClientID, k.Username, k.Realm}, "\x00")
-		if seen[key] {
-			continue
+		if byKey[key] == nil {
+			byKey[key] = &realm{k: k}
+			realms = append(realms, byKey[key])
 		}
-		seen[key] = true
-		kc, err := d.Keycloak(k)
-		out = append(out, KeycloakChecks(k, kc, err)...)
+		byKey[key].offerings = append(byKey[key].offerings, cfg.Offerings[i].Name)
 	}
-	for _, s := range clusterSources(cfg, kubeconfig) {
-		out = append(out, ClusterCheck(s, d.Cluster))
+	for _, r := range realms {
+		kc, err := d.Keycloak(r.k)
+		for _, c := range KeycloakChecks(r.k, kc, err) {
+			c.Offerings = r.offerings
+			c.ID, c.Needs = prefix(r.offerings, c.ID), prefix(r.offerings, c.Needs)
+			out = append(out, c)
+		}
+	}
+	for _, cl := range clusterSources(cfg, kubeconfig) {
+		c := ClusterCheck(cl.source, d.Cluster)
+		c.Offerings = cl.offerings
+		out = append(out, c)
 	}
 	return out
 }
 
-// clusterSources lists the distinct clusters to check.
-func clusterSources(cfg *config.Config, kubeconfig string) []kube.Source {
-	if kubeconfig != "" {
-		return []kube.Source{{Path: kubeconfig}}
+// prefix makes a check ID unique to a set of offerings.
+func prefix(offerings []string, id string) string {
+	if id == "" {
+		return ""
 	}
-	var out []kube.Source
-	add := func(s kube.Source) {
-		if s.Path != "" && !slices.Contains(out, s) {
-			out = append(out, s)
+	return strings.Join(offerings, ",") + "/" + id
+}
+
+// cluster is a distinct cluster to check and the offerings that use it.
+type cluster struct {
+	source    kube.Source
+	offerings []string
+}
+
+// clusterSources lists the distinct clusters to check, in config order.
+func clusterSources(cfg *config.Config, kubeconfig string) []cluster {
+	var out []cluster
+	add := func(s kube.Source, offering string) {
+		for i := range out {
+			if out[i].source == s {
+				if !slices.Contains(out[i].offerings, offering) {
+					out[i].offerings = append(out[i].offerings, offering)
+				}
+				return
+			}
 		}
+		out = append(out, cluster{source: s, offerings: []string{offering}})
 	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
+		if kubeconfig != "" {
+			add(kube.Source{Path: kubeconfig}, o.Name)
+			continue
+		}
 		c := o.Settings.Common()
-		add(kube.Source{Path: c.KubeconfigPath, Context: c.KubeconfigContext})
-		if r := o.Settings.Rancher; r != nil {
-			add(kube.Source{Path: r.ManagementKubeconfigPath, Context: r.ManagementKubeconfigContext})
+		add(kube.Source{Path: c.KubeconfigPath, Context: c.KubeconfigContext}, o.Name)
+		if r := o.Settings.Rancher; r != nil && r.ManagementKubeconfigPath != "" {
+			add(kube.Source{Path: r.ManagementKubeconfigPath, Context: r.ManagementKubeconfigContext}, o.Name)
 		}
 	}
 	return out
 }
 
 // failing returns a check that fails with err (a client that could not be built).
-func failing(name, target string, err error) Check {
-	return Check{Name: name, Target: target, Run: func(context.Context) (string, error) { return "", err }}
+func failing(c Check, err error) Check {
+	c.Run = func(context.Context) (string, error) { return "", err }
+	return c
+}
+
+// WaldurCredential names where an offering's Waldur token is read from, in
+// the order config.Offering.Token reads it.
+func WaldurCredential(o *config.Offering) string {
+	switch {
+	case o.WaldurAPIToken != "":
+		return "waldur_api_token (in the config)"
+	case o.WaldurAPITokenFile != "":
+		return "waldur_api_token_file " + o.WaldurAPITokenFile
+	case strings.TrimSpace(os.Getenv(config.TokenEnv)) != "":
+		return "$" + config.TokenEnv
+	}
+	return "none"
+}
+
+// GitCredential names the Git credential, in the order go-git's auth is
+// built from the config.
+func GitCredential(g config.Git) string {
+	user := ""
+	if g.Username != "" {
+		user = "git.username " + g.Username + ", "
+	}
+	switch {
+	case g.SSHKeyFile != "":
+		return "git.ssh_key_file " + g.SSHKeyFile
+	case g.PasswordFile != "":
+		return user + "git.password_file " + g.PasswordFile
+	case g.PasswordEnv != "":
+		return user + "git.password_env $" + g.PasswordEnv
+	case g.TokenFile != "":
+		return user + "git.token_file " + g.TokenFile
+	case g.TokenEnv != "":
+		return user + "git.token_env $" + g.TokenEnv
+	}
+	return "none"
+}
+
+// KeycloakCredential names the Keycloak credential: the user and where the
+// password is read from, else the client and where its secret is.
+func KeycloakCredential(k config.KeycloakSettings) string {
+	secret := ""
+	switch {
+	case k.ClientSecret != "":
+		secret = "client_secret (in the config)"
+	case k.ClientSecretFile != "":
+		secret = "client_secret_file " + k.ClientSecretFile
+	case k.ClientSecretEnv != "":
+		secret = "client_secret_env $" + k.ClientSecretEnv
+	}
+	if k.Username == "" {
+		if secret == "" {
+			return "none"
+		}
+		return "client " + k.ClientID + ", " + secret
+	}
+	pw := "no password"
+	switch {
+	case k.Password != "":
+		pw = "keycloak_password (in the config)"
+	case k.PasswordFile != "":
+		pw = "keycloak_password_file " + k.PasswordFile
+	case k.PasswordEnv != "":
+		pw = "keycloak_password_env $" + k.PasswordEnv
+	}
+	out := "keycloak_username " + k.Username + ", " + pw
+	if secret != "" {
+		out += ", " + secret
+	}
+	return out
+}
+
+// ClusterCredential names the kubeconfig a cluster check uses.
+func ClusterCredential(s kube.Source) string {
+	if s.Path == "" {
+		return "client-go defaults: $KUBECONFIG, ~/.kube/config, else the pod's service account"
+	}
+	return "kubeconfig " + s.String()
 }
 
 // WaldurChecks checks an offering's token (GET /api/users/me/) and the offering
@@ -123,10 +246,15 @@ func failing(name, target string, err error) Check {
 // configured components with the offering's.
 func WaldurChecks(o *config.Offering, api WaldurAPI, clientErr error) []Check {
 	target := fmt.Sprintf("%s (%s)", o.Name, redact.URL(o.WaldurAPIURL))
+	cred := WaldurCredential(o)
+	offerings := []string{o.Name}
+	tokenID := "waldur token/" + o.Name
+	token := Check{Name: "waldur token", Target: target, Offerings: offerings, Credential: cred, ID: tokenID}
+	offering := Check{Name: "waldur offering", Target: o.Name + " " + o.WaldurOfferingUUID, Offerings: offerings, Credential: cred, Needs: tokenID}
 	if clientErr != nil {
-		return []Check{failing("waldur token", target, clientErr), failing("waldur offering", o.Name, clientErr)}
+		return []Check{failing(token, clientErr), failing(offering, clientErr)}
 	}
-	token := Check{Name: "waldur token", Target: target, Run: func(ctx context.Context) (string, error) {
+	token.Run = func(ctx context.Context) (string, error) {
 		u, err := api.CurrentUser(ctx)
 		if err != nil {
 			return "", err
@@ -136,8 +264,8 @@ func WaldurChecks(o *config.Offering, api WaldurAPI, clientErr error) []Check {
 			d += " (staff)"
 		}
 		return d, nil
-	}}
-	offering := Check{Name: "waldur offering", Target: o.Name + " " + o.WaldurOfferingUUID, Run: func(ctx context.Context) (string, error) {
+	}
+	offering.Run = func(ctx context.Context) (string, error) {
 		off, err := api.GetProviderOffering(ctx, waldur.UUID(o.WaldurOfferingUUID))
 		if err != nil {
 			if waldur.IsNotFound(err) {
@@ -153,7 +281,7 @@ func WaldurChecks(o *config.Offering, api WaldurAPI, clientErr error) []Check {
 			return "", fmt.Errorf("%s; the config reports components the offering lacks: %s (set_usage would refuse them)", d, strings.Join(missing, ", "))
 		}
 		return d, nil
-	}}
+	}
 	return []Check{token, offering}
 }
 
@@ -179,11 +307,14 @@ func missingComponents(o *config.Offering, off *waldur.ProviderOffering) []strin
 // exists) and that a push would be accepted.
 func GitChecks(g config.Git, remote GitRemote, clientErr error) []Check {
 	target := redact.URL(gitsync.RedactURL(g.URL))
+	cred := GitCredential(g)
+	read := Check{Name: "git read", Target: target, Credential: cred, ID: "git read"}
+	write := Check{Name: "git write", Target: target, Credential: cred, Needs: "git read"}
 	if clientErr != nil {
-		return []Check{failing("git read", target, clientErr), failing("git write", target, clientErr)}
+		return []Check{failing(read, clientErr), failing(write, clientErr)}
 	}
 	branch := "refs/heads/" + g.Branch
-	read := Check{Name: "git read", Target: target, Run: func(ctx context.Context) (string, error) {
+	read.Run = func(ctx context.Context) (string, error) {
 		refs, err := remote.ReadRefs(ctx)
 		if err != nil {
 			return "", err
@@ -192,55 +323,73 @@ func GitChecks(g config.Git, remote GitRemote, clientErr error) []Check {
 			return fmt.Sprintf("branch %s at %.12s", g.Branch, h), nil
 		}
 		return fmt.Sprintf("branch %s does not exist yet (sync creates it); %d ref(s)", g.Branch, len(refs)), nil
-	}}
-	write := Check{Name: "git write", Target: target, Run: func(ctx context.Context) (string, error) {
+	}
+	write.Run = func(ctx context.Context) (string, error) {
 		refs, err := remote.WriteRefs(ctx)
 		if err != nil {
 			return "", err
 		}
 		return fmt.Sprintf("push session accepted (%d ref(s) advertised)", len(refs)), nil
-	}}
+	}
 	return []Check{read, write}
 }
 
 // KeycloakChecks checks the login and reading the realm's groups.
 func KeycloakChecks(k config.KeycloakSettings, kc Keycloak, clientErr error) []Check {
 	shown := strings.TrimRight(redact.URL(k.URL), "/")
-	login := fmt.Sprintf("%s realm %s", shown, k.UserRealm)
-	realm := fmt.Sprintf("%s realm %s", shown, k.Realm)
+	cred := KeycloakCredential(k)
+	loginID := "keycloak login/" + k.URL + "/" + k.UserRealm + "/" + k.Realm
+	login := Check{Name: "keycloak login", Target: fmt.Sprintf("%s realm %s", shown, k.UserRealm), Credential: cred, ID: loginID}
+	realm := Check{Name: "keycloak realm", Target: fmt.Sprintf("%s realm %s", shown, k.Realm), Credential: cred, Needs: loginID}
 	if clientErr != nil {
-		return []Check{failing("keycloak login", login, clientErr), failing("keycloak realm", realm, clientErr)}
+		return []Check{failing(login, clientErr), failing(realm, clientErr)}
 	}
 	who := k.Username
 	if who == "" {
 		who = "client " + k.ClientID
 	}
-	return []Check{
-		{Name: "keycloak login", Target: login, Run: func(ctx context.Context) (string, error) {
-			if err := kc.Login(ctx); err != nil {
-				return "", err
-			}
-			return "logged in as " + who, nil
-		}},
-		{Name: "keycloak realm", Target: realm, Run: func(ctx context.Context) (string, error) {
-			n, err := kc.ReadGroups(ctx)
-			if err != nil {
-				return "", err
-			}
-			if n == 0 {
-				return "groups readable (none yet)", nil
-			}
-			return "groups readable", nil
-		}},
+	login.Run = func(ctx context.Context) (string, error) {
+		if err := kc.Login(ctx); err != nil {
+			return "", err
+		}
+		return "logged in as " + who, nil
 	}
+	realm.Run = func(ctx context.Context) (string, error) {
+		n, err := kc.ReadGroups(ctx)
+		if err != nil {
+			return "", err
+		}
+		if n == 0 {
+			return "groups readable (none yet)", nil
+		}
+		return "groups readable", nil
+	}
+	return []Check{login, realm}
+}
+
+// NewCluster opens the cluster of s for the cluster check, with timeout as
+// the limit of every request (diagnose --timeout), so that client-go's own
+// default (32s, shown in its URLs as ?timeout=32s) does not apply.
+func NewCluster(s kube.Source, timeout time.Duration) (ClusterAPI, error) {
+	cfg, err := s.RESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	if timeout > 0 {
+		cfg.Timeout = timeout
+	}
+	return kube.NewReader(cfg)
 }
 
 // ClusterCheck checks that a kubeconfig loads, the API server answers, and
 // namespaces and resourcequotas can be listed.
 func ClusterCheck(s kube.Source, open func(kube.Source) (ClusterAPI, error)) Check {
-	return Check{Name: "cluster", Target: s.String(), Run: func(ctx context.Context) (string, error) {
+	return Check{Name: "cluster", Target: s.String(), Credential: ClusterCredential(s), Run: func(ctx context.Context) (string, error) {
 		c, err := open(s)
 		if err != nil {
+			if s.Path == "" && emptyConfig(err) {
+				return "", Skip("no cluster configured: no kubeconfig_path, no --kubeconfig, no $KUBECONFIG or ~/.kube/config, not in a pod (only apply and measured usage need one)")
+			}
 			return "", err
 		}
 		v, err := c.Version(ctx)
@@ -252,4 +401,15 @@ func ClusterCheck(s kube.Source, open func(kube.Source) (ClusterAPI, error)) Che
 		}
 		return strings.TrimSpace("server " + v + "; namespaces and resourcequotas readable"), nil
 	}}
+}
+
+// emptyConfig reports whether err, or an error it wraps, is client-go's "no
+// configuration has been provided" (clientcmd.IsEmptyConfig does not unwrap).
+func emptyConfig(err error) bool {
+	for ; err != nil; err = errors.Unwrap(err) {
+		if clientcmd.IsEmptyConfig(err) {
+			return true
+		}
+	}
+	return false
 }

@@ -8,8 +8,11 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,8 +67,9 @@ func TestWaldurChecks(t *testing.T) {
 	}
 
 	rs = run(t, diagnose.WaldurChecks(o, waldurClient(t, srv, strings.Repeat("0", 40)), nil))
-	if diagnose.Failed(rs) != 2 || !strings.Contains(rs[0].Detail, "401") || !strings.Contains(rs[0].Detail, "check waldur_api_token") {
-		t.Errorf("bad token: %+v", rs)
+	if diagnose.Failed(rs) != 1 || !strings.Contains(rs[0].Detail, "401") || !strings.Contains(rs[0].Detail, "check waldur_api_token") ||
+		rs[1].Status != diagnose.StatusSkipped || rs[1].Detail != "skipped: waldur token failed" {
+		t.Errorf("bad token: the offering check must be skipped, not repeat the failure: %+v", rs)
 	}
 
 	other := offeringConfig(t, srv.URL(), "    cpu: {accounting_type: limit}\n")
@@ -82,7 +86,7 @@ func TestWaldurChecks(t *testing.T) {
 	}
 
 	rs = run(t, diagnose.WaldurChecks(o, nil, errors.New("offering Plain: no Waldur token")))
-	if diagnose.Failed(rs) != 2 || rs[0].Detail != "offering Plain: no Waldur token" {
+	if diagnose.Failed(rs) != 1 || rs[0].Detail != "offering Plain: no Waldur token" || rs[1].Detail != "skipped: waldur token failed" {
 		t.Errorf("no client: %+v", rs)
 	}
 }
@@ -117,7 +121,8 @@ func TestGitChecks(t *testing.T) {
 	}
 
 	rs = gitChecks(t, gitConfig(t, url, srv.User(), "wrong-password"))
-	if diagnose.Failed(rs) != 2 || !strings.Contains(rs[0].Detail, "authentication") || strings.Contains(rs[0].Detail, "wrong-password") {
+	if diagnose.Failed(rs) != 1 || !strings.Contains(rs[0].Detail, "authentication") || strings.Contains(rs[0].Detail, "wrong-password") ||
+		rs[1].Detail != "skipped: git read failed" {
 		t.Errorf("wrong password: %+v", rs)
 	}
 
@@ -187,7 +192,7 @@ func TestKeycloakChecks(t *testing.T) {
 			Username: "admin", Password: config.Secret(password), TimeoutSeconds: &timeout}
 	}
 	check := func(k config.KeycloakSettings) []diagnose.Result {
-		c, err := diagnose.NewKeycloak(k)
+		c, err := diagnose.NewKeycloak(k, 0)
 		return run(t, diagnose.KeycloakChecks(k, c, err))
 	}
 	rs := check(settings("hpc", "pw"))
@@ -195,7 +200,8 @@ func TestKeycloakChecks(t *testing.T) {
 		t.Errorf("healthy: %+v", rs)
 	}
 	rs = check(settings("hpc", "nope"))
-	if diagnose.Failed(rs) != 2 || !strings.Contains(rs[0].Detail, "401") || strings.Contains(rs[0].Detail, "nope") {
+	if diagnose.Failed(rs) != 1 || !strings.Contains(rs[0].Detail, "401") || strings.Contains(rs[0].Detail, "nope") ||
+		rs[1].Detail != "skipped: keycloak login failed" {
 		t.Errorf("wrong password: %+v", rs)
 	}
 	rs = check(settings("missing", "pw"))
@@ -253,7 +259,7 @@ func TestClusterCheckAndTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := b.String()
-	if !strings.HasPrefix(out, "CHECK") || !strings.Contains(out, "pass") || strings.Count(out, "FAIL") != 3 || !strings.HasSuffix(out, "4 check(s), 3 failed\n") {
+	if !strings.HasPrefix(out, "CHECK") || !strings.Contains(out, "pass") || strings.Count(out, "FAIL") != 3 || !strings.HasSuffix(out, "4 check(s), 3 failed, 0 skipped\n") {
 		t.Errorf("table:\n%s", out)
 	}
 }
@@ -286,5 +292,164 @@ func TestTargetsAndDetailsAreRedacted(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "Plain (https://waldur.example.org/api/)") || !strings.Contains(table.String(), "https://sso.example.org realm master") {
 		t.Errorf("targets lost their host:\n%s", table.String())
+	}
+}
+
+type fakeKeycloak struct{}
+
+func (fakeKeycloak) Login(context.Context) error             { return errors.New("401 invalid_grant") }
+func (fakeKeycloak) ReadGroups(context.Context) (int, error) { return 0, errors.New("401") }
+
+type fakeWaldur struct{}
+
+func (fakeWaldur) CurrentUser(context.Context) (*waldur.User, error) {
+	return &waldur.User{Username: "svc"}, nil
+}
+func (fakeWaldur) GetProviderOffering(context.Context, waldur.UUID) (*waldur.ProviderOffering, error) {
+	return &waldur.ProviderOffering{Name: "x", State: "Active"}, nil
+}
+
+// TestChecksNameOfferingsAndCredentials: two offerings on one Keycloak, each
+// with its own realm and password, give rows that say which offering and
+// which credential each tests; the cluster of an offering without
+// kubeconfig_path is checked with client-go's default rules.
+func TestChecksNameOfferingsAndCredentials(t *testing.T) {
+	t.Setenv(config.TokenEnv, "")
+	text := `git:
+  url: https://git.example.org/t.git
+  username: bot
+  token_file: /run/git/token
+offerings:
+- name: Alpha
+  waldur_api_url: https://waldur.example.org/api/
+  waldur_api_token_file: /run/waldur/alpha
+  waldur_offering_uuid: 0ff00000000040008000000000000001
+  backend_type: namespace
+  backend_settings:
+    kubeconfig_path: /k/alpha.yaml
+    keycloak_enabled: true
+    keycloak:
+      keycloak_url: https://sso.example.org/
+      keycloak_realm: alpha
+      keycloak_username: gitops-alpha
+      keycloak_password_env: KC_ALPHA
+- name: Beta
+  waldur_api_url: https://waldur.example.org/api/
+  waldur_api_token_file: /run/waldur/beta
+  waldur_offering_uuid: 0ff00000000040008000000000000002
+  backend_type: namespace
+  backend_settings:
+    keycloak_enabled: true
+    keycloak:
+      keycloak_url: https://sso.example.org/
+      keycloak_realm: beta
+      client_id: gitops
+      client_secret_file: /run/kc/beta
+`
+	l, err := config.Parse([]byte(text), filepath.Join(t.TempDir(), "c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu     sync.Mutex
+		opened []kube.Source
+	)
+	checks := diagnose.Checks(l.Config, "", diagnose.Deps{
+		Waldur:   func(*config.Offering) (diagnose.WaldurAPI, error) { return fakeWaldur{}, nil },
+		Git:      func(config.Git) (diagnose.GitRemote, error) { return nil, errors.New("no git here") },
+		Keycloak: func(config.KeycloakSettings) (diagnose.Keycloak, error) { return fakeKeycloak{}, nil },
+		Cluster: func(s kube.Source) (diagnose.ClusterAPI, error) {
+			mu.Lock()
+			opened = append(opened, s)
+			mu.Unlock()
+			return fakeCluster{version: "v1.33.13"}, nil
+		},
+	})
+	rs := run(t, checks)
+	type row struct{ name, offerings, credential, status, detail string }
+	var got []row
+	for _, r := range rs {
+		got = append(got, row{r.Name, strings.Join(r.Offerings, ","), r.Credential, r.Status, r.Detail})
+	}
+	want := []row{
+		{"waldur token", "Alpha", "waldur_api_token_file /run/waldur/alpha", "pass", "authenticated as svc"},
+		{"waldur offering", "Alpha", "waldur_api_token_file /run/waldur/alpha", "pass", `"x", state Active, 0 component(s)`},
+		{"waldur token", "Beta", "waldur_api_token_file /run/waldur/beta", "pass", "authenticated as svc"},
+		{"waldur offering", "Beta", "waldur_api_token_file /run/waldur/beta", "pass", `"x", state Active, 0 component(s)`},
+		{"git read", "", "git.username bot, git.token_file /run/git/token", "fail", "no git here"},
+		{"git write", "", "git.username bot, git.token_file /run/git/token", "skipped", "skipped: git read failed"},
+		{"keycloak login", "Alpha", "keycloak_username gitops-alpha, keycloak_password_env $KC_ALPHA", "fail", "401 invalid_grant"},
+		{"keycloak realm", "Alpha", "keycloak_username gitops-alpha, keycloak_password_env $KC_ALPHA", "skipped", "skipped: keycloak login failed"},
+		{"keycloak login", "Beta", "client gitops, client_secret_file /run/kc/beta", "fail", "401 invalid_grant"},
+		{"keycloak realm", "Beta", "client gitops, client_secret_file /run/kc/beta", "skipped", "skipped: keycloak login failed"},
+		{"cluster", "Alpha", "kubeconfig /k/alpha.yaml", "pass", "server v1.33.13; namespaces and resourcequotas readable"},
+		{"cluster", "Beta", "client-go defaults: $KUBECONFIG, ~/.kube/config, else the pod's service account", "pass", "server v1.33.13; namespaces and resourcequotas readable"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("%d rows, want %d: %+v", len(got), len(want), got)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("row %d:\n got %+v\nwant %+v", i, got[i], want[i])
+		}
+	}
+	if len(opened) != 2 || !slices.Contains(opened, kube.Source{}) || !slices.Contains(opened, kube.Source{Path: "/k/alpha.yaml"}) {
+		t.Errorf("clusters opened: %+v", opened)
+	}
+	var b strings.Builder
+	if err := diagnose.WriteTable(&b, rs); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "OFFERING") || !strings.Contains(b.String(), "CREDENTIAL") || !strings.HasSuffix(b.String(), "12 check(s), 3 failed, 3 skipped\n") {
+		t.Errorf("table:\n%s", b.String())
+	}
+
+	// --kubeconfig replaces every offering's cluster: one row for both.
+	cl := diagnose.Checks(l.Config, "/k/given.yaml", diagnose.Deps{
+		Waldur:   func(*config.Offering) (diagnose.WaldurAPI, error) { return fakeWaldur{}, nil },
+		Git:      func(config.Git) (diagnose.GitRemote, error) { return nil, errors.New("x") },
+		Keycloak: func(config.KeycloakSettings) (diagnose.Keycloak, error) { return fakeKeycloak{}, nil },
+	})
+	last := cl[len(cl)-1]
+	if last.Name != "cluster" || last.Target != "/k/given.yaml" || strings.Join(last.Offerings, ",") != "Alpha,Beta" || cl[len(cl)-2].Name == "cluster" {
+		t.Errorf("--kubeconfig: %+v", last)
+	}
+}
+
+// TestClusterDefaultRulesAndTimeout drives the real cluster client: with no
+// kubeconfig_path the default rules are used ($KUBECONFIG here), the request
+// timeout is diagnose's (not client-go's 32s), and when the default rules
+// find nothing at all the check is skipped, not failed.
+func TestClusterDefaultRulesAndTimeout(t *testing.T) {
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	t.Setenv("HOME", t.TempDir())
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: not-a-secret}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(s kube.Source) (diagnose.ClusterAPI, error) { return diagnose.NewCluster(s, 3*time.Second) }
+
+	t.Setenv("KUBECONFIG", kubeconfig)
+	rs := diagnose.Run(context.Background(), []diagnose.Check{diagnose.ClusterCheck(kube.Source{}, open)}, diagnose.Options{Timeout: 3 * time.Second})
+	if rs[0].Status != diagnose.StatusFail || !strings.Contains(rs[0].Detail, "127.0.0.1:1") || !strings.Contains(rs[0].Detail, "timeout=3s") || strings.Contains(rs[0].Detail, "32s") {
+		t.Errorf("default rules with $KUBECONFIG: %+v", rs[0])
+	}
+
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	rs = diagnose.Run(context.Background(), []diagnose.Check{diagnose.ClusterCheck(kube.Source{}, open)}, diagnose.Options{Timeout: 3 * time.Second})
+	if rs[0].Status != diagnose.StatusSkipped || !strings.HasPrefix(rs[0].Detail, "skipped: no cluster configured") || diagnose.Failed(rs) != 0 {
+		t.Errorf("no cluster anywhere: %+v", rs[0])
+	}
+
+	// A kubeconfig_path that does not exist is a failure, not a skip.
+	rs = diagnose.Run(context.Background(), []diagnose.Check{diagnose.ClusterCheck(kube.Source{Path: filepath.Join(t.TempDir(), "nope")}, open)}, diagnose.Options{Timeout: 3 * time.Second})
+	if rs[0].Status != diagnose.StatusFail {
+		t.Errorf("missing kubeconfig_path: %+v", rs[0])
 	}
 }

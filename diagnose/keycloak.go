@@ -25,8 +25,9 @@ type gocloakCheck struct {
 }
 
 // NewKeycloak builds the Keycloak checks' client from an offering's keycloak
-// settings.
-func NewKeycloak(k config.KeycloakSettings) (Keycloak, error) {
+// settings. timeout bounds each request (diagnose --timeout); zero: the
+// settings' keycloak_timeout_seconds, else 30s.
+func NewKeycloak(k config.KeycloakSettings, timeout time.Duration) (Keycloak, error) {
 	if k.URL == "" {
 		return nil, errors.New("keycloak.keycloak_url is not set")
 	}
@@ -36,9 +37,11 @@ func NewKeycloak(k config.KeycloakSettings) (Keycloak, error) {
 	}
 	gc := gocloak.NewClient(k.URL)
 	rc := gc.RestyClient()
-	timeout := 30 * time.Second
-	if k.TimeoutSeconds != nil {
-		timeout = time.Duration(*k.TimeoutSeconds) * time.Second
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+		if k.TimeoutSeconds != nil {
+			timeout = time.Duration(*k.TimeoutSeconds) * time.Second
+		}
 	}
 	rc.SetTimeout(timeout)
 	if !k.VerifiesSSL() {

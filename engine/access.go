@@ -18,34 +18,37 @@ func checkAccess(prev, next render.Tree, tenants changeset.Set, g guard.Options)
 	if g.Allow {
 		return nil
 	}
-	removed := 0
-	var where []string
+	updated := map[string]bool{}
 	for _, e := range tenants.ByAction(changeset.Update) {
-		before, after := grantsIn(prev, e.Subject), grantsIn(next, e.Subject)
-		if before > after {
-			removed += before - after
-			where = append(where, e.Subject)
-		}
+		updated[e.Subject] = true
 	}
-	if removed == 0 {
+	if len(updated) == 0 {
 		return nil
 	}
+	// One pass over each tree: the grants of every updated tenant, and all.
+	before, after := map[string]int{}, map[string]int{}
 	existing := 0
 	for p, data := range prev {
-		existing += grants(p, data)
-	}
-	return guard.CheckAccess("RoleBinding subjects and ManagedNamespace users", removed, existing, where, g)
-}
-
-// grantsIn counts the grants of the files below a tenant directory.
-func grantsIn(t render.Tree, dir string) int {
-	n := 0
-	for p, data := range t {
-		if strings.HasPrefix(p, dir+"/") {
-			n += grants(p, data)
+		n := grants(p, data)
+		existing += n
+		if d := path.Dir(p); updated[d] {
+			before[d] += n
 		}
 	}
-	return n
+	for p, data := range next {
+		if d := path.Dir(p); updated[d] {
+			after[d] += grants(p, data)
+		}
+	}
+	removed := 0
+	var where []string
+	for d := range updated {
+		if before[d] > after[d] {
+			removed += before[d] - after[d]
+			where = append(where, d)
+		}
+	}
+	return guard.CheckAccess("RoleBinding subjects and ManagedNamespace users", removed, existing, where, g)
 }
 
 // grants counts the access grants one rendered file gives, from the YAML the

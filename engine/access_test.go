@@ -33,8 +33,6 @@ func TestAccessGuard(t *testing.T) {
 	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	head := gittest.Head(t, dir, "main")
-
 	// One member leaves one team: a small change, it goes through.
 	full := st.Offerings
 	one := cloneTeams(full)
@@ -50,7 +48,7 @@ func TestAccessGuard(t *testing.T) {
 	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil || out.Report.Commit == "" {
 		t.Fatalf("one member leaving: %v, commit %q", out.Err, out.Report.Commit)
 	}
-	head = gittest.Head(t, dir, "main")
+	head := gittest.Head(t, dir, "main")
 
 	empty := cloneTeams(full)
 	for i := range empty {

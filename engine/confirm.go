@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -74,15 +75,13 @@ func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur r
 	for id, why := range res.Gone {
 		g.Explained[string(id)] = why
 	}
-	cs := res.Compare(cur, res.Tree(cur))
 	doubtful := map[string][]waldur.UUID{} // offering → resources
-	for _, e := range cs.ByAction(changeset.Delete) {
-		id := waldur.UUID(e.Resource)
-		if len(e.Orders) > 0 || id == "" || g.Explained[e.Resource] != "" {
+	for _, r := range res.Removals(cur) {
+		if r.Resource == "" || len(res.Terminations[r.Resource]) > 0 || g.Explained[string(r.Resource)] != "" {
 			continue
 		}
-		if name := offeringOfDir(cfg, e.Subject); name != "" {
-			doubtful[name] = append(doubtful[name], id)
+		if name := offeringOfDir(cfg, r.Dir); name != "" && !slices.Contains(doubtful[name], r.Resource) {
+			doubtful[name] = append(doubtful[name], r.Resource)
 		}
 	}
 	var kept changeset.Set

@@ -3,12 +3,15 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Engine runs the cycle with one set of seams. It lives as long as its
@@ -22,6 +25,14 @@ type Engine struct {
 	guard  guard.Options
 	log    *slog.Logger
 	last   *Outcome
+	// Claims, when set, settles names two offerings claim in every render
+	// (render.Result.ResolveClaims); inPlace is this run's view of what is
+	// at the destination already.
+	Claims  func(res *render.Result, st *waldur.State, inPlace render.InPlace)
+	inPlace render.InPlace
+	// Progress, when set, is told of every stage as it ends (the CLI prints
+	// it on a terminal, so a long run shows where it is).
+	Progress func(st report.Stage, changes changeset.Set)
 }
 
 // New builds an engine from its seams, the renderer (templates loaded once,
@@ -128,10 +139,25 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			defer cancel() // runs before wait: stop a fetch nobody needs any more
 		}
 	}
+	e.inPlace = nil
+	if p, ok := e.seams.Publisher.(InPlacer); ok && e.Claims != nil {
+		var once sync.Once
+		var in render.InPlace
+		e.inPlace = func(id waldur.UUID) bool {
+			once.Do(func() { in = p.InPlace(ctx) })
+			return in != nil && in(id)
+		}
+	}
 	var failed, refused error
 	for _, st := range e.stages(req) {
 		before := out.Published // what earlier stages published
-		err := out.Report.Record(st.name, func() (changeset.Set, map[string]int, error) { return st.run(ctx, out) })
+		err := out.Report.Record(st.name, func() (cs changeset.Set, calls map[string]int, err error) {
+			cs, calls, err = st.run(ctx, out)
+			if e.Progress != nil {
+				e.Progress(report.Stage{Name: st.name, Calls: calls}, cs)
+			}
+			return cs, calls, err
+		})
 		if err == nil {
 			continue
 		}

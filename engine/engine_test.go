@@ -3,15 +3,18 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/engine/enginetest"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -247,5 +250,20 @@ func TestRunForSomeResources(t *testing.T) {
 	}
 	if got := f.log.String(); got != "source.read → publish → publish" {
 		t.Errorf("calls %s", got)
+	}
+}
+
+// TestProgressPerStage: a Progress hook hears of every stage as it ends, in
+// order, with its changes.
+func TestProgressPerStage(t *testing.T) {
+	f := newFakes(t)
+	e := f.engine()
+	var seen []string
+	e.Progress = func(st report.Stage, cs changeset.Set) {
+		seen = append(seen, fmt.Sprintf("%s:%d", st.Name, len(cs.Entries)))
+	}
+	out := e.Run(context.Background(), engine.Request{Command: "sync"})
+	if got := strings.Join(seen, " "); !strings.HasPrefix(got, "waldur:0 approve:0 render:0 fake:") || len(seen) != len(out.Report.Stages) {
+		t.Errorf("progress %q for stages %d", got, len(out.Report.Stages))
 	}
 }

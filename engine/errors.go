@@ -206,6 +206,9 @@ var skipOrder = []string{"offering(s) not read", "resource(s)", "member(s)", "Ke
 // renderClassified renders st; a failure is a config error wherever it happens.
 func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {
 	res, err := e.render(st)
+	if err == nil && e.Claims != nil {
+		e.Claims(res, st, e.inPlace)
+	}
 	return res, Classify(ClassRender, err)
 }
 

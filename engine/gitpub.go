@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // GitPublisher commits the render to git.path of the GitOps repository and
@@ -163,4 +164,23 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 		}
 	}
 	return l
+}
+
+// InPlace reports the resources that have a tenant on the branch tip, from
+// the fetch the run started; nil when it cannot be read (the publish will
+// say why).
+func (p *GitPublisher) InPlace(ctx context.Context) func(waldur.UUID) bool {
+	if p.open() != nil {
+		return nil
+	}
+	w := gitsync.Writer(p.repo)
+	if p.prepared {
+		w = p.writer
+	}
+	cur, err := gitsync.Peek(ctx, w)
+	if err != nil {
+		return nil
+	}
+	in := cur.ResourceUUIDs()
+	return func(id waldur.UUID) bool { return in[id] }
 }

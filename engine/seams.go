@@ -65,6 +65,13 @@ type Preparer interface {
 	Prepare(ctx context.Context) (wait func())
 }
 
+// InPlacer is a Publisher that can tell, before the render, which resources
+// have a tenant at its destination already: they keep the names they hold
+// when two offerings claim the same one.
+type InPlacer interface {
+	InPlace(ctx context.Context) func(waldur.UUID) bool
+}
+
 // Published is what a publish left at its destination, for the stages after
 // it: the order stage finishes an order only when its tenant is here, and the
 // identities stage keeps the groups of tenants that are still here.

@@ -98,7 +98,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if previous != nil {
 		r = r.SharingWith(previous)
 	}
-	return New(s, r.Render, g, o.Log), nil
+	e := New(s, r.Render, g, o.Log)
+	e.Claims = func(res *render.Result, st *waldur.State, in render.InPlace) { res.ResolveClaims(cfg, st, in) }
+	return e, nil
 }
 
 // filesOnly reports whether a run wired with o uses only the rendered files:

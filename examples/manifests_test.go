@@ -145,12 +145,14 @@ func consumedFiles(dir string) (map[string]bool, error) {
 	refs = append(refs, k.Generators...)
 	refs = append(refs, k.Transformers...)
 	refs = append(refs, k.Validators...)
+	//lint:ignore SA1019 the deprecated fields are still read by kustomize, so their files must exist
 	for _, p := range k.PatchesStrategicMerge {
 		refs = append(refs, string(p))
 	}
 	for _, p := range k.Patches {
 		refs = append(refs, p.Path)
 	}
+	//lint:ignore SA1019 as above
 	for _, p := range k.PatchesJson6902 {
 		refs = append(refs, p.Path)
 	}

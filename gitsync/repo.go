@@ -7,6 +7,7 @@ import (
 	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"io"
 	"log/slog"
+	"regexp"
 	"strings"
 	"time"
 
@@ -246,6 +247,21 @@ func (r *Repo) Push(ctx context.Context) error {
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
 	req.Commands = []*packp.Command{{Name: r.branch, Old: r.tip, New: r.commit}}
+	// Ask for the side band, so that what the server's hooks print (the
+	// reason a push is declined) reaches us, and for quiet, so that nothing
+	// else does.
+	remote := &remoteMessages{}
+	switch {
+	case ar.Capabilities.Supports(capability.Sideband64k):
+		_ = req.Capabilities.Set(capability.Sideband64k)
+		req.Progress = remote
+	case ar.Capabilities.Supports(capability.Sideband):
+		_ = req.Capabilities.Set(capability.Sideband)
+		req.Progress = remote
+	}
+	if req.Progress != nil && ar.Capabilities.Supports(capability.Quiet) {
+		_ = req.Capabilities.Set(capability.Quiet)
+	}
 	pr, pw := io.Pipe()
 	req.Packfile = pr
 	done := make(chan error, 1)
@@ -258,13 +274,16 @@ func (r *Repo) Push(ctx context.Context) error {
 	_ = pr.Close()
 	encErr := <-done
 	if rs != nil && rs.Error() != nil && len(rs.CommandStatuses) > 0 {
-		// The server took the objects but refused to move the branch: its
-		// old value no longer matched, or a hook said no. Sync tells the two
-		// apart by fetching again.
-		return r.wrap("push", fmt.Errorf("%w: %w", ErrRaced, rs.Error()))
+		// The server took the objects but refused to move the branch. A hook
+		// that said no is final. Otherwise its old value may no longer have
+		// matched; Sync tells a race from another refusal by fetching again.
+		if declined(rs.Error().Error()) {
+			return r.wrap("push", &declinedError{branch: r.branch.Short(), err: rs.Error(), said: remote.said()})
+		}
+		return r.wrap("push", fmt.Errorf("%w: %w%s", ErrRaced, rs.Error(), remote.said()))
 	}
 	if err != nil {
-		return r.wrap("push", classifyPush(err))
+		return r.wrap("push", classifyPush(err, r.branch.Short(), remote.said()))
 	}
 	if encErr != nil {
 		return r.wrap("push", encErr)
@@ -276,15 +295,106 @@ func (r *Repo) Push(ctx context.Context) error {
 	return nil
 }
 
-// classifyPush marks the transport errors that mean the branch moved.
-func classifyPush(err error) error {
+// classifyPush marks the transport errors that mean a hook declined the push
+// or the branch moved, and adds what the server said (said, from
+// remoteMessages.said) to the error.
+func classifyPush(err error, branch, said string) error {
 	msg := err.Error()
+	if declined(msg) {
+		return &declinedError{branch: branch, err: err, said: said}
+	}
 	for _, s := range []string{"non-fast-forward", "fetch first", "stale info", "failed to lock", "cannot lock ref", "failed to update ref"} {
 		if strings.Contains(msg, s) {
-			return fmt.Errorf("%w: %w", ErrRaced, err)
+			return fmt.Errorf("%w: %w%s", ErrRaced, err, said)
 		}
 	}
+	if said != "" {
+		return fmt.Errorf("%w%s", err, said)
+	}
 	return err
+}
+
+// declinedError is a push a server hook declined: the branch, the server's
+// status and what it said. It matches ErrDeclined and the status.
+type declinedError struct {
+	branch, said string
+	err          error
+}
+
+func (e *declinedError) Error() string {
+	return fmt.Sprintf("the server's hook declined the push to %s (%v)%s", e.branch, e.err, e.said)
+}
+
+func (e *declinedError) Unwrap() []error { return []error{ErrDeclined, e.err} }
+
+// declined reports whether a push status or error says that a server hook
+// refused the update: git's "pre-receive hook declined" and "hook declined",
+// which hosting services also use for their branch protection.
+func declined(msg string) bool {
+	return strings.Contains(msg, "hook declined")
+}
+
+// remoteMessages keeps what the server prints on the side band during a
+// push (the output of its hooks), up to a bound.
+type remoteMessages struct {
+	b         []byte
+	truncated bool
+}
+
+// maxRemoteMessages bounds what is kept of the server's messages, and
+// maxRemoteLines how many lines of it an error shows.
+const (
+	maxRemoteMessages = 4096
+	maxRemoteLines    = 10
+)
+
+// Write keeps p, or what fits of it; it never fails, so that a talkative
+// server cannot break the push.
+func (m *remoteMessages) Write(p []byte) (int, error) {
+	keep := p
+	if room := maxRemoteMessages - len(m.b); len(keep) > room {
+		m.truncated = true
+		keep = keep[:max(room, 0)]
+	}
+	m.b = append(m.b, keep...)
+	return len(p), nil
+}
+
+// ansiEscape matches the terminal control sequences (colours) hooks print.
+var ansiEscape = regexp.MustCompile(`\x1b\[[0-9;?]*[ -/]*[@-~]`)
+
+// said is "; the server said: " and the server's messages on one line (each
+// line trimmed, colour codes and control characters dropped, lines separated by " / "), or ""
+// when it said nothing.
+func (m *remoteMessages) said() string {
+	if m == nil {
+		return ""
+	}
+	var lines []string
+	text := ansiEscape.ReplaceAllString(string(m.b), "")
+	for _, l := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == '\r' }) {
+		l = strings.TrimSpace(strings.Map(func(r rune) rune {
+			if r < ' ' || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+				return -1
+			}
+			return r
+		}, l))
+		if l != "" {
+			lines = append(lines, l)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	more := m.truncated
+	if len(lines) > maxRemoteLines {
+		lines, more = lines[:maxRemoteLines], true
+	}
+	out := "; the server said: " + strings.Join(lines, " / ")
+	if more {
+		out += " / …"
+	}
+	return out
 }
 
 // advertised finds the branch among the advertised references; zero when it

@@ -323,23 +323,86 @@ func TestRaceGivesUp(t *testing.T) {
 	}
 }
 
-// A push the server refuses for another reason (a hook) is not retried
-// forever: the branch did not move.
-func TestRefusedPushIsNotRetried(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "r.git")
-	gittest.InitBare(t, dir, "main")
-	head := gittest.Commit(t, dir, "main", map[string]string{"README.md": "x\n"}, "seed")
-	hook := filepath.Join(dir, "hooks", "pre-receive")
-	if err := os.WriteFile(hook, []byte("#!/bin/sh\necho protected branch >&2\nexit 1\n"), 0o755); err != nil {
+// installHook makes the bare repository dir run script as its pre-receive
+// hook.
+func installHook(t *testing.T, dir, script string) {
+	t.Helper()
+	if err := os.WriteFile(filepath.Join(dir, "hooks", "pre-receive"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	r := open(t, dir, "waldur", nil)
-	res, err := Sync(t.Context(), r, planOf(tenantTree("v1", "o/cluster/a"), "x\n"), 5)
-	if err == nil || res.Attempts != 2 {
-		t.Fatalf("attempts %d, err %v: want an error after one refetch", res.Attempts, err)
+}
+
+// A push a server hook declines is not retried (it is no race), and the
+// error says that a hook declined it and what the hook printed, over the
+// smart-HTTP transport (git http-backend relays the hook's output on the side
+// band) and the local one alike, with every credential masked.
+func TestDeclinedPushSaysWhy(t *testing.T) {
+	for _, transport := range []string{"http", "file"} {
+		t.Run(transport, func(t *testing.T) {
+			srv, url, dir := httpRepo(t)
+			a := auth(srv)
+			if transport == "file" {
+				url, a = dir, nil
+			}
+			head := gittest.Commit(t, dir, "main", map[string]string{"README.md": "x\n"}, "seed")
+			installHook(t, dir, "#!/bin/sh\n"+
+				"echo 'GL-HOOK-ERR: pushes to main need a merge request' >&2\n"+
+				"echo 'policy: see https://"+srv.User()+":"+srv.Password()+"@git.example.org/policy'\n"+
+				"printf '\\033[31mred\\033[0m tail\\n' >&2\n"+
+				"exit 1\n")
+			r := open(t, url, "waldur", a, func(o *Options) { o.secrets = []string{srv.Password()} })
+			res, err := Sync(t.Context(), r, planOf(tenantTree("v1", "o/cluster/a"), "x\n"), 5)
+			if !errors.Is(err, ErrDeclined) || errors.Is(err, ErrRaced) {
+				t.Fatalf("err = %v: want ErrDeclined, not ErrRaced", err)
+			}
+			msg := err.Error()
+			for _, want := range []string{
+				"git push ", "the server's hook declined the push to main (", "pre-receive hook declined",
+				"; the server said: GL-HOOK-ERR: pushes to main need a merge request / policy: see https://",
+				"policy / red tail",
+			} {
+				if !strings.Contains(msg, want) {
+					t.Errorf("error lacks %q:\n%s", want, msg)
+				}
+			}
+			if strings.Contains(msg, srv.Password()) || strings.ContainsRune(msg, '\033') {
+				t.Errorf("error shows the password or a control character:\n%q", msg)
+			}
+			if res.Attempts != 1 {
+				t.Errorf("%d attempts: a declined push was retried", res.Attempts)
+			}
+			if gittest.Head(t, dir, "main") != head {
+				t.Error("the branch moved")
+			}
+		})
 	}
-	if gittest.Head(t, dir, "main") != head {
-		t.Error("the branch moved")
+}
+
+// What the server prints is kept within bounds, one line, without control
+// characters.
+func TestRemoteMessages(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []string
+		want string
+	}{
+		{"nothing", nil, ""},
+		{"blank lines", []string{"\n  \r\n"}, ""},
+		{"lines and progress", []string{"first\r\n", "sec", "ond\n\x1b[1mbold\x07\n"}, "; the server said: first / second / bold"},
+		{"many lines", []string{strings.Repeat("l\n", 20)}, "; the server said: " + strings.TrimSuffix(strings.Repeat("l / ", maxRemoteLines), " / ") + " / …"},
+		{"too long", []string{strings.Repeat("x", maxRemoteMessages+10)}, "; the server said: " + strings.Repeat("x", maxRemoteMessages) + " / …"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &remoteMessages{}
+			for _, p := range tc.in {
+				if n, err := m.Write([]byte(p)); n != len(p) || err != nil {
+					t.Fatalf("Write = %d, %v", n, err)
+				}
+			}
+			if got := m.said(); got != tc.want {
+				t.Errorf("said() = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 

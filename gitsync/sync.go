@@ -27,13 +27,20 @@ type Writer interface {
 	Commit(ctx context.Context, tree render.Tree, message string) (string, error)
 	// Push moves the branch from the fetched tip to the commit. It fails with
 	// an error matching ErrRaced when the branch no longer points at the
-	// fetched tip; it never overwrites another writer's commit.
+	// fetched tip, and ErrDeclined when a hook of the server refused it; it
+	// never overwrites another writer's commit.
 	Push(ctx context.Context) error
 }
 
 // ErrRaced is matched by a push refused because the branch moved, or may
 // have moved, since the fetch: another writer got there first.
 var ErrRaced = errors.New("another writer may have moved the branch")
+
+// ErrDeclined is matched by a push a hook of the server declined: a
+// pre-receive or update hook, or a branch protection a hosting service
+// implements as one. It is not a race and is not retried; the error carries
+// the server's status and what the hook printed.
+var ErrDeclined = errors.New("the server's hook declined the push")
 
 // Plan turns the files currently in the owned directory into the files to
 // commit and the commit message. Sync calls it once per attempt, on the tip it
@@ -68,7 +75,7 @@ func Sync(ctx context.Context, w Writer, plan Plan, retries int) (Result, error)
 		res.Parent = w.Tip()
 		if lost != nil && res.Parent == before {
 			// The push was refused but the branch has not moved: retrying the
-			// same push cannot help (a hook or a protected branch said no).
+			// same push cannot help (the server refused it for another reason).
 			return res, fmt.Errorf("the push was refused although the branch did not move: %w", lost)
 		}
 		cur, err := w.Current(ctx)
@@ -138,4 +145,26 @@ func (p *prefetched) Fetch(ctx context.Context) error {
 		<-p.done
 		return ctx.Err()
 	}
+}
+
+// Peek returns the owned directory as the fetch that Prefetch started finds
+// it, waiting for that fetch but leaving w's first Fetch to whoever syncs.
+// For a Writer that does not prefetch it fetches.
+func Peek(ctx context.Context, w Writer) (render.Tree, error) {
+	p, ok := w.(*prefetched)
+	if !ok {
+		if err := w.Fetch(ctx); err != nil {
+			return nil, err
+		}
+		return w.Current(ctx)
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if p.err != nil {
+		return nil, p.err
+	}
+	return p.Writer.Current(ctx)
 }

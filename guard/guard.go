@@ -93,8 +93,21 @@ func Check(cs changeset.Set, existing int, o Options) error {
 // tenants in place are counted from cs itself: every entry that is not a
 // creation. The first refusal is returned, the site's before any scope's.
 func CheckScoped(cs changeset.Set, scopeOf func(changeset.Entry) []string, o Options) error {
+	return CheckScopedIn(cs, scopeOf, nil, o)
+}
+
+// CheckScopedIn is CheckScoped for a change set that lists only the
+// removals: existing gives the tenants in place per scope, and the site's
+// count under the key "".
+func CheckScopedIn(cs changeset.Set, scopeOf func(changeset.Entry) []string, existing map[string]int, o Options) error {
 	tenants := changeset.Set{Entries: cs.Filter(func(e changeset.Entry) bool { return e.Kind == "Tenant" })}
-	if err := Check(tenants, existingOf(tenants.Entries), o); err != nil || o.Allow || scopeOf == nil {
+	count := func(scope string, entries []changeset.Entry) int {
+		if existing != nil {
+			return existing[scope]
+		}
+		return existingOf(entries)
+	}
+	if err := Check(tenants, count("", tenants.Entries), o); err != nil || o.Allow || scopeOf == nil {
 		return err
 	}
 	byScope := map[string][]changeset.Entry{}
@@ -110,7 +123,7 @@ func CheckScoped(cs changeset.Set, scopeOf func(changeset.Entry) []string, o Opt
 	slices.Sort(scopes)
 	for _, sc := range scopes {
 		entries := byScope[sc]
-		if err := Check(changeset.Set{Entries: entries}, existingOf(entries), o); err != nil {
+		if err := Check(changeset.Set{Entries: entries}, count(sc, entries), o); err != nil {
 			ge := err.(*Error)
 			ge.Scope = sc
 			return ge

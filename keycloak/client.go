@@ -683,7 +683,7 @@ func (c *Client) createGroup(ctx context.Context, parentID, name string, attrs m
 		return err
 	})
 	if err == nil && id == "" {
-		err = errors.New("Keycloak answered without the new group's id in Location")
+		err = errors.New("the answer of Keycloak has no id of the new group in Location")
 	}
 	return id, sent > 1, err
 }

@@ -24,10 +24,14 @@ const (
 	AttrResource = "waldur_resource_uuid"
 	// AttrDescription is the group's description, as the site agent writes it.
 	AttrDescription = "description"
+	// AttrMembers lists, on a group with subgroups (Rancher's c_<cluster>),
+	// the ids of the members waldur-gitops put there: it removes only those,
+	// never the members others added (an adopted group keeps its users).
+	AttrMembers = "waldur_gitops_members"
 )
 
 // ownKeys are the attributes waldur-gitops writes; others are left as they are.
-var ownKeys = []string{AttrManagedBy, AttrOffering, AttrResource, AttrDescription}
+var ownKeys = []string{AttrManagedBy, AttrOffering, AttrResource, AttrDescription, AttrMembers}
 
 // Target is one Keycloak realm and the offerings whose groups live in it.
 type Target struct {

@@ -219,6 +219,7 @@ func (x *execution) result(p *Plan) error {
 			x.stop, len(x.errs)+x.skipped, len(p.Ops))
 	}
 	if x.stop != nil {
+		//lint:ignore ST1005 Keycloak is a name; docs/troubleshooting.md quotes this message
 		return fmt.Errorf("Keycloak is unavailable: %w; %d of %d operations failed or were not attempted; the next run picks them up",
 			x.stop, len(x.errs)+x.skipped, len(p.Ops))
 	}

@@ -147,6 +147,33 @@ func groupEntry(d *DesiredGroup) changeset.Entry {
 	return e
 }
 
+// attributes are the marker attributes a desired group should carry; a
+// group with subgroups also lists the members waldur-gitops puts there.
+func (p *planner) attributes(d *DesiredGroup) map[string][]string {
+	a := d.attributes()
+	if !d.Leaf {
+		ids, _ := p.wanted(d)
+		a[AttrMembers] = slices.Sorted(slices.Values(ids))
+	}
+	return a
+}
+
+// wanted resolves the desired members of d to Keycloak user ids, in order,
+// with the user name each stands for.
+func (p *planner) wanted(d *DesiredGroup) ([]string, map[string]string) {
+	want := map[string]string{}
+	var ids []string
+	for _, m := range d.Members {
+		if u := p.in.Actual.Users[m]; u != nil {
+			if _, dup := want[u.ID]; !dup {
+				want[u.ID] = m.Username
+				ids = append(ids, u.ID)
+			}
+		}
+	}
+	return ids, want
+}
+
 // desired plans one desired group and its members.
 func (p *planner) desired(d *DesiredGroup) {
 	e := groupEntry(d)
@@ -165,13 +192,13 @@ func (p *planner) desired(d *DesiredGroup) {
 			}
 		}
 		e.Action = changeset.Create
-		p.op(Op{Kind: OpCreateGroup, Path: d.Path, Name: d.Name, Parent: d.Parent, ParentID: parentID, Attributes: d.attributes()}, e)
+		p.op(Op{Kind: OpCreateGroup, Path: d.Path, Name: d.Name, Parent: d.Parent, ParentID: parentID, Attributes: p.attributes(d)}, e)
 		p.members(d, nil)
 		return
 	}
 	switch own := p.in.Target.owner(g); {
 	case own == owned:
-		want := mergeAttributes(g.Attributes, d.attributes())
+		want := mergeAttributes(g.Attributes, p.attributes(d))
 		if changed := changedKeys(g.Attributes, want); len(changed) > 0 {
 			e.Action, e.Reason = changeset.Update, "attributes "+strings.Join(changed, ", ")
 			p.op(Op{Kind: OpUpdateGroup, Path: d.Path, Name: g.Name, GroupID: g.ID, Attributes: want}, e)
@@ -181,7 +208,7 @@ func (p *planner) desired(d *DesiredGroup) {
 		}
 	case own == unmarked && d.Adopt:
 		e.Action, e.Reason = changeset.Update, "adopt: mark as managed by "+ManagedBy+managedByNote(g)
-		p.op(Op{Kind: OpUpdateGroup, Path: d.Path, Name: g.Name, GroupID: g.ID, Attributes: mergeAttributes(g.Attributes, d.attributes())}, e)
+		p.op(Op{Kind: OpUpdateGroup, Path: d.Path, Name: g.Name, GroupID: g.ID, Attributes: mergeAttributes(g.Attributes, p.attributes(d))}, e)
 	default:
 		why := "the group exists but is not managed by " + ManagedBy + managedByNote(g) + "; it is left alone (keycloak_groups.adopt_existing takes such groups over)"
 		if own == foreign {
@@ -245,8 +272,16 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 		e.Subject, e.Action = d.Path+" "+want[id], changeset.Create
 		p.op(Op{Kind: OpAddMember, Path: d.Path, GroupID: groupID, UserID: id, Username: want[id]}, e)
 	}
+	// A group with subgroups loses only the members waldur-gitops put there.
+	var ours map[string]bool
+	if !d.Leaf && g != nil {
+		ours = map[string]bool{}
+		for _, id := range g.Attributes[AttrMembers] {
+			ours[id] = true
+		}
+	}
 	for _, id := range slices.Sorted(maps.Keys(have)) {
-		if _, ok := want[id]; ok {
+		if _, ok := want[id]; ok || (ours != nil && !ours[id]) {
 			continue
 		}
 		u := have[id]

@@ -317,3 +317,34 @@ func TestMembershipGuard(t *testing.T) {
 		})
 	}
 }
+
+// TestParentGroupKeepsOthersMembers: on a group with subgroups (Rancher's
+// c_<cluster>) waldur-gitops removes only the members it put there, listed
+// in its attribute; a user someone else added (Mastermind, before adoption)
+// stays, and the members it adds are recorded.
+func TestParentGroupKeepsOthersMembers(t *testing.T) {
+	parentAttrs := mine()
+	parentAttrs[AttrMembers] = []string{"u-gone"}
+	parent := have("/c_x", parentAttrs, "mastermind", "gone")
+	child := have("/c_x/p_a", mine(r1), "alice")
+	parentWant := want("/c_x", nil, "alice")
+	parentWant.Leaf = false
+	p, err := MakePlan(PlanInput{Target: planTarget(), Desired: []DesiredGroup{parentWant, want("/c_x/p_a", []waldur.UUID{r1}, "alice")},
+		Actual: world([]*Group{parent, child}, "alice", "mastermind", "gone"), Rendered: map[waldur.UUID]bool{r1: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ops := strings.Join(opList(p), "\n")
+	if !strings.Contains(ops, "remove-member /c_x gone") || strings.Contains(ops, "remove-member /c_x mastermind") || !strings.Contains(ops, "add-member /c_x alice") {
+		t.Errorf("ops:\n%s", ops)
+	}
+	var recorded []string
+	for _, o := range p.Ops {
+		if o.Kind == OpUpdateGroup && o.Path == "/c_x" {
+			recorded = o.Attributes[AttrMembers]
+		}
+	}
+	if !slices.Equal(recorded, []string{"u-alice"}) {
+		t.Errorf("the members waldur-gitops put in /c_x are recorded as %v", recorded)
+	}
+}

@@ -25,8 +25,6 @@ type scenario struct {
 	run      func(t *testing.T, e *env)
 }
 
-var nsGroups = []string{"/ns_db_admin", "/ns_db_readonly", "/ns_db_readwrite", "/ns_web_admin", "/ns_web_readonly", "/ns_web_readwrite"}
-
 // wantFirstRunState checks the realm is as the default world wants it.
 func wantFirstRunState(t *testing.T, e *env) {
 	t.Helper()

@@ -14,13 +14,23 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/render"
 )
 
-// Read loads every regular file below dir. A missing dir is an empty tree.
+// Read loads every regular file below dir. A missing dir is an empty tree. It
+// refuses, before walking anything, a dir that Write would refuse to replace
+// (see Target), so that a mistyped --out never walks a whole file system.
 func Read(dir string) (render.Tree, error) {
+	dir, err := Target(dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOwned(dir); err != nil {
+		return nil, err
+	}
 	t := render.Tree{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) && p == dir {
 				return fs.SkipAll
@@ -50,9 +60,14 @@ func Read(dir string) (render.Tree, error) {
 // Write replaces dir with the tree. It builds the new tree beside dir and swaps
 // the two with renames, so dir holds either the old or the new tree, never a mix.
 // A non-empty dir without the render marker file is refused, so that a mistyped
-// --out never deletes unrelated files.
+// --out never deletes unrelated files, and so is every path Target refuses.
+// A symbolic link is written through: the directory it leads to is replaced
+// and the link stays.
 func Write(dir string, t render.Tree) error {
-	dir = filepath.Clean(dir)
+	dir, err := Target(dir)
+	if err != nil {
+		return err
+	}
 	if err := checkOwned(dir); err != nil {
 		return err
 	}
@@ -72,7 +87,7 @@ func Write(dir string, t render.Tree) error {
 		return fmt.Errorf("write tree: %w", err)
 	}
 	old := ""
-	if _, err := os.Stat(dir); err == nil {
+	if _, err := os.Lstat(dir); err == nil {
 		old = tmp + ".old"
 		if err := os.Rename(dir, old); err != nil {
 			return fmt.Errorf("write tree: move old %s aside: %w", dir, err)
@@ -90,6 +105,92 @@ func Write(dir string, t render.Tree) error {
 		}
 	}
 	return nil
+}
+
+// Target returns the directory that Read reads and Write replaces for dir:
+// dir made absolute, or, when dir is a symbolic link, the directory it leads
+// to. It refuses, with an error naming dir:
+//   - something that is not a directory (a file, a device, a FIFO, a link to
+//     one, or a link whose target does not exist): replacing it by a rename
+//     would destroy it;
+//   - the filesystem root, the current directory and every directory above
+//     it, and the home directory and every directory above it: replacing
+//     them would take the ground from under the process or the user, marker
+//     file or not.
+//
+// Paths are compared after resolving symbolic links, so a link to / or to
+// the home directory is refused too.
+func Target(dir string) (string, error) {
+	if dir == "" {
+		return "", errors.New("write tree: no output directory given")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", fmt.Errorf("write tree %s: %w", dir, err)
+	}
+	target := abs
+	st, err := os.Lstat(abs)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		target = resolvePrefix(abs)
+	case err != nil:
+		return "", fmt.Errorf("write tree %s: %w", dir, err)
+	case st.Mode()&fs.ModeSymlink != 0:
+		if target, err = filepath.EvalSymlinks(abs); err != nil {
+			return "", fmt.Errorf("write tree %s: it is a symbolic link whose target cannot be resolved (%w): refusing to write through it", dir, err)
+		}
+		if st, err = os.Stat(target); err != nil {
+			return "", fmt.Errorf("write tree %s: %w", dir, err)
+		}
+		if !st.IsDir() {
+			return "", fmt.Errorf("write tree %s: it is a symbolic link to %s, which is %s, not a directory: refusing to replace it", dir, target, atomicfile.Describe(st.Mode()))
+		}
+	case !st.IsDir():
+		return "", fmt.Errorf("write tree %s: it is %s, not a directory: refusing to replace it", dir, atomicfile.Describe(st.Mode()))
+	default:
+		target = resolvePrefix(abs)
+	}
+	if why := protected(target); why != "" {
+		return "", fmt.Errorf("write tree %s: it is %s: refusing to use it as the output directory (choose a directory of its own)", dir, why)
+	}
+	return target, nil
+}
+
+// protected says why replacing dir (absolute, links resolved) would be
+// catastrophic, or "" when it would not.
+func protected(dir string) string {
+	if filepath.Dir(dir) == dir {
+		return "the filesystem root"
+	}
+	if wd, err := os.Getwd(); err == nil && contains(dir, resolvePrefix(wd)) {
+		return "the current directory or a directory above it"
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" && contains(dir, resolvePrefix(home)) {
+		return "the home directory or a directory above it"
+	}
+	return ""
+}
+
+// contains reports whether p is dir or below it.
+func contains(dir, p string) bool {
+	rel, err := filepath.Rel(dir, p)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// resolvePrefix resolves the symbolic links in the longest part of the
+// absolute path p that exists, keeping the rest as it is.
+func resolvePrefix(p string) string {
+	p = filepath.Clean(p)
+	rest := ""
+	for cur := p; ; cur = filepath.Dir(cur) {
+		if r, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(r, rest)
+		}
+		if filepath.Dir(cur) == cur {
+			return p
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+	}
 }
 
 func checkOwned(dir string) error {

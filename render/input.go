@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -263,9 +262,6 @@ func sortedKeys[V any](m map[string]V) []string {
 	slices.Sort(keys)
 	return keys
 }
-
-// num formats a quota number without a trailing ".0".
-func num(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
 
 // reservedName says why name must never become a Kubernetes user or group
 // (an RBAC subject, a ManagedNamespace user, a Keycloak member whose name the

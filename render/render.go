@@ -102,8 +102,16 @@ type Tenant struct {
 	// WithoutObjects keeps them only for tenants with Orders and leaves them
 	// nil for the others.
 	Objects []manifest.Object
+	// Names name the rendered objects, in the order of Objects; they are
+	// kept when the objects are not.
+	Names []ObjectName
 	// Files are the encoded files of the directory, sorted by name, kustomization included.
 	Files []File
+}
+
+// ObjectName is what names a rendered object on its cluster.
+type ObjectName struct {
+	Kind, Namespace, Name string
 }
 
 // File is one file of a tenant directory.
@@ -452,6 +460,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 				targets = append(targets, obj.Target)
 			}
 			tn.Objects = append(tn.Objects, mo)
+			tn.Names = append(tn.Names, ObjectName{Kind: mo.Kind(), Namespace: mo.Namespace(), Name: mo.Name()})
 		}
 	}
 	var out []*Tenant

@@ -92,6 +92,38 @@ func (res *Result) Tree(prev Tree) Tree {
 	return t
 }
 
+// Removal is a tenant directory that laying the result over a tree drops.
+type Removal struct {
+	Dir      string
+	Resource waldur.UUID
+}
+
+// Removals lists the tenant directories of prev that Tree(prev) drops,
+// sorted: those neither rendered nor carried over. It is what Compare
+// reports as deleted, without comparing every file.
+func (res *Result) Removals(prev Tree) []Removal {
+	rendered := make(map[string]bool, len(res.Tenants))
+	for _, tn := range res.Tenants {
+		rendered[tn.Dir] = true
+	}
+	var out []Removal
+	for dir := range prev.tenants() {
+		if rendered[dir] {
+			continue
+		}
+		offering, _, _ := strings.Cut(dir, "/")
+		u := tenantResource(prev, dir)
+		_, skipped := res.Skipped[u]
+		_, kept := res.Kept[u]
+		if skipped || kept || res.unreadDirs[offering] {
+			continue
+		}
+		out = append(out, Removal{Dir: dir, Resource: u})
+	}
+	slices.SortFunc(out, func(a, b Removal) int { return strings.Compare(a.Dir, b.Dir) })
+	return out
+}
+
 // Equal reports whether t and o hold the same files with the same contents.
 func (t Tree) Equal(o Tree) bool {
 	if len(t) != len(o) {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Schema identifies the report format.
@@ -35,6 +36,10 @@ type Run struct {
 	Changes []changeset.Entry `json:"changes"`
 	// ExitCode is the process exit code the run ends with.
 	ExitCode int `json:"exit_code"`
+	// ReportFile is the file this report was written to, set once it has
+	// been; the summary points to it for what it has no room for. It is not
+	// part of the JSON.
+	ReportFile string `json:"-"`
 }
 
 // Stage is one stage of the pipeline.
@@ -59,16 +64,20 @@ func (r *Run) Record(name string, fn func() (changeset.Set, map[string]int, erro
 	cs, calls, err := fn()
 	st := Stage{Name: name, DurationSeconds: time.Since(start).Seconds(), Calls: calls}
 	if err != nil {
-		st.Error = err.Error()
+		st.Error = redact.String(err.Error())
 	}
 	r.Stages = append(r.Stages, st)
 	r.Add(cs)
 	return err
 }
 
-// Add keeps entries produced outside Record.
+// Add keeps entries produced outside Record. Reasons pass the one redactor:
+// they quote servers' answers.
 func (r *Run) Add(cs changeset.Set) {
-	for _, e := range cs.Entries {
+	for i, e := range cs.Entries {
+		if e.Reason != "" {
+			cs.Entries[i].Reason = redact.String(e.Reason)
+		}
 		if r.Counts[e.Stage] == nil {
 			r.Counts[e.Stage] = map[changeset.Action]int{}
 		}
@@ -93,8 +102,13 @@ func (r *Run) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// SummaryEntries is how many changes the summary lists at most.
+const SummaryEntries = 40
+
 // WriteSummary writes the one-screen human summary: a line per stage, the
-// changes that are not "unchanged", and the commit.
+// changes that are not "unchanged" (at most SummaryEntries, then how many
+// more and where to see them: the report file when one was written, else
+// --output json), and the commit.
 func (r *Run) WriteSummary(w io.Writer) error {
 	var b strings.Builder
 	mode := ""
@@ -110,17 +124,24 @@ func (r *Run) WriteSummary(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "  %-9s %6.2fs  %s\n", st.Name, st.DurationSeconds, status)
 	}
-	shown := 0
+	shown, more := 0, 0
 	for _, e := range r.Changes {
 		if e.Action == changeset.Unchanged {
 			continue
 		}
-		if shown == 40 {
-			fmt.Fprintf(&b, "  … see the JSON report for the rest\n")
-			break
+		if shown == SummaryEntries {
+			more++
+			continue
 		}
 		fmt.Fprintf(&b, "  %s\n", e)
 		shown++
+	}
+	if more > 0 {
+		where := "run with --output json to see them all"
+		if r.ReportFile != "" {
+			where = "the run report " + r.ReportFile + " lists them all"
+		}
+		fmt.Fprintf(&b, "  … and %d more: %s\n", more, where)
 	}
 	if r.Commit != "" {
 		fmt.Fprintf(&b, "commit %s\n", r.Commit)

@@ -73,7 +73,6 @@ type env struct {
 	cfg     *config.Offering
 	cluster *cluster
 	client  *waldur.Client
-	now     time.Time
 	posts   []string
 	mu      sync.Mutex
 }

@@ -451,11 +451,11 @@ func majorOf(v string) (int, error) {
 		parts = parts[1:]
 	}
 	if len(parts) == 0 {
-		return 0, fmt.Errorf("Java version %q", v)
+		return 0, fmt.Errorf("unreadable version %q of Java", v)
 	}
 	n, err := strconv.Atoi(parts[0])
 	if err != nil {
-		return 0, fmt.Errorf("Java version %q", v)
+		return 0, fmt.Errorf("unreadable version %q of Java", v)
 	}
 	return n, nil
 }

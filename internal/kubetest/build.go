@@ -36,7 +36,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"time"
 )
@@ -260,10 +259,7 @@ func goBuild(ctx context.Context, mod, out, ldflags, pkg string, log io.Writer) 
 func goCmd(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		gobin = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if !executable(gobin) {
-			return nil, errors.New("kubetest: no go command on PATH to build etcd and kube-apiserver with")
-		}
+		return nil, errors.New("kubetest: no go command on PATH to build etcd and kube-apiserver with")
 	}
 	argv := append([]string{gobin}, args...)
 	if nice, err := exec.LookPath("nice"); err == nil {

@@ -419,8 +419,10 @@ func (r *realm) siblings(parent *group) *children {
 func (r *realm) create(parent *group, name string, attrs map[string][]string) (*group, error) {
 	if _, dup := r.siblings(parent).byName[name]; dup {
 		if parent == nil {
+			//lint:ignore ST1005 the exact text Keycloak answers
 			return nil, fmt.Errorf("Top level group named '%s' already exists.", name)
 		}
+		//lint:ignore ST1005 the exact text Keycloak answers
 		return nil, fmt.Errorf("Sibling group named '%s' already exists.", name)
 	}
 	g := &group{id: newID(), name: name, parent: parent, attrs: copyAttrs(attrs), members: map[string]*user{}}

@@ -88,14 +88,12 @@ func TestGroupsThroughGocloak(t *testing.T) {
 	if _, err := gc.CreateGroup(ctx, tok, realm, gocloak.Group{}); apiCode(err) != 400 {
 		t.Errorf("missing name: %v", err)
 	}
-	var kids []string
 	for i := range 12 {
 		name := "p_" + string(rune('a'+i))
 		id, err := gc.CreateChildGroup(ctx, tok, realm, top, gocloak.Group{Name: &name})
 		if err != nil || id == "" {
 			t.Fatalf("child %s: %q, %v", name, id, err)
 		}
-		kids = append(kids, id)
 	}
 	if _, err := gc.CreateChildGroup(ctx, tok, realm, top, gocloak.Group{Name: gocloak.StringP("p_a")}); apiCode(err) != 409 || !strings.Contains(err.Error(), "Sibling group named 'p_a' already exists.") {
 		t.Errorf("duplicate sibling: %v", err)

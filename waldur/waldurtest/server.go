@@ -147,7 +147,7 @@ func AllowPath(prefix string) Option {
 
 // Server is the fake Waldur. Its methods are safe for concurrent use.
 type Server struct {
-	t           testing.TB
+	t           reporter
 	http        *httptest.Server
 	contract    *contract
 	token       string
@@ -173,12 +173,46 @@ type event struct {
 	delta int
 }
 
+// reporter is where the fake reports violations and misuse: the test, or
+// the standard error of a program that runs it with Start.
+type reporter interface {
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Logf(format string, args ...any)
+}
+
 // New starts a fake Waldur on 127.0.0.1 that is closed when the test ends.
 func New(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	c, err := sharedContract()
+	s, err := start(t, opts)
 	if err != nil {
 		t.Fatalf("waldurtest: %v", err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a fake Waldur on 127.0.0.1 outside a test (the demo, a
+// manual try); Close stops it. Contract violations and misuse are written to
+// w as they happen; a seeding mistake (a malformed UUID) panics.
+func Start(w io.Writer, opts ...Option) (*Server, error) {
+	return start(streamReporter{w}, opts)
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.http.Close() }
+
+// streamReporter is the reporter of Start.
+type streamReporter struct{ w io.Writer }
+
+func (r streamReporter) Errorf(format string, args ...any) { fmt.Fprintf(r.w, format+"\n", args...) }
+func (r streamReporter) Logf(format string, args ...any)   { fmt.Fprintf(r.w, format+"\n", args...) }
+func (r streamReporter) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
+
+func start(t reporter, opts []Option) (*Server, error) {
+	c, err := sharedContract()
+	if err != nil {
+		return nil, err
 	}
 	s := &Server{
 		t:           t,
@@ -195,8 +229,7 @@ func New(t testing.TB, opts ...Option) *Server {
 	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.data = newStore("http://"+s.http.Listener.Addr().String()+s.prefix, t.Fatalf)
 	s.http.Start()
-	t.Cleanup(s.http.Close)
-	return s
+	return s, nil
 }
 
 // URL is the base URL to configure a client with (without "/api").
