@@ -22,6 +22,7 @@ type GitPublisher struct {
 	openErr  error
 	writer   gitsync.Writer // repo prefetching for the current run
 	prepared bool
+	fetched  func() // waits for the prefetch of the current run
 }
 
 // Stage is "git".
@@ -50,8 +51,30 @@ func (p *GitPublisher) Prepare(ctx context.Context) func() {
 	}
 	var wait func()
 	p.writer, wait = gitsync.Prefetch(ctx, p.repo)
-	p.prepared = true
-	return func() { wait(); p.prepared = false }
+	p.prepared, p.fetched = true, wait
+	return func() { wait(); p.prepared, p.fetched = false, nil }
+}
+
+// Previous waits for the prefetch of the current run and returns the files
+// it read from git.path: nil when nothing was prefetched or the fetch
+// failed (the publish reports that failure). The render shares the bytes of
+// every unchanged file with it (render.Renderer.SharingWith), so that a
+// re-sync holds one copy of the site's files, not two. The render then
+// starts only once the fetch is done; a fetch runs while Waldur is read, so
+// that costs a run reading the API nothing.
+func (p *GitPublisher) Previous() render.Tree {
+	if !p.prepared || p.fetched == nil {
+		return nil
+	}
+	p.fetched()
+	if p.repo.Tip() == "" {
+		return nil
+	}
+	cur, err := p.repo.Current(context.Background())
+	if err != nil {
+		return nil
+	}
+	return cur
 }
 
 // Publish plans the tree on the branch tip and, unless DryRun, commits and
@@ -69,6 +92,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	var tenants changeset.Set
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
+		res.Share(cur) // one copy of every unchanged file, not two
 		next := Layout(p.Config).Apply(res.Tree(cur))
 		tenants = res.Compare(cur, next)
 		tenants.Merge(kept)

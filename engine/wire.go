@@ -70,9 +70,11 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 		}
 	}
+	var previous func() render.Tree
 	switch o.Publish {
 	case Git:
-		s.Publisher = &GitPublisher{Config: cfg, Log: o.Log}
+		gp := &GitPublisher{Config: cfg, Log: o.Log}
+		s.Publisher, previous = gp, gp.Previous
 	case Cluster:
 		opts := o.Apply
 		opts.Log = o.Log
@@ -89,7 +91,25 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Connect: o.KeycloakConnect}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
-	e := New(s, render.New(cfg, tpls).Render, g, o.Log)
+	r := render.New(cfg, tpls)
+	if filesOnly(o) {
+		r = r.WithoutObjects()
+	}
+	if previous != nil {
+		r = r.SharingWith(previous)
+	}
+	e := New(s, r.Render, g, o.Log)
 	e.Claims = func(res *render.Result, st *waldur.State, in render.InPlace) { res.ResolveClaims(cfg, st, in) }
 	return e, nil
+}
+
+// filesOnly reports whether a run wired with o uses only the rendered files:
+// it publishes them to Git or a directory and validates nothing on a server.
+// Its render then drops the generic objects of every tenant that fulfils no
+// order (render.Renderer.WithoutObjects), which is most of a render's
+// memory; the order stage still finds the objects of the tenants it reads.
+// Render to stdout prints the objects and apply and --validate-server send
+// them, so those keep every object.
+func filesOnly(o Options) bool {
+	return (o.Publish == Git || o.Publish == Directory) && !o.ValidateServer
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -33,7 +32,7 @@ type Repo struct {
 	client   transport.Transport
 	branch   plumbing.ReferenceName
 	dir      string
-	store    *memory.Storage
+	store    store
 	objs     *objects
 	tip      plumbing.Hash
 	root     plumbing.Hash // tree of tip
@@ -77,7 +76,7 @@ func (r *Repo) URL() string { return r.url }
 // Fetch reads the branch tip, shallowly, into a new in-memory store.
 func (r *Repo) Fetch(ctx context.Context) error {
 	start := time.Now()
-	r.store = memory.NewStorage()
+	r.store = newStore()
 	r.objs = &objects{s: r.store}
 	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
 	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
@@ -137,7 +136,7 @@ func (r *Repo) Tip() string {
 
 // Current returns the files of the owned directory at the fetched tip.
 func (r *Repo) Current(ctx context.Context) (render.Tree, error) {
-	if r.store == nil {
+	if r.store.Storage == nil {
 		return nil, errors.New("gitsync: Current before Fetch")
 	}
 	if r.cur != nil {

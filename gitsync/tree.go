@@ -3,7 +3,6 @@ package gitsync
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"maps"
 	"path"
 	"slices"
@@ -44,20 +43,9 @@ func (o *objects) blob(data []byte, known plumbing.Hash) (plumbing.Hash, error) 
 	if !known.IsZero() {
 		return known, nil
 	}
-	obj := o.s.NewEncodedObject()
-	obj.SetType(plumbing.BlobObject)
-	obj.SetSize(int64(len(data)))
-	w, err := obj.Writer()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if _, err := w.Write(data); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	if err := w.Close(); err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return o.put(obj)
+	// The rendered bytes are stored as they are, not copied: nothing
+	// changes them once rendered.
+	return o.put(newBlob(data))
 }
 
 // tree stores a tree object with entries, which it sorts in Git's order.
@@ -236,17 +224,14 @@ func readTree(s storer.EncodedObjectStorer, h plumbing.Hash) (files render.Tree,
 				if err != nil {
 					return fmt.Errorf("read %s: %w", p, err)
 				}
-				r, err := obj.Reader()
-				if err != nil {
-					return fmt.Errorf("read %s: %w", p, err)
+				b, ok := obj.(*blob)
+				if !ok {
+					if b, err = readBlob(obj); err != nil {
+						return fmt.Errorf("read %s: %w", p, err)
+					}
 				}
-				b := make([]byte, obj.Size())
-				_, err = io.ReadFull(r, b)
-				_ = r.Close()
-				if err != nil {
-					return fmt.Errorf("read %s: %w", p, err)
-				}
-				files[p], hashes[p] = b, e.Hash
+				// Shared with the store: neither ever changes it.
+				files[p], hashes[p] = b.data, e.Hash
 			}
 		}
 		return nil

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -20,13 +21,30 @@ import (
 // would spend the 10,000-tenant render budget several times over; this encoder
 // handles just the JSON data model (maps, lists, strings, numbers, booleans, null)
 // and quotes every string a YAML 1.1 or 1.2 reader could take for anything else.
+//
+// The result is an exact-size copy of a pooled buffer: a buffer grown by
+// doubling holds up to twice what it wrote, and a render keeps every file.
 func Encode(v any) ([]byte, error) {
-	var b bytes.Buffer
-	if err := encodeTop(&b, v); err != nil {
+	b := encodeBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if b.Cap() <= maxPooledBuffer {
+			b.Reset()
+			encodeBuffers.Put(b)
+		}
+	}()
+	if err := encodeTop(b, v); err != nil {
 		return nil, err
 	}
-	return b.Bytes(), nil
+	out := make([]byte, b.Len())
+	copy(out, b.Bytes())
+	return out, nil
 }
+
+// maxPooledBuffer is the largest encode buffer kept for reuse; the odd
+// larger document gets a buffer of its own.
+const maxPooledBuffer = 64 << 10
+
+var encodeBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // EncodeTo appends the YAML of v to b.
 func EncodeTo(b *bytes.Buffer, v any) error { return encodeTop(b, v) }

@@ -3,6 +3,7 @@ package manifest
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -436,6 +437,39 @@ func TestEncodeGolden(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("Encode differs from %s (run go test ./manifest -update if intended)\ngot:\n%s\nwant:\n%s", file, got, want)
+			}
+		})
+	}
+}
+
+// TestEncodeExactSize: Encode returns a slice of its own, exactly as long as
+// its capacity (a render keeps every file it encodes), and never one that a
+// later Encode writes into.
+func TestEncodeExactSize(t *testing.T) {
+	big := map[string]any{}
+	for i := range 200 {
+		big[fmt.Sprintf("key-%03d", i)] = strings.Repeat("v", i)
+	}
+	for _, tc := range []struct {
+		name string
+		v    any
+	}{{"small", map[string]any{"a": "b"}}, {"large", big}, {"list", []any{"x", 1.5, true}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			first, err := Encode(tc.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cap(first) != len(first) {
+				t.Fatalf("len %d, cap %d", len(first), cap(first))
+			}
+			want := string(first)
+			for range 3 {
+				if _, err := Encode(big); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if string(first) != want {
+				t.Fatal("a later Encode changed an earlier result")
 			}
 		})
 	}

@@ -81,8 +81,8 @@ func (res *Result) claimList(cfg *config.Config, who map[waldur.UUID]claimant) [
 			continue
 		}
 		cluster := ClusterKey(o, tenantTarget(t.Dir))
-		for _, obj := range t.Objects {
-			out = append(out, claimOf{objectClaim(obj.Kind(), obj.Namespace(), obj.Name(), cluster), who[t.Resource]})
+		for _, n := range t.Names { // the objects may have been dropped (WithoutObjects)
+			out = append(out, claimOf{objectClaim(n.Kind, n.Namespace, n.Name, cluster), who[t.Resource]})
 		}
 		if o.BackendType == config.BackendK8sUTNamespace {
 			// The operator makes the namespace the ManagedNamespace names.

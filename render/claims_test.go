@@ -2,6 +2,7 @@ package render
 
 import (
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -131,5 +132,42 @@ func TestClaimsLeaveDistinctNamesAlone(t *testing.T) {
 	res.ResolveClaims(cfg, st, nil)
 	if len(res.Skipped) != 0 || len(res.Tenants) != n {
 		t.Errorf("skipped %v, tenants %d of %d", res.Skipped, len(res.Tenants), n)
+	}
+}
+
+// TestClaimsWithoutObjects: a render that dropped its objects
+// (WithoutObjects) claims exactly the names a full render claims.
+func TestClaimsWithoutObjects(t *testing.T) {
+	cfg, st := twoOfferings(t), sameSlug()
+	tpls, err := LoadTemplates(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := New(cfg, tpls).Render(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lean, err := New(cfg, tpls).WithoutObjects().Render(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tn := range lean.Tenants {
+		if tn.Objects != nil {
+			t.Fatalf("%s kept its objects", tn.Dir)
+		}
+	}
+	who := claimants(cfg, st)
+	want, got := full.claimList(cfg, who), lean.claimList(cfg, who)
+	objects := 0
+	for _, c := range want {
+		if strings.Contains(c.claim, " on cluster ") {
+			objects++
+		}
+	}
+	if objects == 0 {
+		t.Fatal("the full render claims no object names")
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("without objects the claims are\n%v\nwant\n%v", got, want)
 	}
 }

@@ -98,10 +98,20 @@ type Tenant struct {
 	// Limits are the effective limits by component key: the resource's, or its
 	// executing Update order's, after the paused and downscaled rules.
 	Limits map[string]float64
-	// Objects are the rendered objects, in file order.
+	// Objects are the rendered objects, in file order. A renderer made
+	// WithoutObjects keeps them only for tenants with Orders and leaves them
+	// nil for the others.
 	Objects []manifest.Object
+	// Names name the rendered objects, in the order of Objects; they are
+	// kept when the objects are not.
+	Names []ObjectName
 	// Files are the encoded files of the directory, sorted by name, kustomization included.
 	Files []File
+}
+
+// ObjectName is what names a rendered object on its cluster.
+type ObjectName struct {
+	Kind, Namespace, Name string
 }
 
 // File is one file of a tenant directory.
@@ -138,12 +148,43 @@ type Renderer struct {
 	cfg       *config.Config
 	templates map[string][]*templates.Template
 	workers   int
+	// dropObjects: keep Tenant.Objects only for tenants with orders.
+	dropObjects bool
+	// batch is how many resources phase 1 prepares before phase 2 builds them.
+	batch int
+	// previous returns the tree in place, whose bytes equal files share.
+	previous func() Tree
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
 // LoadTemplates).
 func New(cfg *config.Config, tpls map[string][]*templates.Template) *Renderer {
-	return &Renderer{cfg: cfg, templates: tpls, workers: runtime.GOMAXPROCS(0)}
+	return &Renderer{cfg: cfg, templates: tpls, workers: runtime.GOMAXPROCS(0), batch: renderBatch}
+}
+
+// WithoutObjects makes Render drop each tenant's Objects once they are
+// encoded into its Files, except for tenants that fulfil an order (Orders
+// not empty), whose objects the order stage reads to know when the cluster
+// shows the change. The Files are the same byte for byte. The generic objects
+// take about two thirds of a result's memory; a run that only publishes
+// files (Git, a directory) and neither applies nor validates objects on a
+// server or prints them needs none of them.
+func (r *Renderer) WithoutObjects() *Renderer {
+	c := *r
+	c.dropObjects = true
+	return &c
+}
+
+// SharingWith makes Render call previous once, at its start, for the tree
+// currently in place (nil when unknown), and give every file it encodes
+// whose bytes equal those at the same path there that tree's bytes instead
+// of its own (see Result.Share). A re-render of an unchanged site then keeps
+// a single copy of its files from the start, not two until the end. previous
+// may block, for example until the tree has been fetched.
+func (r *Renderer) SharingWith(previous func() Tree) *Renderer {
+	c := *r
+	c.previous = previous
+	return &c
 }
 
 // LoadTemplates loads the default and site templates of every offering.
@@ -166,6 +207,10 @@ func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error)
 func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 	res := &Result{Skipped: map[waldur.UUID]string{}, Terminations: map[waldur.UUID][]waldur.UUID{}, Kept: map[waldur.UUID]string{}, Gone: map[waldur.UUID]string{}}
 	groups := map[string]*Group{}
+	var prev Tree
+	if r.previous != nil {
+		prev = r.previous()
+	}
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
 		if why, unread := st.Unread[o.Name]; unread {
@@ -185,7 +230,7 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		for _, id := range ost.Terminated {
 			res.Gone[id] = "terminated in Waldur"
 		}
-		r.renderOffering(o, ost, res, groups)
+		r.renderOffering(o, ost, res, groups, prev)
 	}
 	slices.SortFunc(res.Tenants, func(a, b *Tenant) int { return cmp.Compare(a.Dir, b.Dir) })
 	for _, g := range groups {
@@ -205,15 +250,42 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 
 // job is one resource on its way through rendering.
 type job struct {
-	res     *waldur.Resource
-	data    *TenantData
-	groups  []Group
-	orders  []waldur.UUID
-	err     error
-	tenants []*Tenant
+	res    *waldur.Resource
+	data   *TenantData // until its tenants are built
+	groups []Group
+	orders []waldur.UUID
+	err    error
+	// What collecting needs of data once it is gone.
+	name     string
+	warnings []string
+	excluded []excludedMember
+	tenants  []*Tenant
 }
 
-func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group) {
+// renderBatch is how many resources phase 1 prepares before phase 2 builds
+// them: enough to keep every worker busy, few enough that the template data
+// of a batch is a small part of a render's memory.
+const renderBatch = 256
+
+// buildBatch runs phase 2 on jobs in parallel and then lets go of their
+// template data. Files equal to those of prev take prev's bytes.
+func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev Tree) {
+	parallel.For(len(jobs), r.workers, func(i int) {
+		j := jobs[i]
+		if j.err == nil {
+			j.tenants, j.err = r.buildTenants(o, p, j)
+		}
+		for _, tn := range j.tenants {
+			tn.share(prev)
+		}
+		if j.data != nil {
+			j.name, j.warnings, j.excluded = j.data.Name, j.data.warnings, j.data.excluded
+			j.data = nil
+		}
+	})
+}
+
+func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group, prev Tree) {
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
 	in.terminations(res.Terminations)
@@ -222,10 +294,14 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
 	})
 	// Phase 1, in order: decide what to render and claim names, so that the
-	// first-created resource keeps a contested name.
+	// first-created resource keeps a contested name. Phase 2, in parallel:
+	// execute templates and encode files. The two alternate in batches, so
+	// that only one batch's template data is alive at a time; the claims of
+	// a batch see every earlier one, so the result is the same.
 	var jobs []*job
 	claimed := map[string]waldur.UUID{}
 	projectClaimed := map[string]*waldur.Resource{}
+	batch := 0
 	for i := range resources {
 		rs := &resources[i]
 		if why := unknownState(rs); why != "" {
@@ -266,14 +342,12 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			j.groups = p.groups(j.data)
 		}
 		jobs = append(jobs, j)
-	}
-	// Phase 2, in parallel: execute templates and encode files.
-	parallel.For(len(jobs), r.workers, func(i int) {
-		j := jobs[i]
-		if j.err == nil {
-			j.tenants, j.err = r.buildTenants(o, p, j)
+		if len(jobs)-batch == r.batch {
+			r.buildBatch(o, p, jobs[batch:], prev)
+			batch = len(jobs)
 		}
-	})
+	}
+	r.buildBatch(o, p, jobs[batch:], prev)
 	// Phase 3, in order: collect.
 	for _, j := range jobs {
 		if j.err != nil {
@@ -287,14 +361,14 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		}
 		res.Tenants = append(res.Tenants, j.tenants...)
 		subject := o.DirName() + "/" + resourceLabel(j.res)
-		for _, w := range j.data.warnings {
+		for _, w := range j.warnings {
 			res.Warnings = append(res.Warnings, Warning{Offering: o.Name, Resource: j.res.UUID, Subject: subject, Message: w})
 		}
-		for _, e := range j.data.excluded {
+		for _, e := range j.excluded {
 			res.Changes.Add(changeset.Entry{
 				Stage: "render", Kind: "Member", Action: changeset.Skip, Offering: o.Name,
 				Subject: subject + " member " + strconv.Quote(e.name), Resource: string(j.res.UUID),
-				Reason: "left out of tenant " + j.data.Name + ": " + e.reason,
+				Reason: "left out of tenant " + j.name + ": " + e.reason,
 			})
 		}
 		for _, g := range j.groups {
@@ -386,6 +460,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 				targets = append(targets, obj.Target)
 			}
 			tn.Objects = append(tn.Objects, mo)
+			tn.Names = append(tn.Names, ObjectName{Kind: mo.Kind(), Namespace: mo.Namespace(), Name: mo.Name()})
 		}
 	}
 	var out []*Tenant
@@ -394,6 +469,9 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 		tn := byTarget[target]
 		if err := tn.encode(); err != nil {
 			return nil, err
+		}
+		if r.dropObjects && len(tn.Orders) == 0 {
+			tn.Objects = nil
 		}
 		out = append(out, tn)
 	}

@@ -27,6 +27,38 @@ const tenantDepth = 3
 // Tree is a rendered directory tree: slash-separated relative paths to contents.
 type Tree map[string][]byte
 
+// Share makes every file of the result whose bytes equal those at the same
+// path of prev hold prev's bytes instead of its own, and returns how many do.
+// A run that holds the tree in place beside the render (a sync re-reading the
+// repository) then keeps one copy of each unchanged file, not two: at 10,000
+// tenants the rendered copy is tens of MiB. Nothing changes a rendered file's
+// bytes, so sharing them is safe.
+func (res *Result) Share(prev Tree) int {
+	n := 0
+	for _, tn := range res.Tenants {
+		n += tn.share(prev)
+	}
+	return n
+}
+
+// share gives the tenant's files equal to prev's the bytes of prev.
+func (t *Tenant) share(prev Tree) int {
+	if len(prev) == 0 {
+		return 0
+	}
+	n := 0
+	var key []byte
+	for i := range t.Files {
+		f := &t.Files[i]
+		key = append(append(append(key[:0], t.Dir...), '/'), f.Name...)
+		if old, ok := prev[string(key)]; ok && bytes.Equal(old, f.Data) {
+			f.Data = old
+			n++
+		}
+	}
+	return n
+}
+
 // Tree lays the result out as files. prev is the tree currently in place (nil for
 // none): the directories of resources this render skipped (Skipped) or kept for
 // an unknown state (Kept), and of offerings that could not be read (Unread), are

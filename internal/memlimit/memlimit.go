@@ -1,0 +1,68 @@
+// Package memlimit gives the Go runtime a soft memory limit derived from the
+// container's memory limit, so that the garbage collector works harder as the
+// heap nears what the container may use instead of letting it grow to twice
+// the live data (GOGC=100) and the process be killed. BENCHMARKS.md
+// ("Memory of a sync") measures what this costs and saves.
+package memlimit
+
+import (
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"strings"
+)
+
+// Fraction is the share of the container's memory limit given to the Go
+// runtime as its soft limit. The rest is for what the runtime does not count
+// (the binary's own pages, mostly) and for headroom: a soft limit below the
+// live data makes the collector run nearly without pause rather than fail.
+const Fraction = 0.6
+
+// Soft is the soft limit for a container limited to limit bytes.
+func Soft(limit int64) int64 { return int64(float64(limit) * Fraction) }
+
+// cgroupFiles are where Linux tells a process its memory limit: cgroup v2,
+// then v1, relative to the file system root.
+var cgroupFiles = []string{"sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/memory.limit_in_bytes"}
+
+// unlimitedV1 is the value above which cgroup v1 means "no limit" (it
+// reports the largest page-aligned int64).
+const unlimitedV1 = 1 << 62
+
+// ContainerLimit reads the memory limit of the cgroup the process runs in,
+// below root ("/" in production); false when there is none.
+func ContainerLimit(root string) (int64, bool) {
+	for _, f := range cgroupFiles {
+		b, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			continue
+		}
+		s := strings.TrimSpace(string(b))
+		if s == "max" {
+			return 0, false
+		}
+		n, err := strconv.ParseInt(s, 10, 64)
+		if err != nil || n <= 0 || n >= unlimitedV1 {
+			return 0, false
+		}
+		return n, true
+	}
+	return 0, false
+}
+
+// Set gives the runtime the soft limit Soft(container limit) unless
+// GOMEMLIMIT is set (the runtime applies that itself) or there is no
+// container limit. It returns the limit it set, 0 when it set none.
+func Set(getenv func(string) string, root string) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0
+	}
+	limit, ok := ContainerLimit(root)
+	if !ok {
+		return 0
+	}
+	soft := Soft(limit)
+	debug.SetMemoryLimit(soft)
+	return soft
+}
