@@ -25,6 +25,7 @@ const (
 	KindUsageSet          = "usages.set"
 	KindOfferingGet       = "offerings.get"
 	KindUserMe            = "users.me"
+	KindPlanGet           = "plans.get"
 )
 
 // CallStats counts the API traffic of a client, for the run report.

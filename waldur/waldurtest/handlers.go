@@ -31,6 +31,9 @@ var handlers = map[string]handler{
 	"marketplace_orders_set_backend_id":             (*Server).setOrderBackendID,
 	"marketplace_offering_users_list":               (*Server).listOfferingUsers,
 	"version_retrieve":                              (*Server).version,
+	"users_me_retrieve":                             (*Server).currentUserOp,
+	"marketplace_provider_offerings_retrieve":       (*Server).providerOfferingOp,
+	"marketplace_plans_retrieve":                    (*Server).planOp,
 	"marketplace_component_usages_list":             (*Server).listUsages,
 	"marketplace_component_usages_set_usage":        (*Server).setUsage,
 }
@@ -116,7 +119,7 @@ func (s *Server) team(_ *http.Request, _ []byte, op *operation) *response {
 }
 
 func (s *Server) version(*http.Request, []byte, *operation) *response {
-	return jsonResponse(http.StatusOK, map[string]string{"version": "8.0.5"})
+	return jsonResponse(http.StatusOK, map[string]string{"version": s.answerVersion})
 }
 
 // decodeBody reads an optional JSON object body.
