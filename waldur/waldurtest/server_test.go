@@ -194,6 +194,16 @@ func TestContractValidationCatchesViolations(t *testing.T) {
 			opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805)}, wantKind: "route"},
 		{name: "users/me allowed under 8.0.5", method: "GET", path: "/api/users/me/",
 			opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805), waldurtest.AllowPath("/api/users/me/")}},
+		{name: "fractional limits are valid in 8.1", method: "GET", path: "/api/marketplace-provider-resources/",
+			seed: func(s *waldurtest.Server) {
+				s.AddResource(waldur.Resource{UUID: "0c1d2e3f405162738495a6b7c8d9e0f1", Limits: waldur.Limits{"cpu": "2.5"}})
+			}},
+		{name: "fractional limits violate the 8.0.5 contract", method: "GET", path: "/api/marketplace-provider-resources/",
+			opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805)},
+			seed: func(s *waldurtest.Server) {
+				s.AddResource(waldur.Resource{UUID: "0c1d2e3f405162738495a6b7c8d9e0f1", Limits: waldur.Limits{"cpu": "2.5"}})
+			},
+			wantKind: "response", wantInErr: "limits"},
 		{name: "plan read is a contract operation of 8.1", method: "GET", path: "/api/marketplace-plans/0c1d2e3f405162738495a6b7c8d9e0f1/",
 			seed: func(s *waldurtest.Server) {
 				s.AddPlan(waldur.Plan{UUID: "0c1d2e3f405162738495a6b7c8d9e0f1", Name: "large", Quotas: waldur.Limits{"cpu": "8"}})
@@ -453,5 +463,17 @@ func TestFaultsCountersAndPrefix(t *testing.T) {
 	}
 	if u, _ := url.Parse(srv.URL()); u.Hostname() != "127.0.0.1" {
 		t.Errorf("server not on loopback: %s", srv.URL())
+	}
+}
+
+// An unknown subset is refused when the server starts.
+func TestUnknownSubset(t *testing.T) {
+	srv, err := waldurtest.Start(io.Discard, waldurtest.WithSubset("9.9"))
+	if err == nil {
+		srv.Close()
+		t.Fatal("Start accepted subset 9.9")
+	}
+	if !strings.Contains(err.Error(), `unknown openapi subset "9.9"`) {
+		t.Errorf("error %v", err)
 	}
 }
