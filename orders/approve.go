@@ -99,6 +99,16 @@ func keptBy(res *render.Result, id waldur.UUID) (string, bool) {
 	return why, ok
 }
 
+// heldBy reports whether the render holds an executing order (an Update
+// order whose new limits are unknown) and why.
+func heldBy(res *render.Result, order waldur.UUID) (string, bool) {
+	if res == nil {
+		return "", false
+	}
+	why, ok := res.Held[order]
+	return why, ok
+}
+
 // tenantNames maps each rendered resource to its tenant's name.
 func tenantNames(res *render.Result) map[waldur.UUID]string {
 	out := map[waldur.UUID]string{}

@@ -35,6 +35,11 @@ type Executing struct {
 	Outcome Outcome
 	// BackendID is set on the resource before a Create or Restore order is done.
 	BackendID string
+	// PlanLimits, for an Update order without limits (a plan switch), are its
+	// plan's quotas, which the tenant was rendered with: they are recorded as
+	// the resource's limits (set_limits) before the order is done, so that the
+	// tenant keeps them once the order is no longer executing.
+	PlanLimits waldur.Limits
 	// Reason explains Wait; Message and Traceback are sent with Erred.
 	Reason, Message, Traceback string
 	// Expect is what the cluster must show before the order is done when the
@@ -70,9 +75,17 @@ func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pus
 				out = append(out, e)
 				continue
 			}
+			if why, held := heldBy(res, ord.UUID); held {
+				e.Reason = why
+				out = append(out, e)
+				continue
+			}
 			switch ord.Type {
 			case waldur.OrderCreate, waldur.OrderRestore, waldur.OrderUpdate:
 				planFulfil(&e, res, ts, pushed)
+				if e.Outcome == Done && ord.Type == waldur.OrderUpdate && len(ord.Limits) == 0 {
+					e.PlanLimits = ost.PlanQuotas[ord.PlanUUID]
+				}
 			case waldur.OrderTerminate:
 				planTerminate(&e, ts, inGit[id])
 			default:
@@ -251,6 +264,12 @@ func (r *run) finish(ctx context.Context, e *Executing) {
 				return
 			}
 		}
+		if len(e.PlanLimits) > 0 && (e.Resource == nil || !sameLimits(e.Resource.Limits, e.PlanLimits)) {
+			if err := w.SetResourceLimits(ctx, id, e.PlanLimits); err != nil {
+				r.fail(o, ord, id, e.Tenant, "set the plan's quotas as the resource's limits", err)
+				return
+			}
+		}
 		if err := w.SetOrderDone(ctx, ord.UUID); err != nil {
 			if waldur.IsConflict(err) {
 				if again, rerr := w.GetOrder(ctx, ord.UUID); rerr == nil && again.State != waldur.OrderExecuting {
@@ -264,6 +283,25 @@ func (r *run) finish(ctx context.Context, e *Executing) {
 		r.add(o, ord, id, e.Tenant, changeset.Update, "done"+backendNote(e))
 		r.s.log().Info("order done", "offering", o.Name, "order", string(ord.UUID), "type", ord.Type, "tenant", e.Tenant)
 	}
+}
+
+// sameLimits reports whether two limit sets hold the same amounts.
+func sameLimits(a, b waldur.Limits) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		w, ok := b[k]
+		if !ok {
+			return false
+		}
+		x, errX := v.Float()
+		y, errY := w.Float()
+		if errX != nil || errY != nil || x != y {
+			return false
+		}
+	}
+	return true
 }
 
 func backendNote(e *Executing) string {

@@ -64,6 +64,7 @@ type Waldur interface {
 	SetOrderDone(ctx context.Context, order waldur.UUID) error
 	SetOrderErred(ctx context.Context, order waldur.UUID, message, traceback string) error
 	SetResourceBackendID(ctx context.Context, resource waldur.UUID, backendID string) error
+	SetResourceLimits(ctx context.Context, resource waldur.UUID, limits waldur.Limits) error
 }
 
 var _ Waldur = (*waldur.Client)(nil)
@@ -204,6 +205,11 @@ func (c counting) SetOrderErred(ctx context.Context, o waldur.UUID, msg, tb stri
 func (c counting) SetResourceBackendID(ctx context.Context, r waldur.UUID, id string) error {
 	c.add(waldur.KindResourceBackendID)
 	return c.w.SetResourceBackendID(ctx, r, id)
+}
+
+func (c counting) SetResourceLimits(ctx context.Context, r waldur.UUID, l waldur.Limits) error {
+	c.add(waldur.KindResourceLimits)
+	return c.w.SetResourceLimits(ctx, r, l)
 }
 
 // run is the bookkeeping of one step: entries, call counts, failures.

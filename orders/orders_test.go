@@ -366,3 +366,57 @@ func sameTree(a, b render.Tree) bool {
 	}
 	return true
 }
+
+// An Update order without limits (a plan switch) is rendered with its plan's
+// quotas and done once they are pushed, as the site agent does; when its
+// plan's quotas cannot be known it stays executing with the reason, and the
+// quota keeps the old limits.
+func TestUpdateWithoutLimitsUsesPlanQuotas(t *testing.T) {
+	tests := []struct {
+		name      string
+		quotas    waldur.Limits // nil: the plan does not exist
+		wantCPU   string
+		wantState string
+		wantWhy   string
+	}{
+		{name: "plan quotas", quotas: limits("cpu", "8", "ram", "16"), wantCPU: `limits.cpu: "8"`, wantState: waldur.OrderDone, wantWhy: "done"},
+		{name: "missing plan", wantCPU: `limits.cpu: "2"`, wantState: waldur.OrderExecuting, wantWhy: "were not read"},
+		{name: "plan without quotas", quotas: waldur.Limits{}, wantCPU: `limits.cpu: "2"`, wantState: waldur.OrderExecuting, wantWhy: "has no quotas"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, "")
+			res := h.resource("beta", waldur.ResourceOK, limits("cpu", "2", "ram", "4"))
+			h.cycle(true, true)
+			plan := waldur.UUID("9a000000000040008000000000000001")
+			if tt.quotas != nil {
+				h.srv.AddPlan(waldur.Plan{UUID: plan, Name: "large", Quotas: tt.quotas})
+			}
+			ord := h.srv.AddOrder(offering, waldur.Order{Type: waldur.OrderUpdate, State: waldur.OrderPendingProvider, MarketplaceResourceUUID: res, PlanUUID: plan})
+			h.cycle(true, true)
+			c := h.cycle(true, true) // a second run must not finish a held order either
+			quota := "plain/cluster/waldur-beta/resourcequota-waldur-quota.yaml"
+			if !strings.Contains(string(h.remote[quota]), tt.wantCPU) {
+				t.Errorf("pushed quota, want %s:\n%s", tt.wantCPU, h.remote[quota])
+			}
+			if got := h.orderState(ord); got != tt.wantState {
+				t.Errorf("order %s, want %s", got, tt.wantState)
+			}
+			r, _ := h.srv.Resource(res)
+			if tt.wantState == waldur.OrderDone && (r.Limits["cpu"] != tt.quotas["cpu"] || r.Limits["ram"] != tt.quotas["ram"] || r.PlanUUID != plan) {
+				t.Errorf("resource limits %v plan %s, want the plan's quotas %v and plan %s", r.Limits, r.PlanUUID, tt.quotas, plan)
+			}
+			if tt.wantState == waldur.OrderExecuting && r.Limits["cpu"] != "2" {
+				t.Errorf("resource limits %v changed while the order is held", r.Limits)
+			}
+			if tt.wantState == waldur.OrderExecuting {
+				if e := entry(t, c.finish, ord); !strings.Contains(e.Reason, tt.wantWhy) {
+					t.Errorf("finish entry %+v, want a reason mentioning %q", e, tt.wantWhy)
+				}
+			}
+			if v := h.srv.Violations(); len(v) > 0 {
+				t.Errorf("contract violations: %v", v)
+			}
+		})
+	}
+}

@@ -25,6 +25,11 @@ type offeringInput struct {
 	st     *waldur.OfferingState
 	orders map[waldur.UUID][]*waldur.Order
 	users  map[string]*waldur.OfferingUser
+	// updates are the limits of each resource's newest executing Update
+	// order that has limits (its own, or its plan's quotas); held the
+	// executing Update orders that have neither, with the reason.
+	updates map[waldur.UUID]waldur.Limits
+	held    map[waldur.UUID]string
 }
 
 func newOfferingInput(o *config.Offering, st *waldur.OfferingState) *offeringInput {
@@ -42,7 +47,48 @@ func newOfferingInput(o *config.Offering, st *waldur.OfferingState) *offeringInp
 			in.users[u.Username] = u
 		}
 	}
+	in.updates, in.held = UpdateLimits(st.Orders, st.PlanQuotas)
 	return in
+}
+
+// UpdateLimits returns, per resource, the limits its newest executing Update
+// order asks for, and the executing Update orders that cannot be fulfilled,
+// with the reason. An Update order carries the complete new limit set; one
+// without limits (a plan switch) asks for its plan's quotas, as the Python
+// site agent reads them (planQuotas, by plan UUID, see
+// waldur.OfferingState.PlanQuotas). An order with neither is held: it is not
+// fulfilled by rendering (the resource keeps the limits it has without that
+// order) and stays executing, rather than being finished with old limits.
+func UpdateLimits(orders []waldur.Order, planQuotas map[waldur.UUID]waldur.Limits) (map[waldur.UUID]waldur.Limits, map[waldur.UUID]string) {
+	sorted := make([]*waldur.Order, 0, len(orders))
+	for i := range orders {
+		if o := &orders[i]; o.State == waldur.OrderExecuting && o.Type == waldur.OrderUpdate {
+			sorted = append(sorted, o)
+		}
+	}
+	slices.SortStableFunc(sorted, func(a, b *waldur.Order) int { return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID)) })
+	updates := map[waldur.UUID]waldur.Limits{}
+	held := map[waldur.UUID]string{}
+	for _, o := range sorted {
+		if len(o.Limits) > 0 {
+			updates[o.MarketplaceResourceUUID] = o.Limits
+			continue
+		}
+		q, read := planQuotas[o.PlanUUID]
+		switch {
+		case o.PlanUUID == "":
+			held[o.UUID] = "the update order has neither limits nor a plan; it stays executing until Waldur sets its limits"
+		case !o.PlanUUID.Valid():
+			held[o.UUID] = fmt.Sprintf("the update order has no limits and its plan_uuid %q is not a UUID; it stays executing", o.PlanUUID)
+		case !read:
+			held[o.UUID] = fmt.Sprintf("the update order has no limits and the quotas of its plan %s were not read (the plan is missing in Waldur or the state predates plan reading); it stays executing", o.PlanUUID)
+		case len(q) == 0:
+			held[o.UUID] = fmt.Sprintf("the update order has no limits and its plan %s has no quotas; it stays executing", o.PlanUUID)
+		default:
+			updates[o.MarketplaceResourceUUID] = q
+		}
+	}
+	return updates, held
 }
 
 // lifecycle decides whether a resource is rendered and which executing orders the
@@ -60,7 +106,9 @@ func (in *offeringInput) lifecycle(r *waldur.Resource) (orders []waldur.UUID, re
 			approved = true
 			orders = append(orders, o.UUID)
 		case waldur.OrderUpdate:
-			orders = append(orders, o.UUID)
+			if _, held := in.held[o.UUID]; !held {
+				orders = append(orders, o.UUID)
+			}
 		case waldur.OrderTerminate:
 			return nil, false
 		}
@@ -89,15 +137,10 @@ func (in *offeringInput) terminations(into map[waldur.UUID][]waldur.UUID) {
 	}
 }
 
-// updateLimits returns the limits of the newest executing Update order, if any.
+// updateLimits returns the limits of the newest executing Update order that
+// can be fulfilled, if any (see UpdateLimits).
 func (in *offeringInput) updateLimits(r *waldur.Resource) waldur.Limits {
-	var l waldur.Limits
-	for _, o := range in.orders[r.UUID] {
-		if o.State == waldur.OrderExecuting && o.Type == waldur.OrderUpdate && len(o.Limits) > 0 {
-			l = o.Limits
-		}
-	}
-	return l
+	return in.updates[r.UUID]
 }
 
 // tenantData builds the profile-independent part of the template data, then lets
@@ -140,7 +183,7 @@ func status(r *waldur.Resource) string {
 }
 
 // EffectiveLimits are the limits a resource is rendered with: update (the
-// limits of its newest executing Update order; nil for none) or else its own,
+// limits of its newest executing Update order, see UpdateLimits; nil for none) or else its own,
 // parsed, with the status rules applied: paused gives every component its
 // paused_limits value (default 0), downscaled its downscaled_limits value
 // (default 0 for types not listed). The usage report bills limit-based

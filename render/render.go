@@ -62,6 +62,11 @@ type Result struct {
 	Unread map[string]string
 	// unreadDirs are the directory names of the Unread offerings.
 	unreadDirs map[string]bool
+	// Held maps every executing Update order that rendering does not fulfil to
+	// the reason: it has no limits and its plan's quotas are not known (see
+	// UpdateLimits). Its resource is rendered without it, and the order must
+	// stay executing.
+	Held map[waldur.UUID]string
 	// Warnings are problems that did not stop a resource from rendering: a limit
 	// dropped because no quota key maps its component. Sorted by subject.
 	Warnings []Warning
@@ -289,6 +294,12 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
 	in.terminations(res.Terminations)
+	for id, why := range in.held {
+		if res.Held == nil {
+			res.Held = map[waldur.UUID]string{}
+		}
+		res.Held[id] = why
+	}
 	resources := slices.Clone(st.Resources)
 	slices.SortStableFunc(resources, func(a, b waldur.Resource) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))

@@ -80,6 +80,8 @@ type Client struct {
 	slots chan struct{} // bounds requests in flight
 	stats *statsRecorder
 	red   *redact.Redactor // masks the token and every registered secret
+
+	compat compatState // ServerVersion's cache and Supports' log-once set
 }
 
 // NewClient validates opts and returns a client. Zero Timeout, PageSize,

@@ -122,9 +122,22 @@ func TestRequestHeaders(t *testing.T) {
 }
 
 func TestVersion(t *testing.T) {
-	srv := waldurtest.New(t)
-	v, err := clientFor(t, srv).Version(context.Background())
-	if err != nil || v.Version != "8.0.5" {
-		t.Fatalf("Version() = %+v, %v", v, err)
+	tests := []struct {
+		name string
+		opts []waldurtest.Option
+		want string
+	}{
+		{name: "8.1 subset", want: "8.1.3"},
+		{name: "8.0.5 subset", opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805)}, want: "8.0.5"},
+		{name: "set version", opts: []waldurtest.Option{waldurtest.WithVersion("8.1.0")}, want: "8.1.0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := waldurtest.New(t, tt.opts...)
+			v, err := clientFor(t, srv).Version(context.Background())
+			if err != nil || v.Version != tt.want {
+				t.Fatalf("Version() = %+v, %v; want %s", v, err, tt.want)
+			}
+		})
 	}
 }

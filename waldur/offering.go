@@ -76,6 +76,9 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
 	}
+	if err := c.readPlanQuotas(ctx, st); err != nil {
+		return nil, fmt.Errorf("read offering %q: %w", name, err)
+	}
 	live := map[UUID]bool{}
 	for _, r := range st.Resources {
 		live[r.UUID] = true
@@ -95,6 +98,62 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 		c.log.Warn("waldur records skipped", "offering", name, "count", len(st.BadRecords), "records", badRecordsText(st.BadRecords))
 	}
 	return st, nil
+}
+
+// PlanlessUpdate reports whether o is an open (pending-provider or executing)
+// Update order without limits, whose new limits are its plan's quotas.
+func PlanlessUpdate(o *Order) bool {
+	return o.Type == OrderUpdate && len(o.Limits) == 0 &&
+		(o.State == OrderExecuting || o.State == OrderPendingProvider)
+}
+
+// readPlanQuotas reads the quotas of the plans that open Update orders without
+// limits switch to (each plan once), into st.PlanQuotas. Nothing is read when
+// no such order exists, which is the common case. A plan that answers 404 is
+// left out (its orders then wait, see render); any other failure fails the
+// read.
+func (c *Client) readPlanQuotas(ctx context.Context, st *OfferingState) error {
+	var plans []UUID
+	for i := range st.Orders {
+		o := &st.Orders[i]
+		if PlanlessUpdate(o) && o.PlanUUID.Valid() && !slices.Contains(plans, o.PlanUUID) {
+			plans = append(plans, o.PlanUUID)
+		}
+	}
+	if len(plans) == 0 {
+		return nil
+	}
+	slices.Sort(plans)
+	quotas := make([]*Plan, len(plans))
+	g := newGroup(ctx, c.opts.Concurrency)
+	for i, id := range plans {
+		g.Go(func(ctx context.Context) error {
+			p, err := c.GetPlan(ctx, id)
+			if IsNotFound(err) {
+				c.log.Warn("waldur plan not found; its update orders wait", "plan", string(id))
+				return nil
+			}
+			quotas[i] = p
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	for i, id := range plans {
+		if quotas[i] == nil {
+			continue
+		}
+		if st.PlanQuotas == nil {
+			st.PlanQuotas = map[UUID]Limits{}
+		}
+		q := quotas[i].Quotas
+		if q == nil {
+			q = Limits{}
+		}
+		st.PlanQuotas[id] = q
+	}
+	return nil
 }
 
 // readTeams fetches the team of each project once, through the project's first

@@ -25,6 +25,8 @@ const (
 	KindUsageSet          = "usages.set"
 	KindOfferingGet       = "offerings.get"
 	KindUserMe            = "users.me"
+	KindPlanGet           = "plans.get"
+	KindResourceLimits    = "resources.set_limits"
 )
 
 // CallStats counts the API traffic of a client, for the run report.

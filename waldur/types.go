@@ -294,6 +294,11 @@ type OfferingState struct {
 	// also in Resources (its state changed between the two reads) is left
 	// out here.
 	Terminated []UUID `json:"terminated,omitempty"`
+	// PlanQuotas maps a plan UUID to its quotas, read only for the plans of
+	// pending-provider and executing Update orders that carry no limits (a
+	// plan switch): such an order is rendered with its plan's quotas. A plan
+	// that answered 404 is absent.
+	PlanQuotas map[UUID]Limits `json:"plan_quotas,omitempty"`
 	// BadRecords are the records Waldur sent that could not be used; they
 	// were left out of the lists above. A bad resource with a valid UUID
 	// must keep its tenant exactly as it is.

@@ -128,9 +128,9 @@ func (c *Client) SetUsage(ctx context.Context, r UsageReport) error {
 }
 
 // ProviderOffering is what the provider side reads of an offering
-// (GET /api/marketplace-provider-offerings/<uuid>/). The endpoint is not part of
-// the OpenAPI subset the test server validates against; the fields used here
-// are documented in the shared Waldur API notes (section 6.1).
+// (GET /api/marketplace-provider-offerings/<uuid>/, ProviderOfferingDetails;
+// a contract operation of the 8.1 subset, outside the 8.0.5 one). Only the
+// fields used here are decoded.
 type ProviderOffering struct {
 	UUID         UUID                `json:"uuid"`
 	Name         string              `json:"name"`
@@ -161,7 +161,8 @@ func (c *Client) GetProviderOffering(ctx context.Context, offering UUID) (*Provi
 	return &out, nil
 }
 
-// User is the authenticated user (GET /api/users/me/, outside the OpenAPI subset).
+// User is the authenticated user (GET /api/users/me/, UserMe in the 8.1
+// subset; outside the 8.0.5 one).
 type User struct {
 	UUID     UUID   `json:"uuid"`
 	Username string `json:"username"`

@@ -69,3 +69,25 @@ func (c *Client) orderAction(ctx context.Context, kind string, order UUID, actio
 	}
 	return nil
 }
+
+// SetResourceLimits records a resource's limits in Waldur
+// (POST marketplace-provider-resources/<uuid>/set_limits/), as the site agent
+// does when the backend holds other limits than Waldur.
+func (c *Client) SetResourceLimits(ctx context.Context, resource UUID, limits Limits) error {
+	id, err := canonical("resource", resource)
+	if err == nil {
+		if limits == nil {
+			limits = Limits{}
+		}
+		_, err = c.do(ctx, call{
+			kind:   KindResourceLimits,
+			method: http.MethodPost,
+			path:   "marketplace-provider-resources/" + id.Hex() + "/set_limits/",
+			body:   map[string]Limits{"limits": limits},
+		})
+	}
+	if err != nil {
+		return fmt.Errorf("set limits of resource %s: %w", resource, err)
+	}
+	return nil
+}

@@ -19,14 +19,45 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 )
 
-// subsetYAML is the Waldur 8.0.5 OpenAPI subset the fake server is checked
-// against (see the provenance header inside the file).
-//
-//go:embed testdata/openapi-subset.yaml
-var subsetYAML []byte
+// subset81YAML is the Waldur 8.1.3 OpenAPI subset the fake server is checked
+// against by default; subset805YAML the 8.0.5 subset WithSubset(Subset805)
+// selects (see the provenance header inside each file).
+var (
+	//go:embed testdata/openapi-subset-8.1.yaml
+	subset81YAML []byte
+	//go:embed testdata/openapi-subset.yaml
+	subset805YAML []byte
+)
+
+// Subset names one of the embedded OpenAPI subsets.
+type Subset string
+
+// The embedded subsets.
+const (
+	// Subset81 is the Waldur 8.1.3 subset (rebuilt from the 8.1.3 Python
+	// client); the default. users/me, the provider offering and the plan are
+	// contract operations in it.
+	Subset81 Subset = "8.1.3"
+	// Subset805 is the Waldur 8.0.5 subset (trimmed from the published 8.0.5
+	// schema). users/me, the provider offering and the plan, real 8.0.5
+	// endpoints it lacks, are served as extensions on allowed paths.
+	Subset805 Subset = "8.0.5"
+)
+
+// subsetData returns the embedded document of a subset.
+func subsetData(s Subset) ([]byte, error) {
+	switch s {
+	case Subset81:
+		return subset81YAML, nil
+	case Subset805:
+		return subset805YAML, nil
+	}
+	return nil, fmt.Errorf("unknown openapi subset %q (want %q or %q)", s, Subset81, Subset805)
+}
 
 // contract validates requests and responses against the OpenAPI subset.
 type contract struct {
+	subset     Subset
 	doc        *openapi3.T
 	router     routers.Router
 	schemaOpts []openapi3.SchemaValidationOption
@@ -36,30 +67,48 @@ type contract struct {
 // emits) or the dashed RFC form (which it accepts on input).
 var uuidPattern = regexp.MustCompile(`^(?:[0-9a-fA-F]{32}|[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})$`)
 
-// sharedContract parses the embedded document once per process: it is an
+// sharedContracts parse each embedded document once per process: it is an
 // immutable value derived from embedded data, and parsing it for every fake
 // server would dominate the run time of short tests.
-var sharedContract = sync.OnceValues(loadContract)
+var sharedContracts = map[Subset]func() (*contract, error){
+	Subset81:  sync.OnceValues(func() (*contract, error) { return loadContract(Subset81) }),
+	Subset805: sync.OnceValues(func() (*contract, error) { return loadContract(Subset805) }),
+}
 
-func loadContract() (*contract, error) {
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(subsetYAML)
+// sharedContract returns the parsed contract of a subset.
+func sharedContract(s Subset) (*contract, error) {
+	load, ok := sharedContracts[s]
+	if !ok {
+		_, err := subsetData(s)
+		return nil, err
+	}
+	return load()
+}
+
+func loadContract(s Subset) (*contract, error) {
+	data, err := subsetData(s)
 	if err != nil {
-		return nil, fmt.Errorf("load openapi subset: %w", err)
+		return nil, err
+	}
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("load openapi subset %s: %w", s, err)
 	}
 	// The upstream document carries one example that violates its own schema
 	// (set_usage amounts as numbers), so examples are not checked.
 	if err := doc.Validate(loader.Context, openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("validate openapi subset: %w", err)
+		return nil, fmt.Errorf("validate openapi subset %s: %w", s, err)
 	}
 	if err := widenUsageAmount(doc); err != nil {
 		return nil, err
 	}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
-		return nil, fmt.Errorf("route openapi subset: %w", err)
+		return nil, fmt.Errorf("route openapi subset %s: %w", s, err)
 	}
 	return &contract{
+		subset: s,
 		doc:    doc,
 		router: router,
 		schemaOpts: []openapi3.SchemaValidationOption{

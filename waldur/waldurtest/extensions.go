@@ -7,24 +7,22 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// Extension endpoints are real Waldur endpoints that the OpenAPI subset does not
-// contain. The fake serves them only on paths a test allowed with AllowPath,
-// so every test that depends on one says so; their answers are not validated
-// (there is no schema for them here) and carry the fields that the shared
-// Waldur API notes document:
-//
-//   - GET /api/users/me/ (§1.1): the token's user.
-//   - GET /api/marketplace-provider-offerings/<uuid>/ (§6.1): the offering as
-//     its provider sees it, with its components.
+// Extension endpoints are real Waldur endpoints that the selected OpenAPI
+// subset does not contain: under Subset805, users/me, the provider offering
+// and the plan (all three are contract operations of Subset81). The fake
+// serves them only on paths a test allowed with AllowPath, so every test that
+// depends on one says so; their answers are not validated (the subset has no
+// schema for them) and carry the same fields as the contract operations.
 type extension struct {
 	method  string
 	pattern *regexp.Regexp
-	handle  func(s *Server, m []string) *response
+	handle  func(s *Server, id string) *response
 }
 
 var extensions = []extension{
-	{http.MethodGet, regexp.MustCompile(`^/api/users/me/$`), (*Server).currentUser},
+	{http.MethodGet, regexp.MustCompile(`^/api/users/me/$`), func(s *Server, _ string) *response { return s.currentUser() }},
 	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/$`), (*Server).providerOffering},
+	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-plans/([^/]+)/$`), (*Server).plan},
 }
 
 // serveExtension answers an allowed request outside the subset; nil when no
@@ -40,12 +38,29 @@ func (s *Server) serveExtension(r *http.Request) *response {
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		return e.handle(s, m)
+		id := ""
+		if len(m) > 1 {
+			id = m[1]
+		}
+		return e.handle(s, id)
 	}
 	return nil
 }
 
-func (s *Server) currentUser([]string) *response {
+// currentUserOp serves users_me_retrieve.
+func (s *Server) currentUserOp(*http.Request, []byte, *operation) *response { return s.currentUser() }
+
+// providerOfferingOp serves marketplace_provider_offerings_retrieve.
+func (s *Server) providerOfferingOp(_ *http.Request, _ []byte, op *operation) *response {
+	return s.providerOffering(op.params["uuid"])
+}
+
+// planOp serves marketplace_plans_retrieve.
+func (s *Server) planOp(_ *http.Request, _ []byte, op *operation) *response {
+	return s.plan(op.params["uuid"])
+}
+
+func (s *Server) currentUser() *response {
 	u := s.data.user
 	if u.UUID == "" {
 		u.UUID = waldur.UUID(s.data.id("", tagUser, 0))
@@ -56,8 +71,8 @@ func (s *Server) currentUser([]string) *response {
 	return jsonResponse(http.StatusOK, u)
 }
 
-func (s *Server) providerOffering(m []string) *response {
-	o, ok := s.data.offerings[uuidKey(m[1])]
+func (s *Server) providerOffering(id string) *response {
+	o, ok := s.data.offerings[uuidKey(id)]
 	if !ok {
 		return notFound()
 	}
@@ -67,18 +82,35 @@ func (s *Server) providerOffering(m []string) *response {
 	return jsonResponse(http.StatusOK, o)
 }
 
-// SetCurrentUser sets the user GET /api/users/me/ answers with (an extension
-// endpoint: allow it with AllowPath("/api/users/me/")).
+// plan answers a plan with every field ProviderPlanDetails requires.
+func (s *Server) plan(id string) *response {
+	p, ok := s.data.plans[uuidKey(id)]
+	if !ok {
+		return notFound()
+	}
+	quotas := object{}
+	for k, v := range p.Quotas {
+		quotas[k] = v
+	}
+	return jsonResponse(http.StatusOK, object{
+		"url": s.data.base + "/api/marketplace-plans/" + string(p.UUID) + "/", "uuid": p.UUID, "name": p.Name,
+		"is_active": true, "init_price": 0, "switch_price": 0, "organization_groups": []any{}, "components": []any{},
+		"offering": "", "prices": object{}, "future_prices": object{}, "quotas": quotas,
+		"resources_count": 0, "plan_type": "usage", "minimal_price": "0",
+	})
+}
+
+// SetCurrentUser sets the user GET /api/users/me/ answers with.
 func (s *Server) SetCurrentUser(u waldur.User) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.data.user = u
 }
 
-// AddOffering stores a provider offering. GET on it is an extension endpoint
-// (allow it with AllowPath("/api/marketplace-provider-offerings/")); its
-// components also restrict set_usage to the offering's usage- and limit-billed
-// component types, as Waldur does. Without AddOffering any type is accepted.
+// AddOffering stores a provider offering, read with GET
+// /api/marketplace-provider-offerings/<uuid>/; its components also restrict
+// set_usage to the offering's usage- and limit-billed component types, as
+// Waldur does. Without AddOffering any type is accepted.
 func (s *Server) AddOffering(o waldur.ProviderOffering) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -89,4 +121,15 @@ func (s *Server) AddOffering(o waldur.ProviderOffering) {
 	}
 	s.data.offerings[id] = o
 	s.data.components[id] = o.Components
+}
+
+// AddPlan stores a plan, read with GET /api/marketplace-plans/<uuid>/; it
+// returns the plan's uuid (generated when p has none).
+func (s *Server) AddPlan(p waldur.Plan) waldur.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id := s.data.id(p.UUID, tagPlan, s.data.next())
+	p.UUID = waldur.UUID(id)
+	s.data.plans[id] = p
+	return p.UUID
 }

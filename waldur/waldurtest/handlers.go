@@ -21,6 +21,7 @@ var handlers = map[string]handler{
 	"marketplace_provider_resources_retrieve":       (*Server).getResource,
 	"marketplace_provider_resources_team_list":      (*Server).team,
 	"marketplace_provider_resources_set_backend_id": (*Server).setResourceBackendID,
+	"marketplace_provider_resources_set_limits":     (*Server).setResourceLimits,
 	"marketplace_orders_list":                       (*Server).listOrders,
 	"marketplace_orders_retrieve":                   (*Server).getOrder,
 	"marketplace_orders_approve_by_provider":        (*Server).approveOrder,
@@ -31,6 +32,9 @@ var handlers = map[string]handler{
 	"marketplace_orders_set_backend_id":             (*Server).setOrderBackendID,
 	"marketplace_offering_users_list":               (*Server).listOfferingUsers,
 	"version_retrieve":                              (*Server).version,
+	"users_me_retrieve":                             (*Server).currentUserOp,
+	"marketplace_provider_offerings_retrieve":       (*Server).providerOfferingOp,
+	"marketplace_plans_retrieve":                    (*Server).planOp,
 	"marketplace_component_usages_list":             (*Server).listUsages,
 	"marketplace_component_usages_set_usage":        (*Server).setUsage,
 }
@@ -116,7 +120,7 @@ func (s *Server) team(_ *http.Request, _ []byte, op *operation) *response {
 }
 
 func (s *Server) version(*http.Request, []byte, *operation) *response {
-	return jsonResponse(http.StatusOK, map[string]string{"version": "8.0.5"})
+	return jsonResponse(http.StatusOK, map[string]string{"version": s.answerVersion})
 }
 
 // decodeBody reads an optional JSON object body.
@@ -146,6 +150,35 @@ func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operatio
 	}
 	res["backend_id"] = id
 	return jsonResponse(http.StatusOK, map[string]string{"status": "Resource backend_id has been changed."})
+}
+
+// hasLimits reports whether a stored limits value holds any component.
+func hasLimits(v any) bool {
+	switch l := v.(type) {
+	case waldur.Limits:
+		return len(l) > 0
+	case map[string]any:
+		return len(l) > 0
+	}
+	return false
+}
+
+// setResourceLimits replaces a resource's limits with the body's.
+func (s *Server) setResourceLimits(_ *http.Request, body []byte, op *operation) *response {
+	res, ok := s.data.resources.get(op.params["uuid"])
+	if !ok {
+		return notFound()
+	}
+	b, bad := decodeBody(body)
+	if bad != nil {
+		return bad
+	}
+	l, ok := b["limits"].(map[string]any)
+	if !ok {
+		return jsonResponse(http.StatusBadRequest, map[string][]string{"limits": {"This field is required."}})
+	}
+	res["limits"] = l
+	return jsonResponse(http.StatusOK, map[string]string{"status": "OK"})
 }
 
 // Order state machine (provider side), after waldur-api.md §3.3.
@@ -245,8 +278,15 @@ func (s *Server) setOrderDone(_ *http.Request, _ []byte, op *operation) *respons
 	case waldur.OrderCreate, waldur.OrderRestore:
 		s.setResourceState(o, waldur.ResourceOK)
 	case waldur.OrderUpdate:
-		if res := s.setResourceState(o, waldur.ResourceOK); res != nil && o["limits"] != nil {
-			res["limits"] = o["limits"]
+		// The order's limits, when it has any, and its plan become the
+		// resource's; a plan switch without limits leaves the limits alone.
+		if res := s.setResourceState(o, waldur.ResourceOK); res != nil {
+			if hasLimits(o["limits"]) {
+				res["limits"] = o["limits"]
+			}
+			if p, _ := o["plan_uuid"].(string); p != "" {
+				res["plan_uuid"] = p
+			}
 		}
 	case waldur.OrderTerminate:
 		s.setResourceState(o, waldur.ResourceTerminated)

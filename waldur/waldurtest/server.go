@@ -6,12 +6,14 @@
 // billing month; only for resources in OK, Updating or Terminating).
 //
 // Every request the fake receives and every response it sends is validated
-// against the embedded Waldur 8.0.5 OpenAPI subset (kin-openapi); a violation
-// fails the test (t.Errorf) unless WithViolationHandler or LogViolations says
-// otherwise. Paths outside the subset are reported as violations too, unless
-// allowed with AllowPath; two such real endpoints (users/me and the provider
-// offering, see extensions.go) are served on allowed paths, unvalidated. One
-// deliberate deviation from the subset:
+// against an embedded Waldur OpenAPI subset (kin-openapi): the 8.1.3 subset by
+// default, the 8.0.5 one with WithSubset(Subset805). A violation fails the
+// test (t.Errorf) unless WithViolationHandler or LogViolations says otherwise.
+// Paths outside the subset are reported as violations too, unless allowed with
+// AllowPath; under the 8.0.5 subset three real endpoints it lacks (users/me,
+// the provider offering and the plan, see extensions.go) are served on allowed
+// paths, unvalidated. GET /api/version/ answers the subset's version unless
+// WithVersion sets another. One deliberate deviation from the subset:
 // ComponentUsage.usage is checked as a number, not an integer, because Waldur
 // stores and returns fractional amounts there.
 //
@@ -137,6 +139,14 @@ func LogViolations() Option {
 	return func(s *Server) { s.onViolation = func(v Violation) { s.t.Logf("waldurtest (tolerated): %s", v) } }
 }
 
+// WithSubset selects the OpenAPI subset the fake validates against and
+// serves (Subset81 by default). An unknown subset fails New.
+func WithSubset(subset Subset) Option { return func(s *Server) { s.subset = subset } }
+
+// WithVersion sets what GET /api/version/ answers as the version (by default
+// the subset's version), to test a client against servers of other releases.
+func WithVersion(version string) Option { return func(s *Server) { s.answerVersion = version } }
+
 // AllowPath lets requests to paths outside the subset that start with prefix
 // (below the API root, e.g. "/api/users/me/") pass without a violation. The fake
 // serves the few such endpoints it knows (see extensions.go) and answers the
@@ -147,13 +157,15 @@ func AllowPath(prefix string) Option {
 
 // Server is the fake Waldur. Its methods are safe for concurrent use.
 type Server struct {
-	t           reporter
-	http        *httptest.Server
-	contract    *contract
-	token       string
-	prefix      string
-	allowed     []string
-	onViolation func(Violation)
+	t             reporter
+	http          *httptest.Server
+	contract      *contract
+	subset        Subset
+	answerVersion string
+	token         string
+	prefix        string
+	allowed       []string
+	onViolation   func(Violation)
 
 	mu          sync.Mutex
 	data        *store
@@ -210,13 +222,9 @@ func (r streamReporter) Logf(format string, args ...any)   { fmt.Fprintf(r.w, fo
 func (r streamReporter) Fatalf(format string, args ...any) { panic(fmt.Sprintf(format, args...)) }
 
 func start(t reporter, opts []Option) (*Server, error) {
-	c, err := sharedContract()
-	if err != nil {
-		return nil, err
-	}
 	s := &Server{
 		t:           t,
-		contract:    c,
+		subset:      Subset81,
 		token:       DefaultToken,
 		delays:      map[string]time.Duration{},
 		resultCount: true,
@@ -225,6 +233,14 @@ func start(t reporter, opts []Option) (*Server, error) {
 	s.onViolation = func(v Violation) { t.Errorf("waldurtest: %s", v) }
 	for _, o := range opts {
 		o(s)
+	}
+	c, err := sharedContract(s.subset)
+	if err != nil {
+		return nil, err
+	}
+	s.contract = c
+	if s.answerVersion == "" {
+		s.answerVersion = string(s.subset)
 	}
 	s.http = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 	s.data = newStore("http://"+s.http.Listener.Addr().String()+s.prefix, t.Fatalf)

@@ -184,9 +184,32 @@ func TestContractValidationCatchesViolations(t *testing.T) {
 			wantKind: "request", wantInErr: "offering_uuid"},
 		{name: "body where none is declared", method: "POST", path: "/api/marketplace-orders/" + string(offering) + "/set_state_done/",
 			body: "{}", wantKind: "request"},
-		{name: "path outside the subset", method: "GET", path: "/api/users/me/", wantKind: "route"},
-		{name: "path outside the subset, allowed", method: "GET", path: "/api/users/me/",
-			opts: []waldurtest.Option{waldurtest.AllowPath("/api/users/me/")}},
+		{name: "path outside the subset", method: "GET", path: "/api/marketplace-categories/", wantKind: "route"},
+		{name: "path outside the subset, allowed", method: "GET", path: "/api/marketplace-categories/",
+			opts: []waldurtest.Option{waldurtest.AllowPath("/api/marketplace-categories/")}},
+		{name: "users/me is a contract operation of 8.1", method: "GET", path: "/api/users/me/?field=username"},
+		{name: "users/me field outside its enum", method: "GET", path: "/api/users/me/?field=no_such_field",
+			wantKind: "request", wantInErr: "field"},
+		{name: "users/me is outside the 8.0.5 subset", method: "GET", path: "/api/users/me/",
+			opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805)}, wantKind: "route"},
+		{name: "users/me allowed under 8.0.5", method: "GET", path: "/api/users/me/",
+			opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805), waldurtest.AllowPath("/api/users/me/")}},
+		{name: "fractional limits are valid in 8.1", method: "GET", path: "/api/marketplace-provider-resources/",
+			seed: func(s *waldurtest.Server) {
+				s.AddResource(waldur.Resource{UUID: "0c1d2e3f405162738495a6b7c8d9e0f1", Limits: waldur.Limits{"cpu": "2.5"}})
+			}},
+		{name: "fractional limits violate the 8.0.5 contract", method: "GET", path: "/api/marketplace-provider-resources/",
+			opts: []waldurtest.Option{waldurtest.WithSubset(waldurtest.Subset805)},
+			seed: func(s *waldurtest.Server) {
+				s.AddResource(waldur.Resource{UUID: "0c1d2e3f405162738495a6b7c8d9e0f1", Limits: waldur.Limits{"cpu": "2.5"}})
+			},
+			wantKind: "response", wantInErr: "limits"},
+		{name: "plan read is a contract operation of 8.1", method: "GET", path: "/api/marketplace-plans/0c1d2e3f405162738495a6b7c8d9e0f1/",
+			seed: func(s *waldurtest.Server) {
+				s.AddPlan(waldur.Plan{UUID: "0c1d2e3f405162738495a6b7c8d9e0f1", Name: "large", Quotas: waldur.Limits{"cpu": "8"}})
+			}},
+		{name: "plan read takes no field selection", method: "GET", path: "/api/marketplace-plans/0c1d2e3f405162738495a6b7c8d9e0f1/?field=quotas",
+			wantKind: "request", wantInErr: "field"},
 		{name: "method not in the subset", method: "DELETE", path: "/api/marketplace-orders/" + string(offering) + "/",
 			wantKind: "route"},
 		{name: "response violating the schema", method: "GET", path: "/api/marketplace-provider-resources/",
@@ -419,7 +442,7 @@ func TestFaultsCountersAndPrefix(t *testing.T) {
 		t.Errorf("fault: %d %q", resp.StatusCode, resp.Header.Get("Retry-After"))
 	}
 	resp, body := do(t, srv, "GET", "/api/version/", "")
-	if resp.StatusCode != 200 || body != `{"version":"8.0.5"}` {
+	if resp.StatusCode != 200 || body != `{"version":"8.1.3"}` {
 		t.Errorf("after the fault: %d %s", resp.StatusCode, body)
 	}
 	if n := srv.Requests("/api/version/"); n != 2 {
@@ -440,5 +463,17 @@ func TestFaultsCountersAndPrefix(t *testing.T) {
 	}
 	if u, _ := url.Parse(srv.URL()); u.Hostname() != "127.0.0.1" {
 		t.Errorf("server not on loopback: %s", srv.URL())
+	}
+}
+
+// An unknown subset is refused when the server starts.
+func TestUnknownSubset(t *testing.T) {
+	srv, err := waldurtest.Start(io.Discard, waldurtest.WithSubset("9.9"))
+	if err == nil {
+		srv.Close()
+		t.Fatal("Start accepted subset 9.9")
+	}
+	if !strings.Contains(err.Error(), `unknown openapi subset "9.9"`) {
+		t.Errorf("error %v", err)
 	}
 }

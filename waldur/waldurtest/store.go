@@ -62,6 +62,7 @@ type store struct {
 	teams                             map[string][]object
 	offerings                         map[string]waldur.ProviderOffering
 	components                        map[string][]waldur.OfferingComponent
+	plans                             map[string]waldur.Plan
 	user                              waldur.User
 	seq                               int
 }
@@ -71,6 +72,7 @@ func newStore(base string, fail func(format string, args ...any)) *store {
 		fail: fail, base: base,
 		resources: newCollection(), orders: newCollection(), oUsers: newCollection(), usages: newCollection(),
 		teams: map[string][]object{}, offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
+		plans: map[string]waldur.Plan{},
 	}
 }
 
@@ -119,6 +121,7 @@ const (
 	tagUser
 	tagOfferingUser
 	tagUsage
+	tagPlan
 )
 
 // id returns the canonical form of u, or a generated uuid when u is empty.
