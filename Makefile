@@ -29,7 +29,7 @@ test: ## run the whole test suite (what CI runs; the first run builds etcd and k
 	$(GO) run ./internal/kubetest/kubeup -build -kcm
 	@echo "make test: Keycloak for the Keycloak tests (downloaded once, about 1 minute)"
 	$(GO) run ./internal/keycloaktest/prepare
-	@echo "make test: go test -race over every package (about 20-30 minutes on 2 cores)"
+	@echo "make test: go test -race over every package (a few minutes once compiled; the first run compiles everything with the race detector, about 10-15 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
 test-short: ## run the fast tests: no race detector, no real kube-apiserver

@@ -58,14 +58,20 @@ type stage struct {
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
 //
-//	waldur → approve → render → validate → publish → keycloak → orders
+//	agent → waldur → approve → render → validate → publish → keycloak → orders → feedback
 //
 // A new stage goes here, with a seam in seams.go.
 func (e *Engine) stages(req Request) []stage {
 	s := e.seams
 	g := e.guard
 	g.Allow = req.AllowMassPrune
-	list := []stage{{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+	var list []stage
+	if s.Announcer != nil {
+		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Set, map[string]int, error) {
+			return s.Announcer.Announce(ctx, req.Command, req.DryRun)
+		}})
+	}
+	list = append(list, stage{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 		var err error
 		if r, ok := s.Source.(Refresher); ok && len(req.Resources) > 0 && e.last != nil && e.last.State != nil {
 			o.State, err = r.Refresh(ctx, e.last.State, req.Resources)
@@ -73,7 +79,7 @@ func (e *Engine) stages(req Request) []stage {
 			o.State, err = s.Source.Read(ctx)
 		}
 		return unreadEntries(o.State), nil, err
-	}}}
+	}})
 	if s.Orders != nil {
 		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			return s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun)
@@ -121,6 +127,11 @@ func (e *Engine) stages(req Request) []stage {
 	if s.Orders != nil {
 		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
+		}})
+	}
+	if s.Feedback != nil {
+		list = append(list, stage{name: "feedback", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+			return s.Feedback.Report(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
 		}})
 	}
 	return list

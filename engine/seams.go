@@ -142,13 +142,29 @@ type IdentityOptions struct {
 	Guard            guard.Options
 }
 
+// Announcer tells Waldur who is doing the work (the site agent identity of
+// every offering, the mode it runs in). It runs first; it never fails a run:
+// what it could not do is a skip entry.
+type Announcer interface {
+	Announce(ctx context.Context, mode string, dryRun bool) (changeset.Set, map[string]int, error)
+}
+
+// Feedback reports back to Waldur what the run found out about its resources
+// (their state, where they live, members' sync statuses), after the orders.
+// waiting and pub are as for Orders.Finish.
+type Feedback interface {
+	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error)
+}
+
 // Seams are the stages of one engine. A nil seam's stage does not run: no
 // Orders for a snapshot (a recording says nothing about Waldur's orders now),
 // no Publisher for `keycloak` or a plain render, no Identities without Keycloak.
 type Seams struct {
+	Announcer  Announcer
 	Source     Source
 	Orders     Orders
 	Validator  Validator
 	Publisher  Publisher
 	Identities Identities
+	Feedback   Feedback
 }
