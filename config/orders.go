@@ -34,8 +34,24 @@ type Orders struct {
 	// cluster does not show this long after the order was created is erred
 	// with what is missing (default 1h).
 	ApplyTimeout string `yaml:"apply_timeout"`
+	// LastSyncInterval is a duration ("1h"): a resource whose sync succeeded
+	// gets refresh_last_sync in Waldur only when Waldur's last_sync of it is
+	// older than this (default 1h), so a run that changes nothing writes
+	// nothing to Waldur.
+	LastSyncInterval string `yaml:"last_sync_interval"`
 
-	applyTimeout time.Duration
+	applyTimeout, lastSyncInterval time.Duration
+}
+
+// DefaultLastSyncInterval is orders.last_sync_interval's default.
+const DefaultLastSyncInterval = time.Hour
+
+// LastSync is orders.last_sync_interval.
+func (o Orders) LastSync() time.Duration {
+	if o.lastSyncInterval == 0 {
+		return DefaultLastSyncInterval
+	}
+	return o.lastSyncInterval
 }
 
 // Timeout is orders.apply_timeout.
@@ -56,6 +72,10 @@ func (o *Orders) applyDefaults() {
 		o.ApplyTimeout = DefaultApplyTimeout.String()
 	}
 	o.applyTimeout, _ = time.ParseDuration(o.ApplyTimeout)
+	if o.LastSyncInterval == "" {
+		o.LastSyncInterval = DefaultLastSyncInterval.String()
+	}
+	o.lastSyncInterval, _ = time.ParseDuration(o.LastSyncInterval)
 }
 
 // validate checks the orders keys.
@@ -63,6 +83,9 @@ func (o *Orders) validate(r *report) {
 	checkOneOf("orders.complete_when", o.CompleteWhen, []string{"committed", DoneOnApplied}, r)
 	if d, err := time.ParseDuration(o.ApplyTimeout); err != nil || d <= 0 {
 		r.addf("orders.apply_timeout", nil, "must be a positive duration such as 1h or 30m, got %q", o.ApplyTimeout)
+	}
+	if d, err := time.ParseDuration(o.LastSyncInterval); err != nil || d <= 0 {
+		r.addf("orders.last_sync_interval", nil, "must be a positive duration such as 1h or 30m, got %q", o.LastSyncInterval)
 	}
 }
 

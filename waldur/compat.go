@@ -25,6 +25,9 @@ const (
 	FeatureRegisterQueue Feature = "register_queue"
 	// FeatureMembershipSyncStatus: set_membership_sync_statuses on a resource.
 	FeatureMembershipSyncStatus Feature = "membership sync statuses"
+	// FeatureResourceFeedback: set_as_ok, set_as_erred, set_backend_metadata
+	// and refresh_last_sync on a provider resource.
+	FeatureResourceFeedback Feature = "resource feedback"
 	// FeatureFractionalLimits: resource and order limits that are numbers, not
 	// integers.
 	FeatureFractionalLimits Feature = "fractional limits"
@@ -37,6 +40,7 @@ const OldestSupportedVersion = "8.0.5"
 // FeatureVersions maps each Feature to the first Waldur release that has it.
 var FeatureVersions = map[Feature]string{
 	FeatureAgentIdentity:        "7.9.0",
+	FeatureResourceFeedback:     "7.9.0",
 	FeatureRegisterQueue:        "8.1.0",
 	FeatureMembershipSyncStatus: "8.1.0",
 	FeatureAgentCompatibility:   "8.1.3",

@@ -27,6 +27,11 @@ const (
 	KindUserMe            = "users.me"
 	KindPlanGet           = "plans.get"
 	KindResourceLimits    = "resources.set_limits"
+	KindResourceOK        = "resources.set_as_ok"
+	KindResourceErred     = "resources.set_as_erred"
+	KindResourceMetadata  = "resources.set_backend_metadata"
+	KindResourceLastSync  = "resources.refresh_last_sync"
+	KindMembershipStatus  = "resources.set_membership_sync_statuses"
 )
 
 // CallStats counts the API traffic of a client, for the run report.

@@ -203,6 +203,22 @@ type Resource struct {
 	RestrictMemberAccess Flag      `json:"restrict_member_access"`
 	EndDate              string    `json:"end_date,omitempty"`
 	Created              time.Time `json:"created"`
+	// BackendMetadata is what the provider last recorded about where the
+	// resource lives (set_backend_metadata); LastSync when it last reported a
+	// successful sync (refresh_last_sync). Both are compared before writing,
+	// so a run that changes nothing writes nothing.
+	BackendMetadata map[string]any `json:"backend_metadata,omitempty"`
+	LastSync        string         `json:"last_sync,omitempty"`
+	// OfferingPluginOptions are the offering's plugin options, of which only
+	// enable_membership_sync_status is read.
+	OfferingPluginOptions *PluginOptions `json:"offering_plugin_options,omitempty"`
+}
+
+// PluginOptions are the plugin options of an offering the tool reads.
+type PluginOptions struct {
+	// EnableMembershipSyncStatus asks the provider to report each member's
+	// sync state per resource (set_membership_sync_statuses, Waldur 8.1.0+).
+	EnableMembershipSyncStatus Flag `json:"enable_membership_sync_status,omitempty"`
 }
 
 // Order is a marketplace order (GET /api/marketplace-orders/).
