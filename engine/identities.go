@@ -23,7 +23,13 @@ type KeycloakStage struct {
 	Log    *slog.Logger
 	// Connect replaces the client keycloak.Reconcile opens (tests).
 	Connect func(keycloak.Target) (*keycloak.Client, error)
+
+	missing map[string]string
 }
+
+// MissingUsers returns the members the last Reconcile did not find in
+// Keycloak: offering username → why.
+func (k *KeycloakStage) MissingUsers() map[string]string { return k.missing }
 
 // Reconcile makes Keycloak match res. Unusable credentials are a config
 // error (the engine reclassifies it when something was published already).
@@ -48,6 +54,12 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 		err = Classify(ClassConfig, err)
 	}
 	out.Changes.Merge(unread)
+	k.missing = map[string]string{}
+	for _, e := range out.Changes.ByAction(changeset.Skip) {
+		if _, user, ok := strings.Cut(e.Subject, " "); ok && e.Kind == keycloak.KindMembership && strings.Contains(e.Reason, " not found in Keycloak") {
+			k.missing[user] = e.Reason
+		}
+	}
 	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting(cfg, res, out.Changes)}, err
 }
 

@@ -41,6 +41,10 @@ type Options struct {
 	Identities bool
 	// ValidateServer dry-runs every object on the API server before the publish.
 	ValidateServer bool
+	// Feedback reports back to Waldur what the run found out about its
+	// resources (state, where they live, last sync, membership statuses);
+	// only with the API source and a publisher.
+	Feedback bool
 	// Apply are the options of the cluster publisher and the validator
 	// (kubeconfig, conflicts, rate); DryRun and Guard are set per run.
 	Apply apply.Options
@@ -61,11 +65,12 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		return nil, Classify(ClassConfig, err)
 	}
 	var s Seams
+	var api *APISource
 	if o.Snapshot != "" {
 		s.Source = &SnapshotSource{Path: o.Snapshot, Log: o.Log}
 	} else {
 		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
-		s.Source = src
+		s.Source, api = src, src
 		if o.Orders && o.Publish != Nowhere {
 			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 		}
@@ -91,6 +96,13 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Connect: o.KeycloakConnect}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
+	if o.Feedback && api != nil && s.Publisher != nil {
+		fb := &ResourceFeedback{Source: api, Offerings: cfg.Offerings, Guard: g, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
+		if k, ok := s.Identities.(*KeycloakStage); ok {
+			fb.Missing = k.MissingUsers
+		}
+		s.Feedback = fb
+	}
 	r := render.New(cfg, tpls)
 	if filesOnly(o) {
 		r = r.WithoutObjects()

@@ -1,0 +1,320 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Entry kinds of the feedback stage (not "Resource": the verdict counts
+// those as skipped resources).
+const (
+	KindResourceState    = "ResourceState"
+	KindMembershipStatus = "MembershipStatus"
+)
+
+// ResourceFeedback is the Feedback seam: it tells Waldur what the run found
+// out about every resource of the offerings it read, with the clients of the
+// run's APISource. It writes only what changes something in Waldur:
+//
+//   - set_as_ok for an Erred resource whose tenant is published (and whose
+//     Keycloak groups are in place);
+//   - set_as_erred, with the reason, for an OK resource that cannot be
+//     rendered or whose objects the destination refused; never more at once
+//     than the deletion guard's share allows;
+//   - set_backend_metadata when where the tenant lives differs from what
+//     Waldur holds;
+//   - refresh_last_sync when Waldur's last_sync is older than LastSyncInterval;
+//   - set_membership_sync_statuses (Waldur 8.1.0+, offerings with
+//     enable_membership_sync_status) when a resource's statuses differ from
+//     those this process sent last.
+type ResourceFeedback struct {
+	Source    *APISource
+	Offerings []config.Offering
+	// Guard bounds how many resources may be set erred in one run.
+	Guard guard.Options
+	// LastSyncInterval is orders.last_sync_interval.
+	LastSyncInterval time.Duration
+	// Missing, when set, returns the members the identity stage did not find
+	// in the identity provider in this run: offering username → why.
+	Missing func() map[string]string
+	Log     *slog.Logger
+	// Now is the clock (tests); nil is time.Now.
+	Now func() time.Time
+
+	sent map[waldur.UUID]string // resource → membership statuses last sent
+}
+
+// Report sends the write-backs of one run; with dryRun it sends nothing and
+// its entries say what would be sent.
+func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
+	var cs changeset.Set
+	calls := map[string]int{}
+	if st == nil || res == nil || pub == nil {
+		return cs, calls, nil
+	}
+	now := time.Now
+	if f.Now != nil {
+		now = f.Now
+	}
+	tenants := map[waldur.UUID]*render.Tenant{}
+	for _, t := range res.Tenants {
+		tenants[t.Resource] = t
+	}
+	changed := changedDirs(pub)
+	var missing map[string]string
+	if f.Missing != nil {
+		missing = f.Missing()
+	}
+	// What to err, across every offering read, before anything is sent.
+	type errItem struct {
+		off *config.Offering
+		r   *waldur.Resource
+		why string
+	}
+	toErr := map[*waldur.Resource]errItem{}
+	total := 0
+	for i := range f.Offerings {
+		o := &f.Offerings[i]
+		os, ok := st.Offering(o.Name)
+		if !ok {
+			continue
+		}
+		total += len(os.Resources)
+		for j := range os.Resources {
+			r := &os.Resources[j]
+			if r.State != waldur.ResourceOK {
+				continue
+			}
+			why, skipped := res.Skipped[r.UUID]
+			if !skipped {
+				why, skipped = pub.Failed[r.UUID]
+			}
+			if skipped {
+				toErr[r] = errItem{o, r, why}
+			}
+		}
+	}
+	errAllowed := true
+	if n := len(toErr); n > 0 && n >= f.Guard.MinCount && float64(n) > math.Max(0, f.Guard.MaxFraction)*float64(total) {
+		errAllowed = false
+		cs.Add(changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip,
+			Reason: fmt.Sprintf("refused: %d of %d resources cannot be rendered, more than the deletion guard's share (max_fraction %g); none is set erred, as this looks like an outage or a config error", n, total, f.Guard.MaxFraction)})
+	}
+	var firstErr error
+	note := func(err error) {
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	for i := range f.Offerings {
+		o := &f.Offerings[i]
+		os, ok := st.Offering(o.Name)
+		if !ok {
+			continue
+		}
+		c, err := f.Source.Client(o)
+		if err != nil {
+			return cs, calls, Errorf(ClassWaldur, "feedback for offering %q: %w", o.Name, err)
+		}
+		if !c.Supports(ctx, waldur.FeatureResourceFeedback) {
+			continue
+		}
+		statuses := c.Supports(ctx, waldur.FeatureMembershipSyncStatus)
+		write := func(kind, subjectKind string, r *waldur.Resource, action, reason string, send func() error) {
+			e := changeset.Entry{Stage: "feedback", Kind: subjectKind, Subject: r.Name + " " + action, Action: changeset.Update,
+				Offering: o.Name, Resource: string(r.UUID), Reason: reason}
+			if !dryRun {
+				calls[kind]++
+				if err := send(); err != nil {
+					e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
+					note(Errorf(ClassWaldur, "feedback for resource %s: %w", r.UUID, err))
+				}
+			}
+			cs.Add(e)
+		}
+		for j := range os.Resources {
+			r := &os.Resources[j]
+			if errAllowed {
+				if x, ok := toErr[r]; ok {
+					why := x.why
+					write(waldur.KindResourceErred, KindResourceState, r, "set_as_erred", why, func() error { return c.SetResourceErred(ctx, r.UUID, why) })
+					continue
+				}
+			}
+			t := tenants[r.UUID]
+			if t == nil || !pub.Has(r.UUID) {
+				continue
+			}
+			if _, refused := pub.Failed[r.UUID]; refused {
+				continue
+			}
+			if why, wait := waiting[r.UUID]; wait {
+				if statuses && bool(pluginOn(r)) {
+					f.memberStatuses(ctx, c, o, os, r, waldur.MemberPending, why, missing, dryRun, &cs, calls, note)
+				}
+				continue
+			}
+			if r.State == waldur.ResourceErred {
+				write(waldur.KindResourceOK, KindResourceState, r, "set_as_ok", "its tenant is published", func() error { return c.SetResourceOK(ctx, r.UUID) })
+			}
+			meta := metadata(t, pub, changed[t.Dir], r.BackendMetadata)
+			if !sameMetadata(meta, r.BackendMetadata) {
+				write(waldur.KindResourceMetadata, KindResourceState, r, "set_backend_metadata", metadataText(meta), func() error { return c.SetResourceBackendMetadata(ctx, r.UUID, meta) })
+			}
+			if stale(r.LastSync, now(), f.LastSyncInterval) {
+				write(waldur.KindResourceLastSync, KindResourceState, r, "refresh_last_sync", "", func() error { return c.RefreshResourceLastSync(ctx, r.UUID) })
+			}
+			if statuses && bool(pluginOn(r)) {
+				f.memberStatuses(ctx, c, o, os, r, waldur.MemberSynced, "", missing, dryRun, &cs, calls, note)
+			}
+		}
+	}
+	return cs, calls, firstErr
+}
+
+func pluginOn(r *waldur.Resource) waldur.Flag {
+	if r.OfferingPluginOptions == nil {
+		return false
+	}
+	return r.OfferingPluginOptions.EnableMembershipSyncStatus
+}
+
+// memberStatuses reports the state of every team member of r: state (synced
+// or pending with why) unless the member has no offering user yet (pending)
+// or was not found in the identity provider (missing_in_idp).
+func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client, o *config.Offering, os *waldur.OfferingState, r *waldur.Resource,
+	state, why string, missing map[string]string, dryRun bool, cs *changeset.Set, calls map[string]int, note func(error)) {
+	byUser := map[waldur.UUID]string{}
+	for _, u := range os.OfferingUsers {
+		if u.Username != "" {
+			byUser[u.UserUUID] = u.Username
+		}
+	}
+	var list []waldur.MemberSyncStatus
+	for _, m := range os.Teams[r.ProjectUUID] {
+		s := waldur.MemberSyncStatus{ScopeType: "resource", RoleName: m.Role, Username: m.Username, UserUUID: m.UUID, State: state, Message: why}
+		name := m.OfferingUserUsername
+		if name == "" {
+			name = byUser[m.UUID]
+		}
+		switch {
+		case name == "":
+			s.State, s.Message = waldur.MemberPending, "no offering user yet"
+		case missing[name] != "":
+			s.State, s.Message = waldur.MemberMissingInIDP, missing[name]
+		}
+		list = append(list, s)
+	}
+	slices.SortFunc(list, func(a, b waldur.MemberSyncStatus) int {
+		return strings.Compare(a.Username+" "+a.RoleName, b.Username+" "+b.RoleName)
+	})
+	key := fmt.Sprint(list)
+	if f.sent[r.UUID] == key {
+		return
+	}
+	counts := map[string]int{}
+	for _, s := range list {
+		counts[s.State]++
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
+	}
+	e := changeset.Entry{Stage: "feedback", Kind: KindMembershipStatus, Subject: r.Name, Action: changeset.Update,
+		Offering: o.Name, Resource: string(r.UUID), Reason: strings.Join(parts, ", ")}
+	if !dryRun {
+		calls[waldur.KindMembershipStatus]++
+		if err := c.SetMembershipSyncStatuses(ctx, r.UUID, list); err != nil {
+			e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
+			note(Errorf(ClassWaldur, "membership statuses of resource %s: %w", r.UUID, err))
+		} else {
+			if f.sent == nil {
+				f.sent = map[waldur.UUID]string{}
+			}
+			f.sent[r.UUID] = key
+		}
+	}
+	cs.Add(e)
+}
+
+// changedDirs lists the tenant directories whose files the publish changed.
+func changedDirs(pub *Published) map[string]bool {
+	out := map[string]bool{}
+	dir := func(p string) string {
+		parts := strings.SplitN(p, "/", 4)
+		if len(parts) < 4 {
+			return p
+		}
+		return strings.Join(parts[:3], "/")
+	}
+	for p, b := range pub.After {
+		if old, ok := pub.Before[p]; !ok || string(old) != string(b) {
+			out[dir(p)] = true
+		}
+	}
+	for p := range pub.Before {
+		if _, ok := pub.After[p]; !ok {
+			out[dir(p)] = true
+		}
+	}
+	return out
+}
+
+// metadata is where the tenant lives: its namespace and path, and the
+// commit that last changed it (this run's when it changed it, else the one
+// Waldur holds).
+func metadata(t *render.Tenant, pub *Published, changed bool, have map[string]any) map[string]any {
+	m := map[string]any{"namespace": t.Name, "path": t.Dir}
+	if parts := strings.Split(t.Dir, "/"); len(parts) == 3 {
+		m["target"] = parts[1]
+	}
+	if changed && pub.Ref != "" {
+		m["commit"] = pub.Ref
+	} else if c, ok := have["commit"].(string); ok && c != "" {
+		m["commit"] = c
+	}
+	return m
+}
+
+func sameMetadata(want, have map[string]any) bool {
+	if len(want) != len(have) {
+		return false
+	}
+	for k, v := range want {
+		if fmt.Sprint(have[k]) != fmt.Sprint(v) {
+			return false
+		}
+	}
+	return true
+}
+
+func metadataText(m map[string]any) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
+	}
+	return strings.Join(parts, " ")
+}
+
+// stale reports whether a last_sync is missing or older than interval.
+func stale(lastSync string, now time.Time, interval time.Duration) bool {
+	if interval <= 0 {
+		interval = config.DefaultLastSyncInterval
+	}
+	t, err := time.Parse(time.RFC3339Nano, lastSync)
+	return err != nil || now.Sub(t) >= interval
+}
+
+var _ Feedback = (*ResourceFeedback)(nil)
