@@ -1,0 +1,197 @@
+package engine_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+)
+
+// feedbackRig runs the feedback stage over the in-repo Waldur as the cycle
+// does: read, render, publish (the render is what the destination holds),
+// report.
+type feedbackRig struct {
+	t   testing.TB
+	srv *waldurtest.Server
+	src *engine.APISource
+	fb  *engine.ResourceFeedback
+	rdr engine.Renderer
+}
+
+func newFeedbackRig(t testing.TB, srv *waldurtest.Server) *feedbackRig {
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	l, err := config.Parse([]byte(`offerings:
+- name: Plain
+  waldur_api_url: `+srv.URL()+`
+  waldur_offering_uuid: `+offeringUUID+`
+  backend_type: namespace
+  backend_components:
+    cpu: {accounting_type: limit}
+`), t.TempDir()+"/config.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpls, err := render.LoadTemplates(l.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &engine.APISource{Offerings: l.Offerings}
+	return &feedbackRig{t: t, srv: srv, src: src, rdr: render.New(l.Config, tpls).Render,
+		fb: &engine.ResourceFeedback{Source: src, Offerings: l.Offerings, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}, LastSyncInterval: 0}}
+}
+
+// run is one cycle's feedback; it returns the entries and the writes sent.
+func (r *feedbackRig) run(dryRun bool) ([]string, map[string]int) {
+	r.t.Helper()
+	ctx := context.Background()
+	st, err := r.src.Read(ctx)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	res, err := r.rdr(st)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	pub := &engine.Published{After: res.Tree(nil), Ref: "c0ffee"}
+	cs, calls, err := r.fb.Report(ctx, st, res, pub, nil, dryRun)
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	var out []string
+	for _, e := range cs.Entries {
+		out = append(out, e.String())
+	}
+	return out, calls
+}
+
+func writes(calls map[string]int) int {
+	n := 0
+	for _, c := range calls {
+		n += c
+	}
+	return n
+}
+
+func TestFeedbackResourceState(t *testing.T) {
+	srv := waldurtest.New(t)
+	erred := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "alpha", Name: "alpha", State: waldur.ResourceErred, Limits: waldur.Limits{"cpu": "2"}})
+	bad := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "beta", Name: "beta", State: waldur.ResourceOK, Limits: waldur.Limits{"cpu": "-1"}})
+	r := newFeedbackRig(t, srv)
+
+	// A dry run sends nothing and says what it would send.
+	entries, calls := r.run(true)
+	if writes(calls) != 0 || len(entries) == 0 {
+		t.Fatalf("dry run: %v %v", entries, calls)
+	}
+	if got, _ := srv.Resource(erred); got.State != waldur.ResourceErred {
+		t.Fatalf("dry run changed the state: %s", got.State)
+	}
+
+	entries, calls = r.run(false)
+	if calls[waldur.KindResourceOK] != 1 || calls[waldur.KindResourceErred] != 1 || calls[waldur.KindResourceMetadata] != 1 || calls[waldur.KindResourceLastSync] != 1 {
+		t.Fatalf("first run: %v\n%s", calls, strings.Join(entries, "\n"))
+	}
+	if got, _ := srv.Resource(erred); got.State != waldur.ResourceOK || got.BackendMetadata["commit"] != "c0ffee" || got.BackendMetadata["namespace"] != "waldur-alpha" {
+		t.Errorf("published resource: %s %v", got.State, got.BackendMetadata)
+	}
+	if got, _ := srv.Resource(bad); got.State != waldur.ResourceErred || !strings.Contains(srv.ResourceError(bad), "cpu") {
+		t.Errorf("unrenderable resource: %s %q", got.State, srv.ResourceError(bad))
+	}
+
+	// A second run with nothing changed writes nothing.
+	entries, calls = r.run(false)
+	if writes(calls) != 0 || len(entries) != 0 {
+		t.Errorf("no-op run: %v %v", calls, entries)
+	}
+
+	// Once it renders, the erred resource is set OK again.
+	c, err := r.src.Client(&r.fb.Offerings[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetResourceLimits(context.Background(), bad, waldur.Limits{"cpu": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	_, calls = r.run(false)
+	if got, _ := srv.Resource(bad); got.State != waldur.ResourceOK || calls[waldur.KindResourceOK] != 1 {
+		t.Errorf("fixed resource: %s %v", got.State, calls)
+	}
+	if len(srv.Violations()) != 0 {
+		t.Errorf("contract violations: %v", srv.Violations())
+	}
+}
+
+func TestFeedbackGuardRefusesErringEverything(t *testing.T) {
+	srv := waldurtest.New(t)
+	var ids []waldur.UUID
+	for _, s := range []string{"a", "b", "c", "d", "e", "f"} {
+		ids = append(ids, srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: s, Name: s, State: waldur.ResourceOK, Limits: waldur.Limits{"cpu": "-1"}}))
+	}
+	r := newFeedbackRig(t, srv)
+	entries, calls := r.run(false)
+	if calls[waldur.KindResourceErred] != 0 || len(entries) != 1 || !strings.Contains(entries[0], "refused: 6 of 6") {
+		t.Fatalf("guard: %v %v", calls, entries)
+	}
+	for _, id := range ids {
+		if got, _ := srv.Resource(id); got.State != waldur.ResourceOK {
+			t.Errorf("%s set %s", id, got.State)
+		}
+	}
+}
+
+func TestFeedbackMembershipStatuses(t *testing.T) {
+	srv := waldurtest.New(t)
+	project := waldur.UUID("9a000000000040008000000000000001")
+	id := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, ProjectUUID: project, Slug: "alpha", Name: "alpha", State: waldur.ResourceOK,
+		Limits: waldur.Limits{"cpu": "2"}, OfferingPluginOptions: &waldur.PluginOptions{EnableMembershipSyncStatus: true}})
+	srv.SetTeam(project, []waldur.TeamMember{
+		{UUID: "a0000000000040008000000000000001", Username: "ann", Role: "PROJECT.ADMIN", OfferingUserUsername: "ann"},
+		{UUID: "a0000000000040008000000000000002", Username: "bob", Role: "PROJECT.MEMBER", OfferingUserUsername: "bob"},
+	})
+	r := newFeedbackRig(t, srv)
+	r.fb.Missing = func() map[string]string { return map[string]string{"bob": "user bob not found in Keycloak realm hpc"} }
+	_, calls := r.run(false)
+	if calls[waldur.KindMembershipStatus] != 1 {
+		t.Fatalf("calls %v", calls)
+	}
+	got := srv.MembershipSyncStatuses(id)
+	if len(got) != 2 || got[0].Username != "ann" || got[0].State != waldur.MemberSynced ||
+		got[1].Username != "bob" || got[1].State != waldur.MemberMissingInIDP || !strings.Contains(got[1].Message, "not found") {
+		t.Errorf("statuses %+v", got)
+	}
+	// Unchanged: not sent again.
+	if _, calls = r.run(false); writes(calls) != 0 {
+		t.Errorf("second run: %v", calls)
+	}
+	if len(srv.Violations()) != 0 {
+		t.Errorf("contract violations: %v", srv.Violations())
+	}
+}
+
+// TestFeedbackNoOpWritesAt1000: a run that changes nothing over 1,000
+// resources sends no write to Waldur.
+func TestFeedbackNoOpWritesAt1000(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,000 resources")
+	}
+	srv := waldurtest.New(t)
+	for i := range 1000 {
+		srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "r" + strconv.Itoa(i), State: waldur.ResourceOK, Limits: waldur.Limits{"cpu": "1"}})
+	}
+	r := newFeedbackRig(t, srv)
+	if _, calls := r.run(false); calls[waldur.KindResourceMetadata] != 1000 {
+		t.Fatalf("first run: %v", calls)
+	}
+	_, calls := r.run(false)
+	if writes(calls) != 0 {
+		t.Errorf("no-op run wrote %v", calls)
+	}
+	t.Logf("no-op run at 1,000 resources: %d writes", writes(calls))
+}
