@@ -1,7 +1,7 @@
 // Package engine owns the one cycle every command that changes something
 // runs: sync, render (--dry-run and --out), apply, keycloak and serve.
 //
-//	waldur ─▶ approve ─▶ render ─▶ validate ─▶ git | apply | out ─▶ keycloak ─▶ orders
+//	(agent) ─▶ waldur ─▶ approve ─▶ render ─▶ validate ─▶ git | apply | out ─▶ keycloak ─▶ orders ─▶ feedback
 //
 //	stage            seam        adapter (package doing the work)
 //	waldur           Source      APISource, SnapshotSource (waldur)
@@ -11,6 +11,7 @@
 //	git, apply, out  Publisher   GitPublisher (gitsync), ClusterPublisher (apply), DirPublisher (localtree)
 //	keycloak         Identities  KeycloakStage (keycloak)
 //	orders           Orders      OrderStage.Finish (orders)
+//	feedback         Feedback    ResourceFeedback (waldur): resource state, metadata, membership statuses
 //
 // Each seam is a small interface in seams.go; the packages that do the work
 // sit behind it through the adapters in this package. FromConfig wires the
