@@ -27,6 +27,11 @@ const (
 	KindUserMe            = "users.me"
 	KindPlanGet           = "plans.get"
 	KindResourceLimits    = "resources.set_limits"
+	KindAgentList         = "agent_identities.list"
+	KindAgentCreate       = "agent_identities.create"
+	KindAgentUpdate       = "agent_identities.update"
+	KindAgentService      = "agent_identities.register_service"
+	KindAgentProcessor    = "agent_services.register_processor"
 )
 
 // CallStats counts the API traffic of a client, for the run report.
