@@ -64,6 +64,7 @@ type store struct {
 	components                        map[string][]waldur.OfferingComponent
 	plans                             map[string]waldur.Plan
 	user                              waldur.User
+	agent                             agentState
 	seq                               int
 }
 
@@ -72,7 +73,7 @@ func newStore(base string, fail func(format string, args ...any)) *store {
 		fail: fail, base: base,
 		resources: newCollection(), orders: newCollection(), oUsers: newCollection(), usages: newCollection(),
 		teams: map[string][]object{}, offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
-		plans: map[string]waldur.Plan{},
+		plans: map[string]waldur.Plan{}, agent: newAgentState(),
 	}
 }
 
