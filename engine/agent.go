@@ -189,7 +189,9 @@ func (a *AgentAnnouncer) entry(o *config.Offering, kind, subject string, action 
 func sameDependencies(a, b []waldur.AgentDependency) bool {
 	sorted := func(d []waldur.AgentDependency) []waldur.AgentDependency {
 		d = slices.Clone(d)
-		slices.SortFunc(d, func(x, y waldur.AgentDependency) int { return strings.Compare(x.Package+" "+x.Version, y.Package+" "+y.Version) })
+		slices.SortFunc(d, func(x, y waldur.AgentDependency) int {
+			return strings.Compare(x.Package+" "+x.Version, y.Package+" "+y.Version)
+		})
 		return d
 	}
 	return slices.Equal(sorted(a), sorted(b))
