@@ -70,7 +70,7 @@ read; the exit code is then 1 when something would change. See docs/apply.md.`,
 			if err != nil {
 				return err
 			}
-			w := engine.Options{Snapshot: snapshot, Publish: engine.Cluster, Orders: !noOrders, Identities: !noKeycloak, Feedback: true}
+			w := engine.Options{Snapshot: snapshot, Publish: engine.Cluster, Orders: !noOrders, Announce: true, Identities: !noKeycloak, Feedback: true}
 			w.Apply.Kubeconfig, w.Apply.ForceConflicts, w.Apply.QPS = kubeconfig, forceConflicts, qpsOption(qps)
 			return a.runVerb(cmd.Context(), verb{
 				wire: w, req: engine.Request{Command: "apply", DryRun: server, AllowMassPrune: allowMassPrune},

@@ -115,7 +115,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	rec := metrics.New(version.String())
 	health := serve.NewHealth(time.Now(), stale, nil)
 	log := a.log
-	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Identities: true, ValidateServer: f.validateServer, Feedback: true}
+	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: f.validateServer, Feedback: true}
 	w.Apply.Kubeconfig = f.kubeconfig
 	runs := &serveRuns{a: a, rec: rec, wire: w}
 	loop := &serve.Loop{

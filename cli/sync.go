@@ -45,7 +45,7 @@ render --dry-run.`,
 				return err
 			}
 			v := verb{
-				wire: engine.Options{Snapshot: snapshot, Publish: engine.Git, Orders: true, Identities: true, ValidateServer: validateServer, Feedback: true},
+				wire: engine.Options{Snapshot: snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: validateServer, Feedback: true},
 				req:  engine.Request{Command: "sync", DryRun: dryRun, AllowMassPrune: allowMassPrune},
 				show: a.showReport(asJSON), report: true, push: true,
 			}

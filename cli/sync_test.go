@@ -271,7 +271,7 @@ func TestSyncNeverWipesOnAnEmptyWaldur(t *testing.T) {
 		t.Fatal("the repository changed")
 	}
 	rep := readReport(t, mustRead(t, filepath.Join(filepath.Dir(cfg), "report.json")))
-	if rep.ExitCode != ExitGuard || rep.Commit != "" || len(rep.Stages) != 4 || !strings.Contains(rep.Stages[3].Error, "refusing to remove") {
+	if rep.ExitCode != ExitGuard || rep.Commit != "" || len(rep.Stages) != 5 || !strings.Contains(rep.Stages[4].Error, "refusing to remove") {
 		t.Errorf("report: exit %d, commit %q, stages %+v", rep.ExitCode, rep.Commit, rep.Stages)
 	}
 	if !strings.Contains(stdout, "FAILED: refusing") {

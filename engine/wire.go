@@ -37,6 +37,10 @@ type Options struct {
 	// Orders runs the order stage (approve before the render, finish after
 	// the publish) when the state comes from the API.
 	Orders bool
+	// Announce registers the tool as the site agent of every offering in
+	// Waldur (identity, the service of the run's command, a processor) as the
+	// first stage, when the state comes from the API.
+	Announce bool
 	// Identities reconciles Keycloak for the offerings with keycloak_enabled.
 	Identities bool
 	// ValidateServer dry-runs every object on the API server before the publish.
@@ -71,6 +75,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	} else {
 		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
 		s.Source, api = src, src
+		if o.Announce {
+			s.Announcer = &AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
+		}
 		if o.Orders && o.Publish != Nowhere {
 			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 		}

@@ -32,6 +32,7 @@ type call struct {
 
 // reply is a successful (2xx) answer.
 type reply struct {
+	status int
 	header http.Header
 	body   []byte
 	url    string // display form, for error messages
@@ -101,7 +102,7 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 		}
 		return fail(ae)
 	}
-	return &reply{header: resp.Header, body: body, url: shown, red: c.red}, nil
+	return &reply{status: resp.StatusCode, header: resp.Header, body: body, url: shown, red: c.red}, nil
 }
 
 // retryableStatus reports whether the retry policy retries an answer with

@@ -32,6 +32,11 @@ const (
 	KindResourceMetadata  = "resources.set_backend_metadata"
 	KindResourceLastSync  = "resources.refresh_last_sync"
 	KindMembershipStatus  = "resources.set_membership_sync_statuses"
+	KindAgentList         = "agent_identities.list"
+	KindAgentCreate       = "agent_identities.create"
+	KindAgentUpdate       = "agent_identities.update"
+	KindAgentService      = "agent_identities.register_service"
+	KindAgentProcessor    = "agent_services.register_processor"
 )
 
 // CallStats counts the API traffic of a client, for the run report.

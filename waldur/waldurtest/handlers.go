@@ -42,6 +42,11 @@ var handlers = map[string]handler{
 	"marketplace_plans_retrieve":                                  (*Server).planOp,
 	"marketplace_component_usages_list":                           (*Server).listUsages,
 	"marketplace_component_usages_set_usage":                      (*Server).setUsage,
+	"marketplace_site_agent_identities_list":                      (*Server).listAgentIdentities,
+	"marketplace_site_agent_identities_create":                    (*Server).createAgentIdentity,
+	"marketplace_site_agent_identities_update":                    (*Server).updateAgentIdentity,
+	"marketplace_site_agent_identities_register_service":          (*Server).registerAgentService,
+	"marketplace_site_agent_services_register_processor":          (*Server).registerAgentProcessor,
 }
 
 // handle authenticates the request and dispatches it by operationId.

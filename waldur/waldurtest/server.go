@@ -1,6 +1,6 @@
 // Package waldurtest is an in-memory fake of the Waldur REST API for tests: the
-// provider-resource, order, team, offering-user, component-usage and version
-// endpoints a service provider uses, with Waldur's token authentication,
+// provider-resource, order, team, offering-user, component-usage, version and
+// site-agent identity (see agent.go) endpoints a service provider uses, with Waldur's token authentication,
 // DRF-style paging, filters, field selection, the provider side of the order
 // state machine and set_usage's rules (one record per resource, component and
 // billing month; only for resources in OK, Updating or Terminating).

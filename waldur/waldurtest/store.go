@@ -65,6 +65,7 @@ type store struct {
 	plans                             map[string]waldur.Plan
 	user                              waldur.User
 	memberStatuses                    map[string][]waldur.MemberSyncStatus
+	agent                             agentState
 	seq                               int
 }
 
@@ -73,7 +74,7 @@ func newStore(base string, fail func(format string, args ...any)) *store {
 		fail: fail, base: base,
 		resources: newCollection(), orders: newCollection(), oUsers: newCollection(), usages: newCollection(),
 		teams: map[string][]object{}, offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
-		plans: map[string]waldur.Plan{}, memberStatuses: map[string][]waldur.MemberSyncStatus{},
+		plans: map[string]waldur.Plan{}, memberStatuses: map[string][]waldur.MemberSyncStatus{}, agent: newAgentState(),
 	}
 }
 

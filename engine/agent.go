@@ -1,0 +1,198 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strings"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// AgentName is the prefix of the site-agent identity the tool registers per
+// offering: the identity is named AgentName + "-" + the offering's config
+// name, stable across restarts, hosts and replicas of one deployment (a host
+// name would make a new identity at every pod restart).
+const AgentName = "waldur-gitops"
+
+// AgentProcessorName is the name of the processor registered under every
+// service; its backend_type is the offering's backend_type.
+const AgentProcessorName = "waldur-gitops"
+
+// agentModes are the commands that register a service of their name; the
+// others (render, keycloak) announce nothing.
+var agentModes = []string{"sync", "apply", "serve", "report"}
+
+// agentDependencies are the modules reported as the identity's
+// dependencies, when the binary carries their versions.
+var agentDependencies = []string{
+	"github.com/Nerzal/gocloak/v13",
+	"github.com/go-git/go-git/v5",
+	"k8s.io/client-go",
+}
+
+// AgentAnnouncer registers the tool with Waldur as the site agent of every
+// offering: an identity (name, version, dependencies), one service per mode
+// the tool runs in, and a processor naming the offering's backend type. It
+// creates what is missing and updates the identity when its version or
+// dependencies changed; a run that finds everything in place writes nothing
+// but the idempotent register_service call. It never fails a run: what it
+// cannot do is a skip entry and a warning.
+type AgentAnnouncer struct {
+	Source    *APISource
+	Offerings []config.Offering
+	Log       *slog.Logger
+}
+
+// Announce implements Announcer.
+func (a *AgentAnnouncer) Announce(ctx context.Context, mode string, dryRun bool) (changeset.Set, map[string]int, error) {
+	var cs changeset.Set
+	if !slices.Contains(agentModes, mode) {
+		return cs, nil, nil
+	}
+	ctx, tally := waldur.WithTally(ctx)
+	for i := range a.Offerings {
+		o := &a.Offerings[i]
+		entries, err := a.announce(ctx, o, mode, dryRun)
+		cs.Add(entries...)
+		if err != nil {
+			logOrDiscard(a.Log).Warn("registering the site agent identity failed", "offering", o.Name, "error", err.Error())
+			cs.Add(changeset.Entry{Stage: "agent", Kind: "AgentIdentity", Subject: AgentIdentityName(o), Action: changeset.Skip,
+				Offering: o.Name, Reason: err.Error()})
+		}
+	}
+	return cs, tally.Stats().Requests, nil
+}
+
+// AgentIdentityName is the identity name of an offering.
+func AgentIdentityName(o *config.Offering) string { return AgentName + "-" + o.Name }
+
+// AgentDependencies are the dependencies the identity reports: the Go
+// runtime and the modules of agentDependencies, sorted by package.
+func AgentDependencies() []waldur.AgentDependency {
+	deps := []waldur.AgentDependency{{Package: "go", Version: runtime.Version()}}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, m := range bi.Deps {
+			if m.Replace != nil {
+				m = m.Replace
+			}
+			if slices.Contains(agentDependencies, m.Path) {
+				deps = append(deps, waldur.AgentDependency{Package: m.Path, Version: m.Version})
+			}
+		}
+	}
+	slices.SortFunc(deps, func(a, b waldur.AgentDependency) int { return strings.Compare(a.Package, b.Package) })
+	return deps
+}
+
+func (a *AgentAnnouncer) announce(ctx context.Context, o *config.Offering, mode string, dryRun bool) ([]changeset.Entry, error) {
+	c, err := a.Source.Client(o)
+	if err != nil {
+		return nil, err
+	}
+	if !c.Supports(ctx, waldur.FeatureAgentIdentity) {
+		return []changeset.Entry{a.entry(o, "AgentIdentity", AgentIdentityName(o), changeset.Skip,
+			"the Waldur server is older than site-agent identities")}, nil
+	}
+	name := AgentIdentityName(o)
+	want := waldur.AgentIdentityRequest{Offering: waldur.UUID(o.WaldurOfferingUUID), Name: name,
+		Version: version.Version, Dependencies: AgentDependencies()}
+	proc := waldur.AgentProcessor{Name: AgentProcessorName, BackendType: o.BackendType, BackendVersion: version.Version}
+	have, err := c.FindAgentIdentity(ctx, want.Offering, name)
+	if err != nil {
+		return nil, err
+	}
+	var out []changeset.Entry
+	svcSubject := name + "/" + mode
+	procSubject := svcSubject + "/" + AgentProcessorName
+	switch {
+	case have == nil && dryRun:
+		return []changeset.Entry{
+			a.entry(o, "AgentIdentity", name, changeset.Create, ""),
+			a.entry(o, "AgentService", svcSubject, changeset.Create, ""),
+			a.entry(o, "AgentProcessor", procSubject, changeset.Create, ""),
+		}, nil
+	case have == nil:
+		if have, err = c.CreateAgentIdentity(ctx, want); err != nil {
+			return nil, err
+		}
+		out = append(out, a.entry(o, "AgentIdentity", name, changeset.Create, ""))
+	case have.Version != want.Version || !sameDependencies(have.Dependencies, want.Dependencies):
+		out = append(out, a.entry(o, "AgentIdentity", name, changeset.Update, ""))
+		if !dryRun {
+			if have, err = c.UpdateAgentIdentity(ctx, have.UUID, want); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out = append(out, a.compatibility(ctx, c, o, have)...)
+	if dryRun {
+		if !slices.ContainsFunc(have.Services, func(s waldur.AgentServiceRef) bool { return s.Name == mode }) {
+			out = append(out, a.entry(o, "AgentService", svcSubject, changeset.Create, ""),
+				a.entry(o, "AgentProcessor", procSubject, changeset.Create, ""))
+		}
+		return out, nil
+	}
+	svc, err := c.RegisterAgentService(ctx, have.UUID, mode, mode)
+	if err != nil {
+		return out, err
+	}
+	if svc.Created {
+		out = append(out, a.entry(o, "AgentService", svcSubject, changeset.Create, ""))
+	}
+	i := slices.IndexFunc(svc.Processors, func(p waldur.AgentProcessor) bool { return p.Name == proc.Name })
+	if i >= 0 && svc.Processors[i].BackendType == proc.BackendType && svc.Processors[i].BackendVersion == proc.BackendVersion {
+		return out, nil
+	}
+	if _, err := c.RegisterAgentProcessor(ctx, svc.UUID, proc); err != nil {
+		return out, err
+	}
+	action := changeset.Create
+	if i >= 0 {
+		action = changeset.Update
+	}
+	return append(out, a.entry(o, "AgentProcessor", procSubject, action, "")), nil
+}
+
+// compatibility reads Waldur's verdict on the identity (8.1.3 and later): an
+// incompatible one is a warning and a skip entry.
+func (a *AgentAnnouncer) compatibility(ctx context.Context, c *waldur.Client, o *config.Offering, id *waldur.AgentIdentity) []changeset.Entry {
+	if !c.Supports(ctx, waldur.FeatureAgentCompatibility) {
+		return nil
+	}
+	if id.Compatibility == nil || id.Compatibility.Status != waldur.AgentIncompatible {
+		return nil
+	}
+	reason := "waldur says this version is incompatible"
+	if m := strings.TrimSpace(id.Compatibility.Message); m != "" {
+		reason += ": " + m
+	}
+	if id.Compatibility.MinimumRequired != "" {
+		reason += fmt.Sprintf(" (minimum required %s)", id.Compatibility.MinimumRequired)
+	}
+	logOrDiscard(a.Log).Warn("waldur says the site agent version is incompatible", "offering", o.Name, "version", version.Version,
+		"message", id.Compatibility.Message, "minimum_required", id.Compatibility.MinimumRequired)
+	return []changeset.Entry{a.entry(o, "AgentIdentity", id.Name, changeset.Skip, reason)}
+}
+
+func (a *AgentAnnouncer) entry(o *config.Offering, kind, subject string, action changeset.Action, reason string) changeset.Entry {
+	return changeset.Entry{Stage: "agent", Kind: kind, Subject: subject, Action: action, Offering: o.Name, Reason: reason}
+}
+
+// sameDependencies compares two dependency lists in any order.
+func sameDependencies(a, b []waldur.AgentDependency) bool {
+	sorted := func(d []waldur.AgentDependency) []waldur.AgentDependency {
+		d = slices.Clone(d)
+		slices.SortFunc(d, func(x, y waldur.AgentDependency) int {
+			return strings.Compare(x.Package+" "+x.Version, y.Package+" "+y.Version)
+		})
+		return d
+	}
+	return slices.Equal(sorted(a), sorted(b))
+}
