@@ -17,7 +17,8 @@ type Reader interface {
 var _ Reader = (*Client)(nil)
 
 // ReadOffering reads everything the renderer needs about one offering: its
-// resources, open orders, offering users, the resources terminated within
+// resources, open orders, offering users, project service accounts, course
+// accounts, the resources terminated within
 // TerminatedWindow and the team of every project that has a resource. Teams
 // are read once per project, through the project's first resource in
 // (created, uuid) order (the next one when that resource's team answers 404).
@@ -35,7 +36,7 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
 	}
 	st := &OfferingState{Name: name, OfferingUUID: id}
-	var badRes, badOrders, badUsers, badTerm, badTeams []BadRecord
+	var badRes, badOrders, badUsers, badTerm, badTeams, badSA, badCA []BadRecord
 	var terminated []UUID
 	g := newGroup(ctx, 0)
 	g.Go(func(ctx context.Context) error {
@@ -73,6 +74,14 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 		st.OfferingUsers, badUsers, err = c.listOfferingUsers(ctx, id)
 		return err
 	})
+	g.Go(func(ctx context.Context) (err error) {
+		st.ServiceAccounts, badSA, err = listAccounts[ServiceAccount](ctx, c, id, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+		return err
+	})
+	g.Go(func(ctx context.Context) (err error) {
+		st.CourseAccounts, badCA, err = listAccounts[CourseAccount](ctx, c, id, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
+		return err
+	})
 	if err := g.Wait(); err != nil {
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
 	}
@@ -93,7 +102,7 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 			st.Terminated = append(st.Terminated, t)
 		}
 	}
-	st.BadRecords = slices.Concat(badRes, badTeams, badOrders, badUsers, badTerm)
+	st.BadRecords = slices.Concat(badRes, badTeams, badOrders, badUsers, badSA, badCA, badTerm)
 	if len(st.BadRecords) > 0 {
 		c.log.Warn("waldur records skipped", "offering", name, "count", len(st.BadRecords), "records", badRecordsText(st.BadRecords))
 	}

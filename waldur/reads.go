@@ -191,6 +191,59 @@ func (c *Client) listOfferingUsers(ctx context.Context, offering UUID) ([]Offeri
 	return out, bad, nil
 }
 
+// ListServiceAccounts returns the project service accounts of one offering,
+// in every state, sorted by uuid. Records that cannot be used are left out
+// (ReadOffering reports them).
+func (c *Client) ListServiceAccounts(ctx context.Context, offering UUID) ([]ServiceAccount, error) {
+	out, bad, err := listAccounts[ServiceAccount](ctx, c, offering, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+	if err != nil {
+		return nil, err
+	}
+	c.logBad(bad)
+	return out, nil
+}
+
+// ListCourseAccounts returns the course accounts of one offering, in every
+// state, sorted by uuid. Records that cannot be used are left out
+// (ReadOffering reports them).
+func (c *Client) ListCourseAccounts(ctx context.Context, offering UUID) ([]CourseAccount, error) {
+	out, bad, err := listAccounts[CourseAccount](ctx, c, offering, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
+	if err != nil {
+		return nil, err
+	}
+	c.logBad(bad)
+	return out, nil
+}
+
+// listAccounts reads an offering's account listing (action is
+// list_project_service_accounts or list_course_accounts). The endpoints take
+// the offering filters, not the accounts' own, and no field selection, so
+// every account is read and the caller filters.
+func listAccounts[T ServiceAccount | CourseAccount](ctx context.Context, c *Client, offering UUID, kind, action, record string) ([]T, []BadRecord, error) {
+	what := strings.ReplaceAll(strings.TrimPrefix(action, "list_"), "_", " ")
+	offering, err := canonical("offering", offering)
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s: %w", what, err)
+	}
+	raws, err := listAll(ctx, c, kind, "marketplace-provider-offerings/"+offering.Hex()+"/"+action+"/", url.Values{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("list %s of offering %s: %w", what, offering, withOffering(err, offering))
+	}
+	out, bad := decodeRecords[T](record, raws)
+	slices.SortStableFunc(out, func(a, b T) int { return cmp.Compare(accountUUID(a), accountUUID(b)) })
+	return out, bad, nil
+}
+
+func accountUUID[T ServiceAccount | CourseAccount](a T) UUID {
+	switch v := any(a).(type) {
+	case ServiceAccount:
+		return v.UUID
+	case CourseAccount:
+		return v.UUID
+	}
+	return ""
+}
+
 // listStrict reads a listing and decodes every record; one that does not
 // decode fails the listing.
 func listStrict[T any](ctx context.Context, c *Client, kind, path string, q url.Values) ([]T, error) {

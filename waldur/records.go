@@ -25,6 +25,14 @@ var uuidKeys = map[string]func(any) []keyed{
 		u := v.(*OfferingUser)
 		return []keyed{{"uuid", u.UUID, true}, {"user_uuid", u.UserUUID, false}}
 	},
+	RecordServiceAccount: func(v any) []keyed {
+		a := v.(*ServiceAccount)
+		return []keyed{{"uuid", a.UUID, true}, {"project_uuid", a.ProjectUUID, false}}
+	},
+	RecordCourseAccount: func(v any) []keyed {
+		a := v.(*CourseAccount)
+		return []keyed{{"uuid", a.UUID, true}, {"project_uuid", a.ProjectUUID, false}}
+	},
 	RecordTeamMember: func(v any) []keyed {
 		m := v.(*TeamMember)
 		return []keyed{{"uuid", m.UUID, true}}

@@ -20,6 +20,8 @@ const (
 	KindOrderErred        = "orders.set_erred"
 	KindTeam              = "team"
 	KindOfferingUsersList = "offering_users.list"
+	KindServiceAccounts   = "service_accounts.list"
+	KindCourseAccounts    = "course_accounts.list"
 	KindVersion           = "version"
 	KindUsagesList        = "usages.list"
 	KindUsageSet          = "usages.set"

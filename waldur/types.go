@@ -261,6 +261,33 @@ type OfferingUser struct {
 	IsRestricted    Flag   `json:"is_restricted"`
 }
 
+// ServiceAccount is one entry of GET
+// /api/marketplace-provider-offerings/{uuid}/list_project_service_accounts/:
+// a project's service account (state OK, Closed or Erred).
+type ServiceAccount struct {
+	UUID        UUID   `json:"uuid"`
+	State       string `json:"state"`
+	ProjectUUID UUID   `json:"project_uuid"`
+	Username    string `json:"username,omitempty"`
+	Email       string `json:"email,omitempty"`
+}
+
+// CourseAccount is one entry of GET
+// /api/marketplace-provider-offerings/{uuid}/list_course_accounts/: an
+// account of a course project (state OK, Closed, Erred or Pending). Waldur
+// sends a null username for an account without one; it decodes as "".
+type CourseAccount struct {
+	UUID        UUID   `json:"uuid"`
+	State       string `json:"state"`
+	ProjectUUID UUID   `json:"project_uuid"`
+	Username    string `json:"username,omitempty"`
+	Email       string `json:"email,omitempty"`
+}
+
+// AccountOK is the state of a service or course account that is in use; the
+// other states (Closed, Erred, Pending) give no access.
+const AccountOK = "OK"
+
 // Project roles, normalised to Waldur's legacy short names.
 const (
 	RoleAdmin   = "admin"
@@ -304,6 +331,12 @@ type OfferingState struct {
 	Teams map[UUID][]TeamMember `json:"teams"`
 	// OfferingUsers of the offering (is_restricted=false).
 	OfferingUsers []OfferingUser `json:"offering_users"`
+	// ServiceAccounts are the project service accounts of the offering, in
+	// every state, sorted by uuid.
+	ServiceAccounts []ServiceAccount `json:"service_accounts,omitempty"`
+	// CourseAccounts are the course accounts of the offering, in every
+	// state, sorted by uuid.
+	CourseAccounts []CourseAccount `json:"course_accounts,omitempty"`
 	// Terminated lists, sorted, the resources of the offering in state
 	// Terminated (modified within the client's TerminatedWindow): their
 	// tenants are positively terminated, not vanished. A resource that is
@@ -333,6 +366,10 @@ const (
 	RecordOrder        = "order"
 	RecordOfferingUser = "offering_user"
 	RecordTeamMember   = "team_member"
+	// RecordServiceAccount is a project service account.
+	RecordServiceAccount = "service_account"
+	// RecordCourseAccount is a course account.
+	RecordCourseAccount = "course_account"
 )
 
 // BadRecord is one record of a listing that was skipped: it did not decode, a
@@ -340,7 +377,8 @@ const (
 // of a resource deleted between listing and reading). The rest of the
 // offering is read as usual.
 type BadRecord struct {
-	// Kind is RecordResource, RecordOrder, RecordOfferingUser or RecordTeamMember.
+	// Kind is RecordResource, RecordOrder, RecordOfferingUser, RecordTeamMember,
+	// RecordServiceAccount or RecordCourseAccount.
 	Kind string `json:"kind"`
 	// UUID is the record's own uuid when it is a valid one, else empty.
 	UUID UUID `json:"uuid,omitempty"`

@@ -8,21 +8,28 @@ import (
 )
 
 // Extension endpoints are real Waldur endpoints that the selected OpenAPI
-// subset does not contain: under Subset805, users/me, the provider offering
-// and the plan (all three are contract operations of Subset81). The fake
+// subset does not contain: under Subset805, users/me, the provider offering,
+// the plan and the offering's service and course account listings (all are
+// contract operations of Subset81). The fake
 // serves them only on paths a test allowed with AllowPath, so every test that
 // depends on one says so; their answers are not validated (the subset has no
 // schema for them) and carry the same fields as the contract operations.
 type extension struct {
 	method  string
 	pattern *regexp.Regexp
-	handle  func(s *Server, id string) *response
+	handle  func(s *Server, r *http.Request, id string) *response
 }
 
 var extensions = []extension{
-	{http.MethodGet, regexp.MustCompile(`^/api/users/me/$`), func(s *Server, _ string) *response { return s.currentUser() }},
-	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/$`), (*Server).providerOffering},
-	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-plans/([^/]+)/$`), (*Server).plan},
+	{http.MethodGet, regexp.MustCompile(`^/api/users/me/$`), func(s *Server, _ *http.Request, _ string) *response { return s.currentUser() }},
+	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/$`), func(s *Server, _ *http.Request, id string) *response { return s.providerOffering(id) }},
+	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-plans/([^/]+)/$`), func(s *Server, _ *http.Request, id string) *response { return s.plan(id) }},
+	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/list_project_service_accounts/$`), func(s *Server, r *http.Request, id string) *response {
+		return s.list(r, nil, s.accountsOf(s.data.serviceAccounts, id), nil)
+	}},
+	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/list_course_accounts/$`), func(s *Server, r *http.Request, id string) *response {
+		return s.list(r, nil, s.accountsOf(s.data.courseAccounts, id), nil)
+	}},
 }
 
 // serveExtension answers an allowed request outside the subset; nil when no
@@ -42,7 +49,7 @@ func (s *Server) serveExtension(r *http.Request) *response {
 		if len(m) > 1 {
 			id = m[1]
 		}
-		return e.handle(s, id)
+		return e.handle(s, r, id)
 	}
 	return nil
 }

@@ -17,36 +17,38 @@ type handler func(s *Server, r *http.Request, body []byte, op *operation) *respo
 
 // handlers maps the operationIds the fake serves to their handlers.
 var handlers = map[string]handler{
-	"marketplace_provider_resources_list":                         (*Server).listResources,
-	"marketplace_provider_resources_retrieve":                     (*Server).getResource,
-	"marketplace_provider_resources_team_list":                    (*Server).team,
-	"marketplace_provider_resources_set_backend_id":               (*Server).setResourceBackendID,
-	"marketplace_provider_resources_set_limits":                   (*Server).setResourceLimits,
-	"marketplace_provider_resources_set_as_ok":                    (*Server).setResourceOK,
-	"marketplace_provider_resources_set_as_erred":                 (*Server).setResourceErred,
-	"marketplace_provider_resources_set_backend_metadata":         (*Server).setResourceBackendMetadata,
-	"marketplace_provider_resources_refresh_last_sync":            (*Server).refreshLastSync,
-	"marketplace_provider_resources_set_membership_sync_statuses": (*Server).setMembershipSyncStatuses,
-	"marketplace_orders_list":                                     (*Server).listOrders,
-	"marketplace_orders_retrieve":                                 (*Server).getOrder,
-	"marketplace_orders_approve_by_provider":                      (*Server).approveOrder,
-	"marketplace_orders_reject_by_provider":                       (*Server).rejectOrder,
-	"marketplace_orders_set_state_executing":                      (*Server).setOrderExecuting,
-	"marketplace_orders_set_state_done":                           (*Server).setOrderDone,
-	"marketplace_orders_set_state_erred":                          (*Server).setOrderErred,
-	"marketplace_orders_set_backend_id":                           (*Server).setOrderBackendID,
-	"marketplace_offering_users_list":                             (*Server).listOfferingUsers,
-	"version_retrieve":                                            (*Server).version,
-	"users_me_retrieve":                                           (*Server).currentUserOp,
-	"marketplace_provider_offerings_retrieve":                     (*Server).providerOfferingOp,
-	"marketplace_plans_retrieve":                                  (*Server).planOp,
-	"marketplace_component_usages_list":                           (*Server).listUsages,
-	"marketplace_component_usages_set_usage":                      (*Server).setUsage,
-	"marketplace_site_agent_identities_list":                      (*Server).listAgentIdentities,
-	"marketplace_site_agent_identities_create":                    (*Server).createAgentIdentity,
-	"marketplace_site_agent_identities_update":                    (*Server).updateAgentIdentity,
-	"marketplace_site_agent_identities_register_service":          (*Server).registerAgentService,
-	"marketplace_site_agent_services_register_processor":          (*Server).registerAgentProcessor,
+	"marketplace_provider_resources_list":                               (*Server).listResources,
+	"marketplace_provider_resources_retrieve":                           (*Server).getResource,
+	"marketplace_provider_resources_team_list":                          (*Server).team,
+	"marketplace_provider_resources_set_backend_id":                     (*Server).setResourceBackendID,
+	"marketplace_provider_resources_set_limits":                         (*Server).setResourceLimits,
+	"marketplace_provider_resources_set_as_ok":                          (*Server).setResourceOK,
+	"marketplace_provider_resources_set_as_erred":                       (*Server).setResourceErred,
+	"marketplace_provider_resources_set_backend_metadata":               (*Server).setResourceBackendMetadata,
+	"marketplace_provider_resources_refresh_last_sync":                  (*Server).refreshLastSync,
+	"marketplace_provider_resources_set_membership_sync_statuses":       (*Server).setMembershipSyncStatuses,
+	"marketplace_orders_list":                                           (*Server).listOrders,
+	"marketplace_orders_retrieve":                                       (*Server).getOrder,
+	"marketplace_orders_approve_by_provider":                            (*Server).approveOrder,
+	"marketplace_orders_reject_by_provider":                             (*Server).rejectOrder,
+	"marketplace_orders_set_state_executing":                            (*Server).setOrderExecuting,
+	"marketplace_orders_set_state_done":                                 (*Server).setOrderDone,
+	"marketplace_orders_set_state_erred":                                (*Server).setOrderErred,
+	"marketplace_orders_set_backend_id":                                 (*Server).setOrderBackendID,
+	"marketplace_offering_users_list":                                   (*Server).listOfferingUsers,
+	"marketplace_provider_offerings_list_project_service_accounts_list": (*Server).listServiceAccounts,
+	"marketplace_provider_offerings_list_course_accounts_list":          (*Server).listCourseAccounts,
+	"version_retrieve":                                                  (*Server).version,
+	"users_me_retrieve":                                                 (*Server).currentUserOp,
+	"marketplace_provider_offerings_retrieve":                           (*Server).providerOfferingOp,
+	"marketplace_plans_retrieve":                                        (*Server).planOp,
+	"marketplace_component_usages_list":                                 (*Server).listUsages,
+	"marketplace_component_usages_set_usage":                            (*Server).setUsage,
+	"marketplace_site_agent_identities_list":                            (*Server).listAgentIdentities,
+	"marketplace_site_agent_identities_create":                          (*Server).createAgentIdentity,
+	"marketplace_site_agent_identities_update":                          (*Server).updateAgentIdentity,
+	"marketplace_site_agent_identities_register_service":                (*Server).registerAgentService,
+	"marketplace_site_agent_services_register_processor":                (*Server).registerAgentProcessor,
 }
 
 // handle authenticates the request and dispatches it by operationId.
@@ -96,6 +98,24 @@ func (s *Server) listOrders(r *http.Request, _ []byte, op *operation) *response 
 
 func (s *Server) listOfferingUsers(r *http.Request, _ []byte, op *operation) *response {
 	return s.list(r, op, s.data.oUsers.items, offeringUserFilters)
+}
+
+// listServiceAccounts lists the offering's project service accounts. The
+// endpoint's query parameters filter offerings, not accounts: none is applied.
+func (s *Server) listServiceAccounts(r *http.Request, _ []byte, op *operation) *response {
+	return s.list(r, op, s.accountsOf(s.data.serviceAccounts, op.params["uuid"]), nil)
+}
+
+// listCourseAccounts lists the offering's course accounts, like listServiceAccounts.
+func (s *Server) listCourseAccounts(r *http.Request, _ []byte, op *operation) *response {
+	return s.list(r, op, s.accountsOf(s.data.courseAccounts, op.params["uuid"]), nil)
+}
+
+func (s *Server) accountsOf(by map[string]*collection, offering string) []object {
+	if c := by[uuidKey(offering)]; c != nil {
+		return c.items
+	}
+	return nil
 }
 
 func (s *Server) getResource(r *http.Request, _ []byte, op *operation) *response {

@@ -60,6 +60,7 @@ type store struct {
 	base                              string
 	resources, orders, oUsers, usages *collection
 	teams                             map[string][]object
+	serviceAccounts, courseAccounts   map[string]*collection // by offering
 	offerings                         map[string]waldur.ProviderOffering
 	components                        map[string][]waldur.OfferingComponent
 	plans                             map[string]waldur.Plan
@@ -73,7 +74,8 @@ func newStore(base string, fail func(format string, args ...any)) *store {
 	return &store{
 		fail: fail, base: base,
 		resources: newCollection(), orders: newCollection(), oUsers: newCollection(), usages: newCollection(),
-		teams: map[string][]object{}, offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
+		teams: map[string][]object{}, serviceAccounts: map[string]*collection{}, courseAccounts: map[string]*collection{},
+		offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
 		plans: map[string]waldur.Plan{}, memberStatuses: map[string][]waldur.MemberSyncStatus{}, agent: newAgentState(),
 	}
 }
@@ -124,6 +126,8 @@ const (
 	tagOfferingUser
 	tagUsage
 	tagPlan
+	tagServiceAccount
+	tagCourseAccount
 )
 
 // id returns the canonical form of u, or a generated uuid when u is empty.
@@ -223,6 +227,70 @@ func (d *store) offeringUserWire(offering waldur.UUID, u waldur.OfferingUser) ob
 		o[k] = v
 	}
 	return o
+}
+
+// accountWire is the wire form of a project service account or course
+// account: the keys that both schemas require, then the kind's own.
+func (d *store) accountWire(tag int, a waldur.CourseAccount, path string) object {
+	seq := d.next()
+	id, project := d.id(a.UUID, tag, seq), d.id(a.ProjectUUID, tagProject, seq)
+	customer := d.id("", tagCustomer, seq)
+	created := d.created(time.Time{}, seq)
+	o := object{
+		"url": d.base + "/api/" + path + "/" + id + "/", "uuid": id, "created": created, "modified": created,
+		"project_uuid": project, "project_name": fmt.Sprintf("project-%d", seq),
+		"customer_uuid": customer, "customer_name": fmt.Sprintf("customer-%d", seq),
+		"state": cmpOr(a.State, waldur.AccountOK), "error_message": "",
+	}
+	if a.Email != "" {
+		o["email"] = a.Email
+	}
+	return o
+}
+
+// AddServiceAccount stores a project service account of the offering, as
+// listed by list_project_service_accounts (state defaults to OK).
+func (s *Server) AddServiceAccount(offering waldur.UUID, a waldur.ServiceAccount) waldur.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.data
+	o := d.accountWire(tagServiceAccount, waldur.CourseAccount(a), "marketplace-project-service-accounts")
+	for k, v := range map[string]any{
+		"project": o["project_uuid"], "token": nil, "expires_at": nil,
+		"customer_abbreviation": "", "description": "",
+	} {
+		o[k] = v
+	}
+	if a.Username != "" {
+		o["username"] = a.Username
+	}
+	return d.putAccount(d.serviceAccounts, offering, o)
+}
+
+// AddCourseAccount stores a course account of the offering, as listed by
+// list_course_accounts (state defaults to OK; an empty username is sent as
+// null).
+func (s *Server) AddCourseAccount(offering waldur.UUID, a waldur.CourseAccount) waldur.UUID {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := s.data
+	o := d.accountWire(tagCourseAccount, a, "marketplace-course-accounts")
+	for k, v := range map[string]any{
+		"project": o["project_uuid"], "project_slug": "course", "project_start_date": nil, "project_end_date": nil,
+		"user_uuid": nil, "username": orNull(a.Username), "error_traceback": "",
+	} {
+		o[k] = v
+	}
+	return d.putAccount(d.courseAccounts, offering, o)
+}
+
+func (d *store) putAccount(by map[string]*collection, offering waldur.UUID, o object) waldur.UUID {
+	key := d.id(offering, tagOffering, 0)
+	if by[key] == nil {
+		by[key] = newCollection()
+	}
+	by[key].put(o)
+	return waldur.UUID(o["uuid"].(string))
 }
 
 func (d *store) teamMemberWire(m waldur.TeamMember) object {
