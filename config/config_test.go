@@ -12,12 +12,12 @@ import (
 )
 
 var (
-	defaultNSRoles      = map[string]string{"manager": "admin", "admin": "admin", "member": "readwrite"}
+	defaultNSRoles      = map[string]string{"manager": "admin", "admin": "admin", "member": "readwrite", "service_account": "readwrite", "course_account": "readonly"}
 	defaultDownscaled   = map[string]int64{"cpu": 1, "ram": 1, "memory": 1, "storage": 1}
 	defaultK8sUTQuota   = map[string]string{"cpu": "cpu", "ram": "memory", "storage": "storage", "gpu": "gpu"}
 	defaultNSQuota      = map[string]string{"cpu": "limits.cpu", "ram": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu"}
 	defaultClusterRoles = map[string]string{"admin": "admin", "readwrite": "edit", "readonly": "view"}
-	defaultOKDRoles     = map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "view", "observer": "view"}
+	defaultOKDRoles     = map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "view", "observer": "view", "service_account": "edit", "course_account": "view"}
 )
 
 func equalMap[V comparable](t *testing.T, what string, got, want map[string]V) {
@@ -296,7 +296,7 @@ func TestSiteAgentConfigs(t *testing.T) {
 				equal(t, "namespace_prefix", s.NamespacePrefix, "ut-")
 				equal(t, "default_role", s.DefaultRole, "readonly")
 				equalMap(t, "role_mapping (long spellings normalised)", s.RoleMapping,
-					map[string]string{"manager": "admin", "admin": "readwrite", "member": "readonly"})
+					map[string]string{"manager": "admin", "admin": "readwrite", "member": "readonly", "service_account": "readwrite", "course_account": "readonly"})
 				equalMap(t, "component_quota_mapping (merged)", s.ComponentQuotaMapping,
 					map[string]string{"cpu": "cpu", "ram": "memory", "storage": "storage", "gpu": "requests.nvidia.com/gpu"})
 				equal(t, "keycloak_use_user_id", *s.KeycloakUseUserID, false)
@@ -343,7 +343,7 @@ func TestSiteAgentConfigs(t *testing.T) {
 				equal(t, "verify_ssl", o.VerifiesSSL(), false)
 				s := o.Settings.OKD
 				equal(t, "allocation_prefix", s.AllocationPrefix, "alloc-")
-				equalMap(t, "role_mapping", s.RoleMapping, map[string]string{"owner": "admin", "manager": "admin", "admin": "edit", "member": "view", "observer": "view"})
+				equalMap(t, "role_mapping", s.RoleMapping, map[string]string{"owner": "admin", "manager": "admin", "admin": "edit", "member": "view", "observer": "view", "service_account": "edit", "course_account": "view"})
 			},
 		},
 	}

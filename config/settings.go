@@ -211,18 +211,23 @@ const (
 // NamespaceRoles lists the namespace roles in order.
 var NamespaceRoles = []string{NSRoleAdmin, NSRoleReadWrite, NSRoleReadOnly}
 
-// DefaultNSRoleMapping is the site agent's Waldur-role → namespace-role mapping.
+// DefaultNSRoleMapping is the site agent's Waldur-role → namespace-role
+// mapping, with the roles waldur-gitops gives a project's service accounts
+// (readwrite: they run the project's automation) and course accounts
+// (readonly: students see the course's namespace).
 func DefaultNSRoleMapping() map[string]string {
-	return map[string]string{"manager": NSRoleAdmin, "admin": NSRoleAdmin, "member": NSRoleReadWrite}
+	return map[string]string{"manager": NSRoleAdmin, "admin": NSRoleAdmin, "member": NSRoleReadWrite,
+		"service_account": NSRoleReadWrite, "course_account": NSRoleReadOnly}
 }
 
 // DefaultOKDRoleMapping is the okd profile's Waldur-role → ClusterRole mapping,
 // least privilege first: the organisation owner administers the project,
 // project managers and admins edit it, members and observers view it. The
 // default_role of a role not listed is view too, so that no unknown role gets
-// more than a member.
+// more than a member. A project service account edits, a course account views.
 func DefaultOKDRoleMapping() map[string]string {
-	return map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "view", "observer": "view"}
+	return map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "view", "observer": "view",
+		"service_account": "edit", "course_account": "view"}
 }
 
 // defaultDownscaled is the default downscaled limit set, by component type.

@@ -158,11 +158,11 @@ func TestRoleMappingSpellings(t *testing.T) {
 		want              map[string]string
 	}{
 		{"k8s-ut-namespace", "{PROJECT.MANAGER: readonly, project.member: admin, CUSTOMER.OWNER: readwrite}",
-			map[string]string{"manager": "readonly", "admin": "admin", "member": "admin", "owner": "readwrite"}},
+			map[string]string{"manager": "readonly", "admin": "admin", "member": "admin", "owner": "readwrite", "service_account": "readwrite", "course_account": "readonly"}},
 		{"namespace", "{PROJECT.ADMIN: readonly, ' Project.Member ': readonly}",
-			map[string]string{"manager": "admin", "admin": "readonly", "member": "readonly"}},
+			map[string]string{"manager": "admin", "admin": "readonly", "member": "readonly", "service_account": "readwrite", "course_account": "readonly"}},
 		{"okd", "{PROJECT.MEMBER: edit, CUSTOMER.MANAGER: view, guest: view}",
-			map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "edit", "observer": "view", "service_manager": "view", "guest": "view"}},
+			map[string]string{"owner": "admin", "manager": "edit", "admin": "edit", "member": "edit", "observer": "view", "service_manager": "view", "guest": "view", "service_account": "edit", "course_account": "view"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.backend, func(t *testing.T) {

@@ -229,8 +229,9 @@ func EffectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limit
 }
 
 // members returns the resource's team members that have an offering username,
-// with their normalised Waldur role, sorted by username. A resource with
-// restrict_member_access has none. A member whose offering username Kubernetes
+// with their normalised Waldur role, and the project's service and course
+// accounts in state OK (see accountMembers), sorted by username. A resource
+// with restrict_member_access has none. A member whose offering username Kubernetes
 // reserves (see reservedName) is left out and recorded in d.
 func (in *offeringInput) members(d *TenantData, r *waldur.Resource, role func(waldurRole string) string) []Member {
 	if r.RestrictMemberAccess {
@@ -253,7 +254,59 @@ func (in *offeringInput) members(d *TenantData, r *waldur.Resource, role func(wa
 		out = append(out, Member{Username: m.OfferingUserUsername, Email: email, WaldurRole: wr, Role: role(wr)})
 	}
 	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Username, b.Username) })
-	return slices.CompactFunc(out, func(a, b Member) bool { return a.Username == b.Username })
+	out = slices.CompactFunc(out, func(a, b Member) bool { return a.Username == b.Username })
+	return in.accountMembers(d, r, out, role)
+}
+
+// Waldur roles given to the accounts of a project that are not team members.
+const (
+	// RoleServiceAccount is the Waldur role of a project service account.
+	RoleServiceAccount = "service_account"
+	// RoleCourseAccount is the Waldur role of a course account.
+	RoleCourseAccount = "course_account"
+)
+
+// accountMembers adds to the team members the project service accounts and
+// course accounts of the resource's project in state OK, under the Waldur
+// roles RoleServiceAccount and RoleCourseAccount, by their username. An account
+// whose username is already a member (a team member, or an account listed
+// before it: service accounts first, each kind by uuid) is not added again;
+// one without a username, or with one that Kubernetes reserves, is left out
+// (the latter recorded in d). The result is sorted by username.
+func (in *offeringInput) accountMembers(d *TenantData, r *waldur.Resource, team []Member, role func(string) string) []Member {
+	type account struct{ username, email, role string }
+	var accounts []account
+	for _, a := range in.st.ServiceAccounts {
+		if a.State == waldur.AccountOK && a.ProjectUUID == r.ProjectUUID {
+			accounts = append(accounts, account{a.Username, a.Email, RoleServiceAccount})
+		}
+	}
+	for _, a := range in.st.CourseAccounts {
+		if a.State == waldur.AccountOK && a.ProjectUUID == r.ProjectUUID {
+			accounts = append(accounts, account{a.Username, a.Email, RoleCourseAccount})
+		}
+	}
+	if len(accounts) == 0 {
+		return team
+	}
+	seen := map[string]bool{}
+	for _, m := range team {
+		seen[m.Username] = true
+	}
+	out := team
+	for _, a := range accounts {
+		if a.username == "" || seen[a.username] {
+			continue
+		}
+		if why := reservedName(a.username); why != "" {
+			d.exclude(a.username, strings.ReplaceAll(a.role, "_", " ")+" username: "+why)
+			continue
+		}
+		seen[a.username] = true
+		out = append(out, Member{Username: a.username, Email: a.email, WaldurRole: a.role, Role: role(a.role)})
+	}
+	slices.SortFunc(out, func(a, b Member) int { return cmp.Compare(a.Username, b.Username) })
+	return out
 }
 
 // inactiveUserStates are offering-user states whose account is going or gone.
