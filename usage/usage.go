@@ -400,7 +400,8 @@ func (r *Reporter) read(ctx context.Context, o *Offering, now time.Time, alloc s
 	if in.state, err = o.Waldur.ReadOffering(ctx, o.Config.Name, id); err != nil {
 		return nil, wrap(err)
 	}
-	for _, k := range []string{waldur.KindResourcesList, waldur.KindTerminatedList, waldur.KindOrdersList, waldur.KindOfferingUsersList} {
+	for _, k := range []string{waldur.KindResourcesList, waldur.KindTerminatedList, waldur.KindOrdersList, waldur.KindOfferingUsersList,
+		waldur.KindServiceAccounts, waldur.KindCourseAccounts} {
 		calls.add(k)
 	}
 	for range in.state.Teams {
