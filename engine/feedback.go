@@ -49,6 +49,9 @@ type ResourceFeedback struct {
 	// Missing, when set, returns the members the identity stage did not find
 	// in the identity provider in this run: offering username → why.
 	Missing func() map[string]string
+	// Failed, when set, returns the members whose membership the identity
+	// stage could not write, with the error: their state is error.
+	Failed func() map[string]string
 	Log     *slog.Logger
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
@@ -73,9 +76,12 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 		tenants[t.Resource] = t
 	}
 	changed := changedDirs(pub)
-	var missing map[string]string
+	var missing, failed map[string]string
 	if f.Missing != nil {
 		missing = f.Missing()
+	}
+	if f.Failed != nil {
+		failed = f.Failed()
 	}
 	// What to err, across every offering read, before anything is sent.
 	type errItem struct {
@@ -162,7 +168,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			}
 			if why, wait := waiting[r.UUID]; wait {
 				if statuses && bool(pluginOn(r)) {
-					f.memberStatuses(ctx, c, o, os, r, waldur.MemberPending, why, missing, dryRun, &cs, calls, note)
+					f.memberStatuses(ctx, c, o, os, r, waldur.MemberPending, why, missing, failed, dryRun, &cs, calls, note)
 				}
 				continue
 			}
@@ -177,7 +183,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 				write(waldur.KindResourceLastSync, KindResourceState, r, "refresh_last_sync", "", func() error { return c.RefreshResourceLastSync(ctx, r.UUID) })
 			}
 			if statuses && bool(pluginOn(r)) {
-				f.memberStatuses(ctx, c, o, os, r, waldur.MemberSynced, "", missing, dryRun, &cs, calls, note)
+				f.memberStatuses(ctx, c, o, os, r, waldur.MemberSynced, "", missing, failed, dryRun, &cs, calls, note)
 			}
 		}
 	}
@@ -192,10 +198,11 @@ func pluginOn(r *waldur.Resource) waldur.Flag {
 }
 
 // memberStatuses reports the state of every team member of r: state (synced
-// or pending with why) unless the member has no offering user yet (pending)
-// or was not found in the identity provider (missing_in_idp).
+// or pending with why) unless the member has no offering user yet (pending),
+// was not found in the identity provider (missing_in_idp), or its membership
+// could not be written (error, with the message).
 func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client, o *config.Offering, os *waldur.OfferingState, r *waldur.Resource,
-	state, why string, missing map[string]string, dryRun bool, cs *changeset.Set, calls map[string]int, note func(error)) {
+	state, why string, missing, failed map[string]string, dryRun bool, cs *changeset.Set, calls map[string]int, note func(error)) {
 	byUser := map[waldur.UUID]string{}
 	for _, u := range os.OfferingUsers {
 		if u.Username != "" {
@@ -214,6 +221,8 @@ func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client,
 			s.State, s.Message = waldur.MemberPending, "no offering user yet"
 		case missing[name] != "":
 			s.State, s.Message = waldur.MemberMissingInIDP, missing[name]
+		case failed[name] != "":
+			s.State, s.Message = waldur.MemberError, failed[name]
 		}
 		list = append(list, s)
 	}

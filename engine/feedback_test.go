@@ -170,6 +170,14 @@ func TestFeedbackMembershipStatuses(t *testing.T) {
 	if _, calls = r.run(false); writes(calls) != 0 {
 		t.Errorf("second run: %v", calls)
 	}
+	// Keycloak refuses ann's membership: her state becomes error, with why.
+	r.fb.Failed = func() map[string]string { return map[string]string{"ann": "add member ann: 500 Internal Server Error"} }
+	if _, calls = r.run(false); calls[waldur.KindMembershipStatus] != 1 {
+		t.Fatalf("after a failed membership: %v", calls)
+	}
+	if got := srv.MembershipSyncStatuses(id); len(got) != 2 || got[0].State != waldur.MemberError || !strings.Contains(got[0].Message, "500") {
+		t.Errorf("statuses after a failed membership %+v", got)
+	}
 	if len(srv.Violations()) != 0 {
 		t.Errorf("contract violations: %v", srv.Violations())
 	}

@@ -24,12 +24,16 @@ type KeycloakStage struct {
 	// Connect replaces the client keycloak.Reconcile opens (tests).
 	Connect func(keycloak.Target) (*keycloak.Client, error)
 
-	missing map[string]string
+	missing, failed map[string]string
 }
 
 // MissingUsers returns the members the last Reconcile did not find in
 // Keycloak: offering username → why.
 func (k *KeycloakStage) MissingUsers() map[string]string { return k.missing }
+
+// FailedUsers returns the members whose membership write the last Reconcile
+// could not make (Keycloak refused or failed): offering username → the error.
+func (k *KeycloakStage) FailedUsers() map[string]string { return k.failed }
 
 // Reconcile makes Keycloak match res. Unusable credentials are a config
 // error (the engine reclassifies it when something was published already).
@@ -54,10 +58,15 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 		err = Classify(ClassConfig, err)
 	}
 	out.Changes.Merge(unread)
-	k.missing = map[string]string{}
+	k.missing, k.failed = map[string]string{}, map[string]string{}
 	for _, e := range out.Changes.ByAction(changeset.Skip) {
-		if _, user, ok := strings.Cut(e.Subject, " "); ok && e.Kind == keycloak.KindMembership && strings.Contains(e.Reason, " not found in Keycloak") {
+		_, user, ok := strings.Cut(e.Subject, " ")
+		switch {
+		case !ok || e.Kind != keycloak.KindMembership:
+		case strings.Contains(e.Reason, " not found in Keycloak"):
 			k.missing[user] = e.Reason
+		case strings.HasPrefix(e.Reason, "failed: "):
+			k.failed[user] = strings.TrimPrefix(e.Reason, "failed: ")
 		}
 	}
 	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting(cfg, res, out.Changes)}, err

@@ -106,7 +106,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if o.Feedback && api != nil && s.Publisher != nil {
 		fb := &ResourceFeedback{Source: api, Offerings: cfg.Offerings, Guard: g, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
 		if k, ok := s.Identities.(*KeycloakStage); ok {
-			fb.Missing = k.MissingUsers
+			fb.Missing, fb.Failed = k.MissingUsers, k.FailedUsers
 		}
 		s.Feedback = fb
 	}
