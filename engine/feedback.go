@@ -52,7 +52,7 @@ type ResourceFeedback struct {
 	// Failed, when set, returns the members whose membership the identity
 	// stage could not write, with the error: their state is error.
 	Failed func() map[string]string
-	Log     *slog.Logger
+	Log    *slog.Logger
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
 
