@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"maps"
 	"math"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -175,7 +176,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			if r.State == waldur.ResourceErred {
 				write(waldur.KindResourceOK, KindResourceState, r, "set_as_ok", "its tenant is published", func() error { return c.SetResourceOK(ctx, r.UUID) })
 			}
-			meta := metadata(t, pub, changed[t.Dir], r.BackendMetadata)
+			meta := metadata(t, render.ClusterKey(o, path.Base(path.Dir(t.Dir))), pub, changed[t.Dir], r.BackendMetadata)
 			if !sameMetadata(meta, r.BackendMetadata) {
 				write(waldur.KindResourceMetadata, KindResourceState, r, "set_backend_metadata", metadataText(meta), func() error { return c.SetResourceBackendMetadata(ctx, r.UUID, meta) })
 			}
@@ -281,11 +282,12 @@ func changedDirs(pub *Published) map[string]bool {
 	return out
 }
 
-// metadata is where the tenant lives: its namespace and path, and the
-// commit that last changed it (this run's when it changed it, else the one
-// Waldur holds).
-func metadata(t *render.Tenant, pub *Published, changed bool, have map[string]any) map[string]any {
-	m := map[string]any{"namespace": t.Name, "path": t.Dir}
+// metadata is where the tenant lives: its cluster (the kubeconfig and
+// context the offering names, "(default)" for client-go's rules), namespace
+// and path, and the commit that last changed it (this run's when it changed
+// it, else the one Waldur holds).
+func metadata(t *render.Tenant, cluster string, pub *Published, changed bool, have map[string]any) map[string]any {
+	m := map[string]any{"cluster": cluster, "namespace": t.Name, "path": t.Dir}
 	if parts := strings.Split(t.Dir, "/"); len(parts) == 3 {
 		m["target"] = parts[1]
 	}
