@@ -152,6 +152,11 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		rp.Offerings = append(rp.Offerings, uo)
 	}
 	rep := report.New("report", version.String(), f.dryRun, time.Now())
+	if snap == nil {
+		// Seen in Waldur as the site agent's report service, like the other modes.
+		ann := &engine.AgentAnnouncer{Source: &engine.APISource{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}, Offerings: cfg.Offerings, Log: a.log}
+		_ = rep.Record("agent", func() (changeset.Set, map[string]int, error) { return ann.Announce(ctx, "report", f.dryRun) })
+	}
 	var runErr error
 	if err := rep.Record(usage.EntryStage, func() (changeset.Set, map[string]int, error) { return rp.Run(ctx) }); err != nil {
 		var re *usage.ReadError
@@ -169,7 +174,8 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		}
 	}
 	changes := changeset.Set{Entries: rep.Changes}
-	if runErr == nil && f.dryRun && changes.Changed() {
+	posts := changeset.Set{Entries: changes.Filter(func(e changeset.Entry) bool { return e.Stage == usage.EntryStage })}
+	if runErr == nil && f.dryRun && posts.Changed() {
 		runErr = engine.Classify(engine.ClassDiff, errors.New("the dry run would post usage"))
 	}
 	rep.Finish(engine.ExitCode(runErr), time.Now())
