@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
 // The bootstrap administrator every server has, in the master realm, who logs
@@ -84,23 +84,8 @@ func Start(ctx context.Context, o Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	// A port picked free can be taken before the JVM binds it: try again on
-	// new ports.
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		s, err := start(ctx, d, o)
-		if err == nil {
-			return s, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || !errors.Is(err, errAddrInUse) {
-			break
-		}
-	}
-	return nil, lastErr
+	return testproc.Retry(ctx, 3, func() (*Server, error) { return start(ctx, d, o) })
 }
-
-var errAddrInUse = errors.New("address already in use")
 
 func start(ctx context.Context, d *Dist, o Options) (_ *Server, err error) {
 	dir, err := os.MkdirTemp("", "waldur-gitops-keycloak-")
@@ -117,7 +102,7 @@ func start(ctx context.Context, d *Dist, o Options) (_ *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ports, err := freePorts(2)
+	ports, err := testproc.FreePorts(2)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +128,7 @@ func start(ctx context.Context, d *Dist, o Options) (_ *Server, err error) {
 	cmd.Dir = dir
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(d.Java.env(), "KC_BOOTSTRAP_ADMIN_USERNAME="+AdminUser, "KC_BOOTSTRAP_ADMIN_PASSWORD="+s.AdminPassword)
-	detach(cmd)
+	testproc.Detach(cmd)
 	fmt.Fprintf(o.Log, "keycloaktest: starting Keycloak %s on %s (Java %d at %s; 10-60 s, longer on a loaded machine; log %s)\n",
 		Version, s.URL, d.Java.Major, d.Java.Home, s.Log)
 	begin := time.Now()
@@ -254,7 +239,7 @@ func (s *Server) waitReady(ctx context.Context, urls []string, timeout time.Dura
 			log := s.logTail()
 			err := fmt.Errorf("keycloak exited while starting (%v); log %s ends:\n%s", s.err, s.Log, log)
 			if strings.Contains(log, "Address already in use") || strings.Contains(log, "address already in use") {
-				err = fmt.Errorf("%w: %w", errAddrInUse, err)
+				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
 			}
 			return err
 		case <-ctx.Done():
@@ -293,26 +278,6 @@ func (s *Server) Stop() {
 			_ = os.RemoveAll(s.Dir)
 		}
 	})
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // Shared is one Keycloak for the tests of a package, started by the first

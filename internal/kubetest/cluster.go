@@ -11,8 +11,8 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/pem"
-	"errors"
 	"fmt"
+	"github.com/waldur/waldur-gitops/internal/testproc"
 	"io"
 	"math/big"
 	"net"
@@ -98,23 +98,8 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 3 * time.Minute
 	}
-	// A port picked free can be taken by someone else before the child binds
-	// it; a start that fails that way is retried on new ports.
-	var lastErr error
-	for attempt := 0; attempt < 3; attempt++ {
-		c, err := start(ctx, bins, o)
-		if err == nil {
-			return c, nil
-		}
-		lastErr = err
-		if ctx.Err() != nil || !errors.Is(err, errAddrInUse) {
-			break
-		}
-	}
-	return nil, lastErr
+	return testproc.Retry(ctx, 3, func() (*Cluster, error) { return start(ctx, bins, o) })
 }
-
-var errAddrInUse = errors.New("address already in use")
 
 func start(ctx context.Context, bins *Binaries, o Options) (_ *Cluster, err error) {
 	dir, err := os.MkdirTemp("", "waldur-gitops-kube-")
@@ -127,7 +112,7 @@ func start(ctx context.Context, bins *Binaries, o Options) (_ *Cluster, err erro
 			c.Stop()
 		}
 	}()
-	ports, err := freePorts(3)
+	ports, err := testproc.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
@@ -233,7 +218,7 @@ func (c *Cluster) run(name, bin string, args ...string) (*process, error) {
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Dir = c.Dir
-	detach(cmd)
+	testproc.Detach(cmd)
 	if err := cmd.Start(); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
@@ -271,7 +256,7 @@ func waitReady(ctx context.Context, p *process, hc *http.Client, url, token stri
 			log := p.logTail()
 			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.name, p.err, log)
 			if strings.Contains(log, "address already in use") {
-				err = fmt.Errorf("%w: %w", errAddrInUse, err)
+				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
 			}
 			return err
 		case <-ctx.Done():
@@ -434,24 +419,4 @@ func (c *Cluster) writePKI(users []string) error {
 		}
 	}
 	return nil
-}
-
-// freePorts returns n distinct loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }

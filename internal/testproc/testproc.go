@@ -1,0 +1,48 @@
+// Package testproc holds what the test tooling's real servers share: free
+// loopback ports, a start retried when a port was taken in between, and
+// children that die with the test process (internal/kubetest starts etcd and
+// kube-apiserver with it, internal/keycloaktest the Keycloak JVM).
+package testproc
+
+import (
+	"context"
+	"errors"
+	"net"
+)
+
+// ErrAddrInUse is what a start returns (wrapped) when a child could not bind
+// a port that was free a moment before.
+var ErrAddrInUse = errors.New("address already in use")
+
+// FreePorts returns n distinct loopback ports that were free a moment ago.
+func FreePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// Retry runs start up to attempts times while it fails with ErrAddrInUse: a
+// port picked free can be taken by someone else before the child binds it.
+func Retry[T any](ctx context.Context, attempts int, start func() (T, error)) (T, error) {
+	var v T
+	var err error
+	for range attempts {
+		if v, err = start(); err == nil || ctx.Err() != nil || !errors.Is(err, ErrAddrInUse) {
+			return v, err
+		}
+	}
+	return v, err
+}
