@@ -24,20 +24,7 @@ func serveExample(t *testing.T, opts ...waldurtest.Option) (*waldurtest.Server, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, o := range snap.Offerings {
-		for _, r := range o.Resources {
-			srv.AddResource(r)
-		}
-		for _, ord := range o.Orders {
-			srv.AddOrder(o.OfferingUUID, ord)
-		}
-		for _, u := range o.OfferingUsers {
-			srv.AddOfferingUser(o.OfferingUUID, u)
-		}
-		for project, team := range o.Teams {
-			srv.SetTeam(project, team)
-		}
-	}
+	srv.Seed(&snap.State)
 	cfg, err := os.ReadFile(exampleConfig)
 	if err != nil {
 		t.Fatal(err)

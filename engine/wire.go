@@ -55,8 +55,6 @@ type Options struct {
 	Log   *slog.Logger
 	// TuneWaldur adjusts every Waldur client's options (tests).
 	TuneWaldur func(*waldur.ClientOptions)
-	// KeycloakConnect replaces the Keycloak client (tests).
-	KeycloakConnect func(keycloak.Target) (*keycloak.Client, error)
 }
 
 // FromConfig builds the engine a verb runs: the templates are loaded once,
@@ -100,7 +98,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Validator = &ServerValidator{Config: cfg, Options: opts}
 	}
 	if o.Identities && len(keycloak.Targets(cfg)) > 0 {
-		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Connect: o.KeycloakConnect}
+		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {

@@ -158,7 +158,7 @@ func setUp(examples, dir string, stdout, stderr io.Writer) (*env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start the Waldur test server: %w", err)
 	}
-	seedWaldur(e.waldur, snap)
+	e.waldur.Seed(&snap.State)
 	e.keycloak = kctest.NewServer()
 	e.keycloak.AddAdmin(kctest.AdminRealm, kctest.AdminUser, keycloakPassword)
 	if e.config, err = writeConfig(examples, dir, e.repo, e.waldur.URL(), e.keycloak.URL); err != nil {
@@ -182,24 +182,6 @@ func setUp(examples, dir string, stdout, stderr io.Writer) (*env, error) {
 	e.say("  GitOps repository      %s (bare)", e.repo)
 	e.say("  config                 %s (examples/config.yaml pointed at the above)", e.config)
 	return e, nil
-}
-
-// seedWaldur loads a snapshot into the Waldur test server.
-func seedWaldur(srv *waldurtest.Server, snap *waldur.Snapshot) {
-	for _, o := range snap.Offerings {
-		for _, r := range o.Resources {
-			srv.AddResource(r)
-		}
-		for _, ord := range o.Orders {
-			srv.AddOrder(o.OfferingUUID, ord)
-		}
-		for _, u := range o.OfferingUsers {
-			srv.AddOfferingUser(o.OfferingUUID, u)
-		}
-		for project, team := range o.Teams {
-			srv.SetTeam(project, team)
-		}
-	}
 }
 
 // writeConfig copies the example config, pointed at the fakes and the local

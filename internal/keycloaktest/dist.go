@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/filelock"
+	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
 // Version is the Keycloak release the tests run against.
@@ -66,16 +67,7 @@ const MinJava = 21
 var buildOptions = []string{"--db=dev-mem", "--cache=local", "--health-enabled=true"}
 
 // CacheDir returns the directory the distribution is kept in.
-func CacheDir() (string, error) {
-	if d := os.Getenv(CacheEnv); d != "" {
-		return filepath.Abs(d)
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: set $%s: %w", CacheEnv, err)
-	}
-	return filepath.Join(base, "waldur-gitops", "keycloak"), nil
-}
+func CacheDir() (string, error) { return testproc.CacheDir(CacheEnv, "keycloak") }
 
 // distSpec says where a distribution comes from; tests hand in a small one.
 type distSpec struct {

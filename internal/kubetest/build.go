@@ -40,6 +40,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/filelock"
+	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
 // Versions of the control plane.
@@ -52,16 +53,7 @@ const (
 const CacheEnv = "WALDUR_GITOPS_KUBE_CACHE"
 
 // CacheDir returns the directory binaries are built into and kept in.
-func CacheDir() (string, error) {
-	if d := os.Getenv(CacheEnv); d != "" {
-		return filepath.Abs(d)
-	}
-	base, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("no cache directory: set $%s: %w", CacheEnv, err)
-	}
-	return filepath.Join(base, "waldur-gitops", "kube"), nil
-}
+func CacheDir() (string, error) { return testproc.CacheDir(CacheEnv, "kube") }
 
 // Binaries holds the paths of the built programs.
 type Binaries struct {

@@ -7,8 +7,24 @@ package testproc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 )
+
+// CacheDir is where the tooling keeps what it builds or downloads once:
+// $env when set, else <user cache dir>/waldur-gitops/<name>.
+func CacheDir(env, name string) (string, error) {
+	if d := os.Getenv(env); d != "" {
+		return filepath.Abs(d)
+	}
+	base, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("no cache directory: set $%s: %w", env, err)
+	}
+	return filepath.Join(base, "waldur-gitops", name), nil
+}
 
 // ErrAddrInUse is what a start returns (wrapped) when a child could not bind
 // a port that was free a moment before.

@@ -337,6 +337,25 @@ func decodeObjects(raw []byte) ([]object, error) {
 // object's uuid; the *JSON methods store payloads exactly as given, to imitate
 // other server versions.
 
+// Seed stores everything a recorded state holds: the resources, orders,
+// offering users and teams of every offering (a snapshot served as the API).
+func (s *Server) Seed(st *waldur.State) {
+	for _, o := range st.Offerings {
+		for _, r := range o.Resources {
+			s.AddResource(r)
+		}
+		for _, ord := range o.Orders {
+			s.AddOrder(o.OfferingUUID, ord)
+		}
+		for _, u := range o.OfferingUsers {
+			s.AddOfferingUser(o.OfferingUUID, u)
+		}
+		for project, team := range o.Teams {
+			s.SetTeam(project, team)
+		}
+	}
+}
+
 // AddResource stores a provider resource (state defaults to OK).
 func (s *Server) AddResource(r waldur.Resource) waldur.UUID {
 	s.mu.Lock()
