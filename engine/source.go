@@ -32,15 +32,21 @@ func (s *SnapshotSource) Read(context.Context) (*waldur.State, error) {
 }
 
 // APISource reads the state of every configured offering from its Waldur API.
-// It builds the offerings' clients at every Read, so that a rotated token
-// file is picked up, and the order stage of the same run uses those clients.
+// It keeps one client per offering for every stage and run, and builds it
+// anew when the offering's token changes (a rotated token file is picked up).
 type APISource struct {
 	Offerings []config.Offering
 	Log       *slog.Logger
 	// Tune adjusts every client's options (tests shorten the retry waits).
 	Tune func(*waldur.ClientOptions)
 
-	clients map[string]*waldur.Client // of the latest Read, by offering name
+	clients map[string]tokenClient // by offering name
+}
+
+// tokenClient is a client and the token it was built with.
+type tokenClient struct {
+	token config.Secret
+	c     *waldur.Client
 }
 
 // Read reads every offering in config order. An offering that cannot be
@@ -49,7 +55,6 @@ type APISource struct {
 // they are. Only when no offering can be read does Read fail.
 func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 	log := logOrDiscard(s.Log)
-	s.clients = map[string]*waldur.Client{}
 	st := &waldur.State{}
 	var first error
 	for i := range s.Offerings {
@@ -91,15 +96,15 @@ func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*wald
 	return ost, nil
 }
 
-// Client is the Waldur client of an offering: the one the latest Read used,
-// else a new one. A missing token or a bad URL is a config error.
+// Client is the Waldur client of an offering, built anew when its token
+// changed. A missing token or a bad URL is a config error.
 func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
-	if c, ok := s.clients[o.Name]; ok {
-		return c, nil
-	}
 	token, err := o.Token()
 	if err != nil {
 		return nil, Classify(ClassConfig, err)
+	}
+	if tc, ok := s.clients[o.Name]; ok && tc.token == token {
+		return tc.c, nil
 	}
 	opts := waldur.DefaultClientOptions()
 	opts.BaseURL, opts.Token, opts.VerifySSL = o.WaldurAPIURL, token.Reveal(), o.VerifiesSSL()
@@ -112,9 +117,9 @@ func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
 		return nil, Errorf(ClassConfig, "offering %s: %w", o.Name, err)
 	}
 	if s.clients == nil {
-		s.clients = map[string]*waldur.Client{}
+		s.clients = map[string]tokenClient{}
 	}
-	s.clients[o.Name] = c
+	s.clients[o.Name] = tokenClient{token: token, c: c}
 	return c, nil
 }
 

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -79,5 +80,31 @@ func TestRefreshReadsOnlyTheNamedResources(t *testing.T) {
 	}
 	if len(last.Offerings[0].Resources) != 4 || last.Offerings[0].Resources[1].Limits["cpu"] != "1" {
 		t.Error("refresh changed the last state in place")
+	}
+}
+
+// TestClientFollowsTheToken: every stage and run shares an offering's client,
+// and a rotated token gives a new one.
+func TestClientFollowsTheToken(t *testing.T) {
+	dir := t.TempDir()
+	file := dir + "/token"
+	write := func(tok string) {
+		if err := os.WriteFile(file, []byte(tok), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("0123456789abcdef0123456789abcdef01234567")
+	o := config.Offering{Name: "Plain", WaldurAPIURL: "https://waldur.example.org/api/", WaldurOfferingUUID: offeringUUID, WaldurAPITokenFile: file}
+	src := &engine.APISource{Offerings: []config.Offering{o}}
+	a, err := src.Client(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := src.Client(&o); b != a {
+		t.Error("the same token built a second client")
+	}
+	write("76543210fedcba9876543210fedcba9876543210")
+	if c, _ := src.Client(&o); c == a {
+		t.Error("a rotated token kept the old client")
 	}
 }
