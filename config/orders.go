@@ -18,6 +18,19 @@ const (
 	DoneOnApplied = "applied"
 )
 
+// What happens to a quota cut below usage (quota_shrink).
+const (
+	// QuotaShrinkHold keeps the current value in the render until the
+	// namespace's usage fits under the new one; the Update order stays
+	// executing meanwhile.
+	QuotaShrinkHold = "hold"
+	// QuotaShrinkAllow renders the new value at once and warns.
+	QuotaShrinkAllow = "allow"
+)
+
+// QuotaShrinkPolicies are the values quota_shrink takes.
+var QuotaShrinkPolicies = []string{QuotaShrinkHold, QuotaShrinkAllow}
+
 // DefaultOrderDoneTimeoutSeconds bounds one run's wait for order_done_on: applied.
 const DefaultOrderDoneTimeoutSeconds = 300
 
@@ -112,6 +125,10 @@ func (o *Offering) applyOrderDefaults(all Orders) {
 	case o.OrderDoneOn == "":
 		o.OrderDoneOn = DoneOnCommit
 	}
+	o.QuotaShrink = strings.ToLower(strings.TrimSpace(o.QuotaShrink))
+	if o.QuotaShrink == "" {
+		o.QuotaShrink = QuotaShrinkHold
+	}
 	if o.OrderDoneTimeoutSeconds == nil {
 		n := DefaultOrderDoneTimeoutSeconds
 		o.OrderDoneTimeoutSeconds = &n
@@ -122,6 +139,7 @@ func (o *Offering) applyOrderDefaults(all Orders) {
 // the backend settings are decoded.
 func (o *Offering) validateOrders(at string, r *report) {
 	checkOneOf(at+".order_done_on", o.OrderDoneOn, []string{DoneOnCommit, "committed", DoneOnApplied}, r)
+	checkOneOf(at+".quota_shrink", o.QuotaShrink, QuotaShrinkPolicies, r)
 	if n := *o.OrderDoneTimeoutSeconds; n < 1 || n > 3600 {
 		r.addf(at+".order_done_timeout_seconds", nil, "must be between 1 and 3600, got %d", n)
 	}

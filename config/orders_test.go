@@ -56,3 +56,24 @@ func TestUsageAllocation(t *testing.T) {
 		t.Errorf("message %q", p.Message)
 	}
 }
+
+// quota_shrink defaults to hold, takes allow in any case, and refuses anything
+// else under its key.
+func TestQuotaShrink(t *testing.T) {
+	for _, tc := range []struct{ name, text, want string }{
+		{"default", "", config.QuotaShrinkHold},
+		{"hold", "    quota_shrink: hold\n", config.QuotaShrinkHold},
+		{"allow", "    quota_shrink: Allow\n", config.QuotaShrinkAllow},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustParse(t, oneOffering("namespace", "", tc.text))
+			if got := l.Offerings[0].QuotaShrink; got != tc.want {
+				t.Errorf("quota_shrink %q, want %q", got, tc.want)
+			}
+		})
+	}
+	_, problems := mustFail(t, oneOffering("namespace", "", "    quota_shrink: ignore\n"))
+	if p := findProblem(t, problems, "offerings[0].quota_shrink"); !strings.Contains(p.Message, `must be one of hold, allow, got "ignore"`) {
+		t.Errorf("message %q", p.Message)
+	}
+}

@@ -51,6 +51,8 @@ type TenantData struct {
 	// because Kubernetes reserves their names.
 	warnings []string
 	excluded []excludedMember
+	// hold are the quota values kept in place of the new ones (QuotaHold.Keep).
+	hold map[string]string
 }
 
 // exclude records a member left out, once per name and reason.

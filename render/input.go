@@ -30,6 +30,8 @@ type offeringInput struct {
 	// executing Update orders that have neither, with the reason.
 	updates map[waldur.UUID]waldur.Limits
 	held    map[waldur.UUID]string
+	// holds are the quota values kept while usage is above a cut.
+	holds QuotaHolds
 }
 
 func newOfferingInput(o *config.Offering, st *waldur.OfferingState) *offeringInput {
@@ -162,6 +164,7 @@ func (in *offeringInput) tenantData(p profile, r *waldur.Resource) (*TenantData,
 	if d.Resource.Limits, err = EffectiveLimits(in.o, r, in.updateLimits(r)); err != nil {
 		return nil, err
 	}
+	d.hold = in.holds[r.UUID].Keep
 	c := in.o.Settings.Common()
 	d.NamespaceLabels = nilIfEmpty(c.NamespaceLabels)
 	d.NamespaceAnnotations = nilIfEmpty(c.NamespaceAnnotations)

@@ -99,6 +99,11 @@ func buildQuota(o *config.Offering, d *TenantData, f quotaKeyFunc) (map[string]s
 			q[qk] = kv[qk].text
 		}
 	}
+	for qk, v := range d.hold {
+		if _, ok := q[qk]; ok {
+			q[qk] = v
+		}
+	}
 	return q, nil
 }
 

@@ -103,6 +103,11 @@ type Tenant struct {
 	// Limits are the effective limits by component key: the resource's, or its
 	// executing Update order's, after the paused and downscaled rules.
 	Limits map[string]float64
+	// Quota is the tenant's quota map by ResourceQuota key (held values
+	// included, see QuotaHolds); QuotaName names the profile's
+	// ResourceQuota, "" where another controller names it.
+	Quota     map[string]string
+	QuotaName string
 	// Objects are the rendered objects, in file order. A renderer made
 	// WithoutObjects keeps them only for tenants with Orders and leaves them
 	// nil for the others.
@@ -159,6 +164,8 @@ type Renderer struct {
 	batch int
 	// previous returns the tree in place, whose bytes equal files share.
 	previous func() Tree
+	// holds are the quota values kept while usage is above a cut.
+	holds QuotaHolds
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
@@ -293,6 +300,7 @@ func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev T
 func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group, prev Tree) {
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
+	in.holds = r.holds
 	in.terminations(res.Terminations)
 	for id, why := range in.held {
 		if res.Held == nil {
@@ -328,6 +336,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		if !render {
 			continue
 		}
+		orders = in.holdUpdates(rs.UUID, orders, res)
 		j := &job{res: rs, orders: orders}
 		j.data, j.err = in.tenantData(p, rs)
 		if j.err == nil {
@@ -464,7 +473,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 			if !ok {
 				tn = &Tenant{
 					Offering: o.Name, Name: j.data.Name, BackendID: j.data.backendID(), Resource: j.res.UUID, ResourceName: j.res.Name,
-					Limits: j.data.Resource.Limits,
+					Limits: j.data.Resource.Limits, Quota: j.data.Quota, QuotaName: j.data.QuotaName,
 					Orders: j.orders, Dir: path.Join(o.DirName(), obj.Target, j.data.Name),
 				}
 				byTarget[obj.Target] = tn
