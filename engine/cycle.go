@@ -30,6 +30,9 @@ type Engine struct {
 	// at the destination already.
 	Claims  func(res *render.Result, st *waldur.State, inPlace render.InPlace)
 	inPlace render.InPlace
+	// Holding, when set, renders with quota holds (the quota stage's):
+	// the renderer of the run made render.Renderer.Holding.
+	Holding func(render.QuotaHolds) Renderer
 	// Progress, when set, is told of every stage as it ends (the CLI prints
 	// it on a terminal, so a long run shows where it is).
 	Progress func(st report.Stage, changes changeset.Set)
@@ -58,7 +61,7 @@ type stage struct {
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
 //
-//	agent → waldur → approve → render → validate → publish → keycloak → orders → feedback
+//	agent → waldur → approve → render → quota → validate → publish → keycloak → orders → feedback
 //
 // A new stage goes here, with a seam in seams.go.
 func (e *Engine) stages(req Request) []stage {
@@ -98,6 +101,22 @@ func (e *Engine) stages(req Request) []stage {
 		o.Result = res
 		return res.Changes, nil, nil
 	}})
+	if s.Quotas != nil {
+		list = append(list, stage{name: "quota", class: ClassCluster, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+			r, err := s.Quotas.Check(ctx, o.State, o.Result)
+			if r == nil {
+				return changeset.Set{}, nil, err
+			}
+			if err == nil && len(r.Holds) > 0 && e.Holding != nil {
+				res, rerr := e.renderWith(e.Holding(r.Holds), o.State)
+				if rerr != nil {
+					return r.Changes, r.Calls, rerr
+				}
+				o.Result = res
+			}
+			return r.Changes, r.Calls, err
+		}})
+	}
 	if s.Validator != nil {
 		list = append(list, stage{name: "validate", class: ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			return s.Validator.Validate(ctx, o.Result)

@@ -205,7 +205,12 @@ var skipOrder = []string{"offering(s) not read", "resource(s)", "member(s)", "Ke
 
 // renderClassified renders st; a failure is a config error wherever it happens.
 func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {
-	res, err := e.render(st)
+	return e.renderWith(e.render, st)
+}
+
+// renderWith renders st with r, settling claimed names as every render does.
+func (e *Engine) renderWith(r Renderer, st *waldur.State) (*render.Result, error) {
+	res, err := r(st)
 	if err == nil && e.Claims != nil {
 		e.Claims(res, st, e.inPlace)
 	}

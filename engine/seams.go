@@ -30,6 +30,21 @@ type Orders interface {
 	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error)
 }
 
+// Quotas checks the quota cuts of a render against what the tenants'
+// namespaces use (quota_shrink), before anything is validated or published:
+// the holds it returns are rendered again (render.Renderer.Holding).
+type Quotas interface {
+	Check(ctx context.Context, st *waldur.State, res *render.Result) (*QuotaResult, error)
+}
+
+// QuotaResult is what the quota stage found.
+type QuotaResult struct {
+	// Holds are the quota values to keep while usage is above a cut.
+	Holds   render.QuotaHolds
+	Changes changeset.Set
+	Calls   map[string]int
+}
+
 // Validator checks the render before it is published (sync --validate-server:
 // a server-side dry run of every object). Any error blocks the publish.
 type Validator interface {
@@ -163,6 +178,7 @@ type Seams struct {
 	Announcer  Announcer
 	Source     Source
 	Orders     Orders
+	Quotas     Quotas
 	Validator  Validator
 	Publisher  Publisher
 	Identities Identities

@@ -92,6 +92,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	case Directory:
 		s.Publisher = &DirPublisher{Dir: o.Dir}
 	}
+	if o.Publish != Nowhere {
+		s.Quotas = &QuotaStage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, Log: o.Log}
+	}
 	if o.ValidateServer {
 		opts := o.Apply
 		opts.Log = o.Log
@@ -116,6 +119,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		r = r.SharingWith(previous)
 	}
 	e := New(s, r.Render, g, o.Log)
+	e.Holding = func(h render.QuotaHolds) Renderer { return r.Holding(h).Render }
 	e.Claims = func(res *render.Result, st *waldur.State, in render.InPlace) { res.ResolveClaims(cfg, st, in) }
 	return e, nil
 }

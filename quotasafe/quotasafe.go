@@ -15,14 +15,17 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Cut is one quota key that a new quota lowers below what the namespace uses.
 type Cut struct {
-	// Key is the ResourceQuota key, such as requests.storage.
-	Key string
+	// Key is the key of the tenant's quota, as the render writes it;
+	// LiveKey the ResourceQuota key it was read as (they differ for a
+	// ManagedNamespace's spec.quota, see LiveKey).
+	Key, LiveKey string
 	// Quota names the ResourceQuota in the namespace the key was read from.
 	Quota string
 	// New is the value asked for, Current the value in place (spec.hard)
@@ -41,7 +44,7 @@ func (c Cut) String() string {
 	if c.Unreported {
 		used = "not reported yet"
 	}
-	return fmt.Sprintf("%s used %s, new %s, in place %s", c.Key, used, c.New.String(), c.Current.String())
+	return fmt.Sprintf("%s used %s, new %s, in place %s", c.LiveKey, used, c.New.String(), c.Current.String())
 }
 
 // Find compares a tenant's new quota (ResourceQuota key to value, as the
@@ -52,7 +55,10 @@ func (c Cut) String() string {
 // namespace's quota with the highest value for it (one another controller
 // made from the tenant's object: a ManagedNamespace, a Rancher project). A
 // key no quota of the namespace sets is not a cut: nothing limits it yet.
-func Find(newQuota map[string]string, quotaName string, live []kube.Quota) ([]Cut, error) {
+//
+// liveKey maps a key of newQuota to the ResourceQuota key it becomes in the
+// namespace (nil: the same key).
+func Find(newQuota map[string]string, quotaName string, live []kube.Quota, liveKey func(string) string) ([]Cut, error) {
 	keys := make([]string, 0, len(newQuota))
 	for k := range newQuota {
 		keys = append(keys, k)
@@ -64,19 +70,23 @@ func Find(newQuota map[string]string, quotaName string, live []kube.Quota) ([]Cu
 		if err != nil {
 			return nil, fmt.Errorf("quota key %s=%q: %w", k, newQuota[k], err)
 		}
-		q, ok := pick(k, quotaName, live)
+		lk := k
+		if liveKey != nil {
+			lk = liveKey(k)
+		}
+		q, ok := pick(lk, quotaName, live)
 		if !ok {
 			continue
 		}
-		cur := q.Hard[k]
+		cur := q.Hard[lk]
 		if want.Cmp(cur) >= 0 {
 			continue // not lowered
 		}
-		used, reported := q.Used[k]
+		used, reported := q.Used[lk]
 		if reported && used.Cmp(want) <= 0 {
 			continue // the usage fits under the new value
 		}
-		cuts = append(cuts, Cut{Key: k, Quota: q.Name, New: want, Current: cur, Used: used, Unreported: !reported})
+		cuts = append(cuts, Cut{Key: k, LiveKey: lk, Quota: q.Name, New: want, Current: cur, Used: used, Unreported: !reported})
 	}
 	return cuts, nil
 }
@@ -100,6 +110,29 @@ func pick(key, quotaName string, live []kube.Quota) (kube.Quota, bool) {
 	return best, found
 }
 
+// managedNamespaceKeys are the ResourceQuota keys the ManagedNamespace
+// operator gives the spec.quota keys of the default component_quota_mapping
+// (the quota it makes, managed-quota, has limits.cpu, limits.memory,
+// requests.storage and requests.nvidia.com/gpu).
+var managedNamespaceKeys = map[string]string{
+	"cpu": "limits.cpu", "memory": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu",
+}
+
+// LiveKey returns the ResourceQuota key a key of a tenant's quota becomes in
+// its namespace: for the k8s-ut-namespace profile the key the ManagedNamespace
+// operator uses, for every other profile the key itself.
+func LiveKey(backendType string) func(string) string {
+	if backendType != config.BackendK8sUTNamespace {
+		return nil
+	}
+	return func(k string) string {
+		if lk, ok := managedNamespaceKeys[k]; ok {
+			return lk
+		}
+		return k
+	}
+}
+
 // Keep maps the keys of cuts to the values in place, for render.QuotaHold.
 func Keep(cuts []Cut) map[string]string {
 	out := make(map[string]string, len(cuts))
@@ -109,13 +142,18 @@ func Keep(cuts []Cut) map[string]string {
 	return out
 }
 
-// Reason says why an Update order waits for its held cuts, naming each.
-func Reason(cuts []Cut) string {
+// Describe names every cut, separated by "; ".
+func Describe(cuts []Cut) string {
 	parts := make([]string, len(cuts))
 	for i, c := range cuts {
 		parts[i] = c.String()
 	}
-	return "waiting for usage to drop below the new quota (quota_shrink: hold): " + strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
+}
+
+// Reason says why an Update order waits for its held cuts, naming each.
+func Reason(cuts []Cut) string {
+	return "waiting for usage to drop below the new quota (quota_shrink: hold): " + Describe(cuts)
 }
 
 // Lowers reports whether new limits lower any component of old ones (the
