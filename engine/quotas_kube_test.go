@@ -59,7 +59,7 @@ func TestQuotaShrinkHoldsOnARealCluster(t *testing.T) {
 		// render's own is applied); file the rendered file with the quota
 		// and held/cut what it says before and after.
 		liveQuota, file, held, cut string
-		resource, order               waldur.UUID
+		resource, order            waldur.UUID
 	}
 	tenants := []*tenant{
 		{backend: "namespace", offering: "0ff00000000040008000000000000051", slug: "plain", namespace: "waldur-plain",
