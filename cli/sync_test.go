@@ -151,7 +151,7 @@ func TestSyncLifecycle(t *testing.T) {
 		}
 		// A snapshot moves no orders, and no offering has Keycloak: the
 		// stages without a seam do not run.
-		if !slices.Equal(names, []string{"waldur", "render", "git"}) {
+		if !slices.Equal(names, []string{"waldur", "render", "quota", "git"}) {
 			t.Errorf("stages %v", names)
 		}
 	}
@@ -271,7 +271,7 @@ func TestSyncNeverWipesOnAnEmptyWaldur(t *testing.T) {
 		t.Fatal("the repository changed")
 	}
 	rep := readReport(t, mustRead(t, filepath.Join(filepath.Dir(cfg), "report.json")))
-	if rep.ExitCode != ExitGuard || rep.Commit != "" || len(rep.Stages) != 5 || !strings.Contains(rep.Stages[4].Error, "refusing to remove") {
+	if rep.ExitCode != ExitGuard || rep.Commit != "" || len(rep.Stages) != 6 || !strings.Contains(rep.Stages[5].Error, "refusing to remove") {
 		t.Errorf("report: exit %d, commit %q, stages %+v", rep.ExitCode, rep.Commit, rep.Stages)
 	}
 	if !strings.Contains(stdout, "FAILED: refusing") {
