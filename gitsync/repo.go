@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -38,9 +39,10 @@ type Repo struct {
 	root     plumbing.Hash // tree of tip
 	cur      render.Tree   // the owned directory at tip, once read
 	curBlobs map[string]plumbing.Hash
-	curExact bool          // writing cur back gives the same tree
-	commit   plumbing.Hash // made since the fetch, not pushed yet
-	newRoot  plumbing.Hash // tree of commit
+	curExact bool                     // writing cur back gives the same tree
+	commit   plumbing.Hash            // made since the fetch, not pushed yet
+	newRoot  plumbing.Hash            // tree of commit
+	review   map[string]plumbing.Hash // review branches at the fetch, by name
 }
 
 // Open prepares a Repo; it does no I/O.
@@ -79,6 +81,7 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	r.store = newStore()
 	r.objs = &objects{s: r.store}
 	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
+	r.review = nil
 	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
 	if err != nil {
 		return r.wrap("fetch", err)
@@ -96,12 +99,21 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	if err != nil {
 		return r.wrap("fetch", err)
 	}
+	if r.review, err = reviewRefs(ar); err != nil {
+		return r.wrap("fetch", err)
+	}
 	if tip.IsZero() {
 		r.opts.Log.Info("the branch does not exist yet: the first commit creates it", "repository", r.url, "branch", r.opts.Branch)
 		return nil
 	}
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	req.Wants = []plumbing.Hash{tip}
+	for _, h := range r.review {
+		// Their tips, for their age; they share most objects with the tip.
+		if !slices.Contains(req.Wants, h) {
+			req.Wants = append(req.Wants, h)
+		}
+	}
 	if ar.Capabilities.Supports(capability.Shallow) {
 		req.Depth = packp.DepthCommits(1)
 		_ = req.Capabilities.Set(capability.Shallow)
