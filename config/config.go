@@ -104,6 +104,8 @@ type Config struct {
 	Orders Orders `yaml:"orders"`
 	// Usage is how the usage report (the report command) bills.
 	Usage Usage `yaml:"usage"`
+	// Review routes each class of change to git.branch or a review branch.
+	Review Review `yaml:"review"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`

@@ -77,3 +77,20 @@ func TestQuotaShrink(t *testing.T) {
 		t.Errorf("message %q", p.Message)
 	}
 }
+
+// review.additive and review.risky default to direct, take branch, and
+// refuse anything else under their key.
+func TestReviewKeys(t *testing.T) {
+	l := mustParse(t, oneOffering("namespace", "", ""))
+	if l.Review.Additive != config.ReviewDirect || l.Review.Risky != config.ReviewDirect || l.Review.Enabled() {
+		t.Errorf("defaults %+v", l.Review)
+	}
+	l = mustParse(t, "review: {risky: Branch}\n"+oneOffering("namespace", "", ""))
+	if l.Review.Risky != config.ReviewBranch || !l.Review.Enabled() {
+		t.Errorf("set %+v", l.Review)
+	}
+	_, problems := mustFail(t, "review: {risky: pr}\n"+oneOffering("namespace", "", ""))
+	if p := findProblem(t, problems, "review.risky"); !strings.Contains(p.Message, `must be one of direct, branch, got "pr"`) {
+		t.Errorf("message %q", p.Message)
+	}
+}

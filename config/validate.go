@@ -67,6 +67,7 @@ func (c *Config) applyDefaults(file string) {
 	dir := filepath.Dir(file)
 	c.Git.applyDefaults(dir)
 	c.Orders.applyDefaults()
+	c.Review.applyDefaults()
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
 		o.configDir = dir
@@ -98,6 +99,7 @@ func (c *Config) validate(r *report) {
 		r.addf("log_level", nil, "must be one of debug, info, warning, error; got %q", c.LogLevel)
 	}
 	c.Orders.validate(r)
+	c.Review.validate(r)
 	if a := c.Usage.Allocation; a != AllocationPeak && a != AllocationTimeWeighted {
 		r.addf("usage.allocation", nil, "must be %s or %s, got %q", AllocationPeak, AllocationTimeWeighted, a)
 	}

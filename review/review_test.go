@@ -1,0 +1,78 @@
+package review
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/render"
+)
+
+const dir = "o/cluster/waldur-a"
+
+func quota(storage string) []byte {
+	return []byte("apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: waldur-quota\nspec:\n  hard:\n    limits.cpu: \"2\"\n    requests.storage: " + storage + "\n")
+}
+
+func binding(names ...string) []byte {
+	s := "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nsubjects:\n"
+	for _, n := range names {
+		s += "- kind: User\n  name: " + n + "\n"
+	}
+	return []byte(s)
+}
+
+func tenant(q []byte, b []byte, extra bool) render.Tree {
+	t := render.Tree{dir + "/kustomization.yaml": []byte("k"), dir + "/resourcequota-waldur-quota.yaml": q, dir + "/rolebinding-admin.yaml": b}
+	if extra {
+		t[dir+"/configmap-x.yaml"] = []byte("kind: ConfigMap\n")
+	}
+	return t
+}
+
+func TestClassify(t *testing.T) {
+	prev := tenant(quota("10Gi"), binding("alice", "bob"), true)
+	for _, tc := range []struct {
+		name   string
+		action changeset.Action
+		next   render.Tree
+		class  Class
+		why    string
+	}{
+		{"new tenant", changeset.Create, prev, Additive, ""},
+		{"removed tenant", changeset.Delete, render.Tree{}, Risky, "tenant removed"},
+		{"quota raised, member added", changeset.Update, tenant(quota("20Gi"), binding("alice", "bob", "carol"), true), Additive, ""},
+		{"same quantity written otherwise", changeset.Update, tenant(quota("10240Mi"), binding("alice", "bob"), true), Additive, ""},
+		{"quota lowered", changeset.Update, tenant(quota("4Gi"), binding("alice", "bob"), true), Risky, "quota lowered: requests.storage 10Gi → 4Gi"},
+		{"member removed", changeset.Update, tenant(quota("10Gi"), binding("alice"), true), Risky, "member removed: User bob"},
+		{"objects removed", changeset.Update, tenant(quota("10Gi"), binding("alice", "bob"), false), Risky, "objects removed: configmap-x.yaml"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, why := Classify(changeset.Entry{Kind: "Tenant", Subject: dir, Action: tc.action}, prev, tc.next)
+			if c != tc.class || why != tc.why {
+				t.Errorf("%s %q, want %s %q", c, why, tc.class, tc.why)
+			}
+		})
+	}
+}
+
+func TestCarryAndBranch(t *testing.T) {
+	prev := render.Tree{"m": []byte("1"), dir + "/a.yaml": []byte("old"), "o/cluster/b/x.yaml": []byte("b")}
+	next := render.Tree{"m": []byte("1"), "o/cluster/b/x.yaml": []byte("b2")}
+	main := Carry(next, prev, []string{dir})
+	if string(main[dir+"/a.yaml"]) != "old" || string(main["o/cluster/b/x.yaml"]) != "b2" || len(main) != 3 {
+		t.Errorf("carry %v", main)
+	}
+	b1 := Branch("p/", prev, next, []string{dir})
+	if !strings.HasPrefix(b1, "p/") || len(b1) != 14 || Branch("p/", prev, next, []string{dir}) != b1 {
+		t.Errorf("branch %q not stable", b1)
+	}
+	other := render.Tree{"m": []byte("1"), dir + "/a.yaml": []byte("changed")}
+	if Branch("p/", prev, other, []string{dir}) == b1 {
+		t.Error("another change, the same branch")
+	}
+	// A change outside the reviewed directories keeps the branch.
+	if Branch("p/", prev, render.Tree{"o/cluster/b/x.yaml": []byte("b3")}, []string{dir}) != b1 {
+		t.Error("the branch depends on other directories")
+	}
+}
