@@ -90,11 +90,20 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	branch := p.Config.Git.Branch
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
 	var tenants changeset.Set
+	var routed *routing
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
 		next := Layout(p.Config).Apply(res.Tree(cur))
 		tenants = res.Compare(cur, next)
+		routed = nil
+		if p.Config.Review.Enabled() {
+			if routed = route(p.Config, res, cur, next, tenants); routed != nil {
+				next, tenants = routed.main, res.Compare(cur, routed.main)
+				tenants.Merge(routed.entries)
+				pub.Review = routed.waiting
+			}
+		}
 		tenants.Merge(kept)
 		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
 		if err := guard.CheckScoped(tenants, scopes, g); err != nil {
@@ -108,12 +117,25 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		return next, gitsync.Message(msg), nil
 	}
 	if o.DryRun {
-		return p.dryRun(ctx, w, plan, pub, &tenants)
+		pub, cs, calls, err := p.dryRun(ctx, w, plan, pub, &tenants)
+		if err == nil && p.Config.Review.Enabled() {
+			rcs, _ := p.syncReview(ctx, routed, true, calls)
+			cs.Merge(rcs)
+		}
+		return pub, cs, calls, err
 	}
 	r, err := gitsync.Sync(ctx, w, plan, p.Config.Git.Retries())
 	calls := map[string]int{"fetch": r.Attempts, "push": r.Attempts}
 	if err != nil {
 		return nil, tenants, calls, err
+	}
+	if p.Config.Review.Enabled() {
+		rcs, err := p.syncReview(ctx, routed, false, calls)
+		tenants.Merge(rcs)
+		if err != nil {
+			pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
+			return pub, tenants, calls, err
+		}
 	}
 	e := changeset.Entry{Stage: "git", Kind: "Commit", Subject: branch + " " + r.Commit, Action: changeset.Create}
 	if r.Commit == "" {

@@ -69,7 +69,7 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	if err != nil {
 		return changeset.Set{}, nil, err
 	}
-	os.Refused, os.Waiting = pub.Failed, waiting
+	os.Refused, os.Waiting, os.Reviewing = pub.Failed, waiting, pub.Review
 	cs, calls, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {
 		err = Errorf(ClassWaldur, "%w", err)

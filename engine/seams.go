@@ -106,6 +106,9 @@ type Published struct {
 	// Failed maps the resources whose objects the destination refused to the
 	// reason (the API server's message); their orders are erred with it.
 	Failed map[waldur.UUID]string
+	// Review maps the resources whose change waits on a review branch
+	// (config review:) to why; their orders stay executing with it.
+	Review map[waldur.UUID]string
 	// Incomplete is set when the publish failed as a whole somewhere (a
 	// cluster unreachable): what is not in After was not checked, so no
 	// order may be finished from its absence.

@@ -208,6 +208,10 @@ func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result
 func (s *Stage) refuse(plan []Executing) {
 	for i := range plan {
 		e := &plan[i]
+		if why, ok := s.Reviewing[e.Order.MarketplaceResourceUUID]; ok && e.Outcome != Erred {
+			e.Outcome, e.Expect, e.BackendID = Wait, nil, ""
+			e.Reason = why
+		}
 		if why, ok := s.Waiting[e.Order.MarketplaceResourceUUID]; ok && e.Outcome == Done && e.Order.Type != waldur.OrderTerminate {
 			e.Outcome, e.Expect, e.BackendID = Wait, nil, ""
 			e.Reason = "published, but not usable yet: " + why

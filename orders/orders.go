@@ -115,6 +115,10 @@ type Stage struct {
 	// yet (its Keycloak groups are not in place) to why: Finish leaves their
 	// Create, Update and Restore orders executing, and a later run finishes them.
 	Waiting map[waldur.UUID]string
+	// Reviewing maps the resources whose change waits on a review branch
+	// to why (the branch): Finish leaves their orders executing with that
+	// reason until the change reaches the branch it pushes to.
+	Reviewing map[waldur.UUID]string
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).

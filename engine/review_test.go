@@ -1,0 +1,152 @@
+package engine_test
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+)
+
+// Risky changes wait on a review branch (review.risky: branch), on a real
+// bare repository: a Terminate order's removal goes to
+// waldur-gitops/review/<digest>, based on the main tip, while main keeps the
+// tenant and the order stays executing with the reason; a run that finds the
+// same change re-uses the branch; once a person merges it, the next run sets
+// the order done and deletes the branch. A second Terminate, cancelled in
+// Waldur, has its branch deleted and its tenant stays. Additive changes (a new
+// tenant) go to main directly.
+func TestRiskyChangesWaitOnAReviewBranch(t *testing.T) {
+	srv := waldurtest.New(t)
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	add := func(slug string) waldur.UUID {
+		return srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: slug, CustomerSlug: "c", ProjectSlug: "p", State: waldur.ResourceOK, Limits: waldur.Limits{"cpu": "2"}})
+	}
+	alpha, beta := add("alpha"), add("beta")
+	repo := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, repo, "main")
+	gittest.Git(t, repo, "config", "receive.denyDeletes", "false")
+	l, err := config.Parse([]byte(`git: {url: `+repo+`}
+review: {risky: branch}
+offerings:
+- name: Plain
+  waldur_api_url: `+srv.URL()+`
+  waldur_offering_uuid: `+offeringUUID+`
+  backend_type: namespace
+  backend_components:
+    cpu: {accounting_type: limit}
+`), filepath.Join(t.TempDir(), "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.FromConfig(l.Config, engine.Options{Publish: engine.Git, Orders: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	run := func(what string, dryRun bool) *engine.Outcome {
+		t.Helper()
+		o := e.Run(ctx, engine.Request{Command: "sync", DryRun: dryRun})
+		if o.Err != nil && !dryRun {
+			t.Fatalf("%s: %v\n%v", what, o.Err, o.Report.Changes)
+		}
+		return o
+	}
+	has := func(ref, tenant string) bool {
+		_, ok := gittest.Files(t, repo, ref)["waldur/plain/cluster/waldur-"+tenant+"/kustomization.yaml"]
+		return ok
+	}
+	branches := func() []string {
+		out := strings.Fields(gittest.Git(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/"+gitsync.ReviewPrefix))
+		return out
+	}
+
+	run("first", false)
+	if !has("main", "alpha") || !has("main", "beta") || len(branches()) != 0 {
+		t.Fatalf("new tenants go to main directly: branches %v", branches())
+	}
+
+	// The Terminate of beta: main keeps beta, a review branch removes it.
+	term := srv.AddOrder(offeringUUID, waldur.Order{Type: waldur.OrderTerminate, State: waldur.OrderExecuting, MarketplaceResourceUUID: beta})
+	gamma := add("gamma") // additive, in the same run
+	mainBefore := gittest.Head(t, repo, "main")
+	dry := run("dry run", true)
+	if gittest.Head(t, repo, "main") != mainBefore || len(branches()) != 0 {
+		t.Fatal("the dry run wrote")
+	}
+	if e := entryOf(dry.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Create || !strings.HasPrefix(e.Reason, "would be opened") {
+		t.Errorf("dry run review entry %+v", e)
+	}
+	o := run("terminate", false)
+	bs := branches()
+	if len(bs) != 1 {
+		t.Fatalf("review branches %v", bs)
+	}
+	if !has("main", "beta") || !has("main", "gamma") || has(bs[0], "beta") || !has(bs[0], "alpha") || !has(bs[0], "gamma") {
+		t.Errorf("main: beta %v gamma %v; %s: beta %v", has("main", "beta"), has("main", "gamma"), bs[0], has(bs[0], "beta"))
+	}
+	if parent := strings.TrimSpace(gittest.Git(t, repo, "rev-parse", bs[0]+"^")); parent != gittest.Head(t, repo, "main") {
+		t.Errorf("the review branch is on %s, main is at %s", parent, gittest.Head(t, repo, "main"))
+	}
+	if ord, _ := srv.Order(term); ord.State != waldur.OrderExecuting {
+		t.Errorf("terminate order %s before the merge", ord.State)
+	}
+	if e := entryOf(o.Report.Changes, "Order", string(beta)); e == nil || !strings.Contains(e.Reason, "waits on review branch "+bs[0]) || !strings.Contains(e.Reason, "tenant removed") {
+		t.Errorf("order entry %+v", e)
+	}
+	if e := entryOf(o.Report.Changes, engine.ReviewChangeKind, string(beta)); e == nil || e.Action != changeset.Skip {
+		t.Errorf("review change entry %+v", e)
+	}
+
+	// Unchanged: the branch is re-used.
+	tip := gittest.Head(t, repo, bs[0])
+	o = run("again", false)
+	if got := branches(); len(got) != 1 || got[0] != bs[0] || gittest.Head(t, repo, bs[0]) != tip {
+		t.Errorf("branches %v (tip %s, was %s)", got, gittest.Head(t, repo, got[0]), tip)
+	}
+	if e := entryOf(o.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Unchanged || !strings.Contains(e.Reason, "open since") {
+		t.Errorf("re-used branch entry %+v", e)
+	}
+
+	// A person merges it (a fast-forward): the order is done, the branch gone.
+	gittest.Git(t, repo, "update-ref", "refs/heads/main", tip)
+	o = run("merged", false)
+	if ord, _ := srv.Order(term); ord.State != waldur.OrderDone {
+		t.Errorf("terminate order %s after the merge; %v", ord.State, o.Report.Changes)
+	}
+	if got := branches(); len(got) != 0 || has("main", "beta") || !has("main", "alpha") {
+		t.Errorf("after the merge: branches %v", got)
+	}
+
+	// A Terminate cancelled in Waldur: its branch is deleted, the tenant stays.
+	term2 := srv.AddOrder(offeringUUID, waldur.Order{Type: waldur.OrderTerminate, State: waldur.OrderExecuting, MarketplaceResourceUUID: gamma})
+	run("terminate gamma", false)
+	if len(branches()) != 1 {
+		t.Fatalf("branches %v", branches())
+	}
+	srv.AddOrder(offeringUUID, waldur.Order{UUID: term2, Type: waldur.OrderTerminate, State: "canceled", MarketplaceResourceUUID: gamma})
+	o = run("cancelled", false)
+	if got := branches(); len(got) != 0 || !has("main", "gamma") {
+		t.Errorf("after the cancel: branches %v, gamma in main %v", got, has("main", "gamma"))
+	}
+	if e := entryOf(o.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Delete {
+		t.Errorf("deleted branch entry %+v", e)
+	}
+	_ = alpha
+}
+
+func entryOf(es []changeset.Entry, kind, resource string) *changeset.Entry {
+	for i := range es {
+		if es[i].Kind == kind && (resource == "" || es[i].Resource == resource) {
+			return &es[i]
+		}
+	}
+	return nil
+}
