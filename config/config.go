@@ -209,8 +209,8 @@ type Offering struct {
 	// OrderDoneTimeoutSeconds bounds the wait for "applied" per run (default 300).
 	OrderDoneTimeoutSeconds *int `yaml:"order_done_timeout_seconds"`
 	// QuotaShrink is what happens to a quota an Update order lowers below
-	// what the tenant's namespace uses: QuotaShrinkHold (the default) or
-	// QuotaShrinkAllow (see docs/quota-safety.md).
+	// what the tenant's namespace uses: QuotaShrinkHold (the default),
+	// QuotaShrinkAllow or QuotaShrinkReview (see docs/quota-safety.md).
 	QuotaShrink string `yaml:"quota_shrink"`
 
 	// Settings is BackendSettings decoded and defaulted.

@@ -26,10 +26,13 @@ const (
 	QuotaShrinkHold = "hold"
 	// QuotaShrinkAllow renders the new value at once and warns.
 	QuotaShrinkAllow = "allow"
+	// QuotaShrinkReview commits the cut on a review branch (see Review)
+	// for a person to merge; outside Git it holds.
+	QuotaShrinkReview = "review"
 )
 
 // QuotaShrinkPolicies are the values quota_shrink takes.
-var QuotaShrinkPolicies = []string{QuotaShrinkHold, QuotaShrinkAllow}
+var QuotaShrinkPolicies = []string{QuotaShrinkHold, QuotaShrinkAllow, QuotaShrinkReview}
 
 // DefaultOrderDoneTimeoutSeconds bounds one run's wait for order_done_on: applied.
 const DefaultOrderDoneTimeoutSeconds = 300

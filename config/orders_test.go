@@ -64,6 +64,7 @@ func TestQuotaShrink(t *testing.T) {
 		{"default", "", config.QuotaShrinkHold},
 		{"hold", "    quota_shrink: hold\n", config.QuotaShrinkHold},
 		{"allow", "    quota_shrink: Allow\n", config.QuotaShrinkAllow},
+		{"review", "    quota_shrink: review\n", config.QuotaShrinkReview},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l := mustParse(t, oneOffering("namespace", "", tc.text))
@@ -73,7 +74,7 @@ func TestQuotaShrink(t *testing.T) {
 		})
 	}
 	_, problems := mustFail(t, oneOffering("namespace", "", "    quota_shrink: ignore\n"))
-	if p := findProblem(t, problems, "offerings[0].quota_shrink"); !strings.Contains(p.Message, `must be one of hold, allow, got "ignore"`) {
+	if p := findProblem(t, problems, "offerings[0].quota_shrink"); !strings.Contains(p.Message, `must be one of hold, allow, review, got "ignore"`) {
 		t.Errorf("message %q", p.Message)
 	}
 }

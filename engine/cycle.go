@@ -114,6 +114,9 @@ func (e *Engine) stages(req Request) []stage {
 				}
 				o.Result = res
 			}
+			if len(r.Review) > 0 {
+				o.Result.Review = r.Review
+			}
 			return r.Changes, r.Calls, err
 		}})
 	}

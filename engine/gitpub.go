@@ -91,13 +91,14 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
 	var tenants changeset.Set
 	var routed *routing
+	useReview := reviewing(p.Config) || len(res.Review) > 0
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
 		next := Layout(p.Config).Apply(res.Tree(cur))
 		tenants = res.Compare(cur, next)
 		routed = nil
-		if p.Config.Review.Enabled() {
+		if useReview {
 			if routed = route(p.Config, res, cur, next, tenants); routed != nil {
 				next, tenants = routed.main, res.Compare(cur, routed.main)
 				tenants.Merge(routed.entries)
@@ -118,7 +119,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	}
 	if o.DryRun {
 		pub, cs, calls, err := p.dryRun(ctx, w, plan, pub, &tenants)
-		if err == nil && p.Config.Review.Enabled() {
+		if err == nil && useReview {
 			rcs, _ := p.syncReview(ctx, routed, true, calls)
 			cs.Merge(rcs)
 		}
@@ -129,7 +130,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	if err != nil {
 		return nil, tenants, calls, err
 	}
-	if p.Config.Review.Enabled() {
+	if useReview {
 		rcs, err := p.syncReview(ctx, routed, false, calls)
 		tenants.Merge(rcs)
 		if err != nil {

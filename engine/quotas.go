@@ -44,7 +44,11 @@ type QuotaStage struct {
 	Kubeconfig string
 	// Open opens a cluster; nil: kube.Open.
 	Open func(kube.Source) (QuotaReader, error)
-	Log  *slog.Logger
+	// CanReview is set when the publisher commits to Git, where a cut
+	// under quota_shrink: review waits on a review branch; elsewhere such
+	// a cut is held.
+	CanReview bool
+	Log       *slog.Logger
 
 	readers map[kube.Source]QuotaReader // kept across the runs of serve
 }
@@ -146,8 +150,16 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 		if len(cuts) == 0 {
 			continue
 		}
-		switch o.QuotaShrink {
-		case config.QuotaShrinkAllow:
+		switch {
+		case o.QuotaShrink == config.QuotaShrinkReview && s.CanReview:
+			if out.Review == nil {
+				out.Review = map[waldur.UUID]string{}
+			}
+			why := "quota cut below usage (quota_shrink: review): " + quotasafe.Describe(cuts)
+			out.Review[c.tenant.Resource] = why
+			entry.Action, entry.Reason = changeset.Skip, "sent for review: "+why
+			log.Info("quota cut sent for review", "offering", o.Name, "tenant", subject, "reason", why)
+		case o.QuotaShrink == config.QuotaShrinkAllow:
 			entry.Action = changeset.Update
 			entry.Reason = "cut below usage, made (quota_shrink: allow): " + quotasafe.Describe(cuts)
 			log.Warn("quota cut below usage", "offering", o.Name, "tenant", subject, "cuts", entry.Reason)

@@ -34,6 +34,7 @@ func TestQuotaStagePolicies(t *testing.T) {
 		newStorage   string
 		paused       bool
 		openErr      error
+		canReview    bool
 		wantAction   changeset.Action // "" for no entry
 		wantReason   string
 		wantHold     bool
@@ -41,6 +42,8 @@ func TestQuotaStagePolicies(t *testing.T) {
 		{name: "hold", policy: "hold", newStorage: "4", wantAction: changeset.Skip, wantReason: "held: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", wantHold: true},
 		{name: "hold, usage fits", policy: "hold", newStorage: "6"},
 		{name: "allow", policy: "allow", newStorage: "4", wantAction: changeset.Update, wantReason: "cut below usage, made (quota_shrink: allow): requests.storage used 6Gi"},
+		{name: "review", policy: "review", newStorage: "4", canReview: true, wantAction: changeset.Skip, wantReason: "sent for review: quota cut below usage (quota_shrink: review): requests.storage used 6Gi"},
+		{name: "review outside Git holds", policy: "review", newStorage: "4", wantAction: changeset.Skip, wantReason: "held: waiting for usage", wantHold: true},
 		{name: "paused resources are never held", policy: "hold", newStorage: "4", paused: true},
 		{name: "no cluster, a cut", policy: "hold", newStorage: "4", openErr: errors.New("no kubeconfig"), wantAction: changeset.Skip, wantReason: "the quota cut is not checked against usage and is made: cannot read the cluster"},
 		{name: "no cluster, a raise", policy: "hold", newStorage: "20", openErr: errors.New("no kubeconfig")},
@@ -70,7 +73,7 @@ func TestQuotaStagePolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stage := &engine.QuotaStage{Offerings: l.Offerings, Open: func(kube.Source) (engine.QuotaReader, error) { return live, tc.openErr }}
+			stage := &engine.QuotaStage{Offerings: l.Offerings, CanReview: tc.canReview, Open: func(kube.Source) (engine.QuotaReader, error) { return live, tc.openErr }}
 			out, err := stage.Check(context.Background(), st, result)
 			if err != nil {
 				t.Fatal(err)
@@ -87,6 +90,9 @@ func TestQuotaStagePolicies(t *testing.T) {
 			e := out.Changes.Entries[0]
 			if e.Stage != "quota" || e.Kind != engine.QuotaEntryKind || e.Subject != "plain/waldur-alpha" || e.Action != tc.wantAction || !strings.HasPrefix(e.Reason, tc.wantReason) || e.Resource != string(res) {
 				t.Errorf("entry %+v", e)
+			}
+			if _, ok := out.Review[res]; ok != (tc.policy == "review" && tc.canReview) {
+				t.Errorf("review %v", out.Review)
 			}
 			if h, ok := out.Holds[res]; ok != tc.wantHold || (ok && h.Keep["requests.storage"] != "10Gi") {
 				t.Errorf("holds %v", out.Holds)

@@ -47,7 +47,9 @@ func route(cfg *config.Config, res *render.Result, cur, next render.Tree, tenant
 			continue
 		}
 		class, why := review.Classify(e, cur, next)
-		if policy[class] != config.ReviewBranch {
+		if asked, ok := res.Review[waldur.UUID(e.Resource)]; ok && e.Action == changeset.Update {
+			class, why = review.Risky, asked
+		} else if policy[class] != config.ReviewBranch {
 			continue
 		}
 		dirs = append(dirs, e.Subject)
@@ -118,6 +120,21 @@ func (p *GitPublisher) syncReview(ctx context.Context, rt *routing, dryRun bool,
 	}
 	cs.Add(e)
 	return cs, nil
+}
+
+// reviewing reports whether review branches may exist: config review: or
+// an offering with quota_shrink: review. Without either, the publisher does
+// not touch branches it did not make.
+func reviewing(cfg *config.Config) bool {
+	if cfg.Review.Enabled() {
+		return true
+	}
+	for i := range cfg.Offerings {
+		if cfg.Offerings[i].QuotaShrink == config.QuotaShrinkReview {
+			return true
+		}
+	}
+	return false
 }
 
 // age says how long ago t was, "" when unknown.

@@ -6,11 +6,16 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
@@ -149,4 +154,79 @@ func entryOf(es []changeset.Entry, kind, resource string) *changeset.Entry {
 		}
 	}
 	return nil
+}
+
+// staticSource answers every read with a copy of one state.
+type staticSource struct{ st *waldur.State }
+
+func (s *staticSource) Read(context.Context) (*waldur.State, error) {
+	st := *s.st
+	st.Offerings = append([]waldur.OfferingState(nil), s.st.Offerings...)
+	return &st, nil
+}
+
+// quota_shrink: review: a cut below usage goes to a review branch (here
+// without any review: key), main keeps the quota in place, and the branch is
+// deleted once the Update order no longer asks for the cut.
+func TestQuotaCutBelowUsageGoesToReview(t *testing.T) {
+	repo := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, repo, "main")
+	gittest.Git(t, repo, "config", "receive.denyDeletes", "false")
+	l, err := config.Parse([]byte(`git: {url: `+repo+`}
+offerings:
+- name: Plain
+  waldur_api_url: https://waldur.example/api/
+  waldur_api_token: x
+  waldur_offering_uuid: `+offeringUUID+`
+  backend_type: namespace
+  quota_shrink: review
+  backend_components:
+    storage: {accounting_type: limit}
+`), filepath.Join(t.TempDir(), "config.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const res = waldur.UUID("a0000000000040008000000000000001")
+	r := waldur.Resource{UUID: res, Slug: "alpha", CustomerSlug: "c", ProjectSlug: "p", State: waldur.ResourceOK, Limits: waldur.Limits{"storage": "10"}}
+	src := &staticSource{st: &waldur.State{Offerings: []waldur.OfferingState{{Name: "Plain", OfferingUUID: offeringUUID, Resources: []waldur.Resource{r}}}}}
+	live := fakeQuotas{"waldur-alpha": {{Namespace: "waldur-alpha", Name: "waldur-quota",
+		Hard: map[string]resource.Quantity{"requests.storage": resource.MustParse("10Gi")},
+		Used: map[string]resource.Quantity{"requests.storage": resource.MustParse("6Gi")}}}}
+	tpls, err := render.LoadTemplates(l.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr := render.New(l.Config, tpls)
+	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: l.Config},
+		Quotas: &engine.QuotaStage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (engine.QuotaReader, error) { return live, nil }}},
+		rdr.Render, guard.Options{MaxFraction: 1, MinCount: 100}, nil)
+	e.Holding = func(h render.QuotaHolds) engine.Renderer { return rdr.Holding(h).Render }
+	ctx := context.Background()
+	quotaFile := "waldur/plain/cluster/waldur-alpha/resourcequota-waldur-quota.yaml"
+	if o := e.Run(ctx, engine.Request{Command: "sync"}); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	src.st.Offerings[0].Orders = []waldur.Order{{UUID: "d0000000000040008000000000000001", Type: waldur.OrderUpdate, State: waldur.OrderExecuting, MarketplaceResourceUUID: res, Limits: waldur.Limits{"storage": "4"}}}
+	o := e.Run(ctx, engine.Request{Command: "sync"})
+	if o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	bs := strings.Fields(gittest.Git(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/"+gitsync.ReviewPrefix))
+	if len(bs) != 1 {
+		t.Fatalf("branches %v\n%v", bs, o.Report.Changes)
+	}
+	if m, b := gittest.Files(t, repo, "main")[quotaFile], gittest.Files(t, repo, bs[0])[quotaFile]; !strings.Contains(m, "requests.storage: 10Gi") || !strings.Contains(b, "requests.storage: 4Gi") {
+		t.Errorf("main:\n%s\nreview:\n%s", m, b)
+	}
+	if e := entryOf(o.Report.Changes, engine.ReviewChangeKind, string(res)); e == nil || !strings.Contains(e.Reason, "quota_shrink: review") {
+		t.Errorf("review entry %+v", e)
+	}
+	// Waldur no longer asks for the cut: the branch goes.
+	src.st.Offerings[0].Orders = nil
+	if o := e.Run(ctx, engine.Request{Command: "sync"}); o.Err != nil {
+		t.Fatal(o.Err)
+	}
+	if bs := strings.Fields(gittest.Git(t, repo, "for-each-ref", "--format=%(refname:short)", "refs/heads/"+gitsync.ReviewPrefix)); len(bs) != 0 {
+		t.Errorf("branches %v after the order went", bs)
+	}
 }

@@ -40,7 +40,10 @@ type Quotas interface {
 // QuotaResult is what the quota stage found.
 type QuotaResult struct {
 	// Holds are the quota values to keep while usage is above a cut.
-	Holds   render.QuotaHolds
+	Holds render.QuotaHolds
+	// Review are the resources whose cut below usage goes to a review
+	// branch (quota_shrink: review), with why (render.Result.Review).
+	Review  map[waldur.UUID]string
 	Changes changeset.Set
 	Calls   map[string]int
 }

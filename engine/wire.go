@@ -93,7 +93,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Publisher = &DirPublisher{Dir: o.Dir}
 	}
 	if o.Publish != Nowhere {
-		s.Quotas = &QuotaStage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, Log: o.Log}
+		s.Quotas = &QuotaStage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
 	}
 	if o.ValidateServer {
 		opts := o.Apply

@@ -67,6 +67,11 @@ type Result struct {
 	// UpdateLimits). Its resource is rendered without it, and the order must
 	// stay executing.
 	Held map[waldur.UUID]string
+	// Review maps the resources whose change must wait on a review branch
+	// whatever its class (a quota cut below usage under quota_shrink:
+	// review) to why. The render leaves it empty; the engine's quota stage
+	// fills it, and the Git publisher routes those tenants.
+	Review map[waldur.UUID]string
 	// Warnings are problems that did not stop a resource from rendering: a limit
 	// dropped because no quota key maps its component. Sorted by subject.
 	Warnings []Warning
