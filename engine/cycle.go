@@ -207,6 +207,7 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 	out.Err = verdict(req, out, cmpOr(refused, failed))
 	if out.Published != nil && !req.DryRun {
 		out.Report.Commit = out.Published.Ref
+		out.Report.ReviewBranches = out.Published.ReviewBranches
 	}
 	out.Report.Finish(ExitCode(out.Err), time.Now())
 	e.last = out

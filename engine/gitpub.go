@@ -120,7 +120,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	if o.DryRun {
 		pub, cs, calls, err := p.dryRun(ctx, w, plan, pub, &tenants)
 		if err == nil && useReview {
-			rcs, _ := p.syncReview(ctx, routed, true, calls)
+			rcs, _ := p.syncReview(ctx, routed, true, calls, nil)
 			cs.Merge(rcs)
 		}
 		return pub, cs, calls, err
@@ -131,7 +131,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		return nil, tenants, calls, err
 	}
 	if useReview {
-		rcs, err := p.syncReview(ctx, routed, false, calls)
+		rcs, err := p.syncReview(ctx, routed, false, calls, pub)
 		tenants.Merge(rcs)
 		if err != nil {
 			pub.Ref, pub.Wrote = r.Commit, r.Commit != ""

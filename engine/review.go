@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/review"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -79,7 +80,14 @@ func route(cfg *config.Config, res *render.Result, cur, next render.Tree, tenant
 // syncReview opens the review branch of rt unless it is open already, and
 // deletes every other review branch: Waldur no longer wants their change, or
 // it was merged. In a dry run it only says what it would do.
-func (p *GitPublisher) syncReview(ctx context.Context, rt *routing, dryRun bool, calls map[string]int) (changeset.Set, error) {
+func (p *GitPublisher) syncReview(ctx context.Context, rt *routing, dryRun bool, calls map[string]int, pub *Published) (changeset.Set, error) {
+	if pub != nil {
+		defer func() {
+			for _, b := range p.repo.ReviewBranches() {
+				pub.ReviewBranches = append(pub.ReviewBranches, report.ReviewBranch{Name: b.Name, Commit: b.Commit, Opened: b.Time})
+			}
+		}()
+	}
 	var cs changeset.Set
 	would := ""
 	if dryRun {

@@ -109,6 +109,13 @@ offerings:
 	if e := entryOf(o.Report.Changes, engine.ReviewChangeKind, string(beta)); e == nil || e.Action != changeset.Skip {
 		t.Errorf("review change entry %+v", e)
 	}
+	if rb := o.Report.ReviewBranches; len(rb) != 1 || rb[0].Name != bs[0] || rb[0].Commit != gittest.Head(t, repo, bs[0]) || rb[0].Opened.IsZero() {
+		t.Errorf("report review branches %+v", rb)
+	}
+	var sum strings.Builder
+	if err := o.Report.WriteSummary(&sum); err != nil || !strings.Contains(sum.String(), "review branch "+bs[0]+" waits for a person to merge it, open for") {
+		t.Errorf("summary:\n%s", sum.String())
+	}
 
 	// Unchanged: the branch is re-used.
 	tip := gittest.Head(t, repo, bs[0])
@@ -126,8 +133,8 @@ offerings:
 	if ord, _ := srv.Order(term); ord.State != waldur.OrderDone {
 		t.Errorf("terminate order %s after the merge; %v", ord.State, o.Report.Changes)
 	}
-	if got := branches(); len(got) != 0 || has("main", "beta") || !has("main", "alpha") {
-		t.Errorf("after the merge: branches %v", got)
+	if got := branches(); len(got) != 0 || has("main", "beta") || !has("main", "alpha") || len(o.Report.ReviewBranches) != 0 {
+		t.Errorf("after the merge: branches %v, report %v", got, o.Report.ReviewBranches)
 	}
 
 	// A Terminate cancelled in Waldur: its branch is deleted, the tenant stays.

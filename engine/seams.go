@@ -6,6 +6,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -112,6 +113,8 @@ type Published struct {
 	// Review maps the resources whose change waits on a review branch
 	// (config review:) to why; their orders stay executing with it.
 	Review map[waldur.UUID]string
+	// ReviewBranches are the review branches open after the publish.
+	ReviewBranches []report.ReviewBranch
 	// Incomplete is set when the publish failed as a whole somewhere (a
 	// cluster unreachable): what is not in After was not checked, so no
 	// order may be finished from its absence.

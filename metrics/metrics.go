@@ -64,6 +64,7 @@ type Recorder struct {
 	apiRequests   *prometheus.CounterVec
 	apiErrors     *prometheus.CounterVec
 	kcWrites      *prometheus.CounterVec
+	review        *prometheus.GaugeVec
 }
 
 // New builds a Recorder for a build of version and registers its collectors.
@@ -102,6 +103,8 @@ func New(version string) *Recorder {
 			Help: "Waldur and Keycloak calls that finally failed (transport error or 4xx/5xx after retries), by call kind."}, []string{"api", "call"}),
 		kcWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Name: name("keycloak_writes_total"),
 			Help: "Keycloak writes that took effect, by call kind: each change once, however many attempts it took."}, []string{"call"}),
+		review: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("review_branch_opened_timestamp_seconds"),
+			Help: "Review branches open after the last run, by branch: when the branch's commit was made (0 when unknown)."}, []string{"branch"}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("build_info"),
 		Help: "Always 1; the labels name the version and the Go release of the build."}, []string{"version", "goversion"})
@@ -110,7 +113,7 @@ func New(version string) *Recorder {
 		r.runs.WithLabelValues(res)
 	}
 	r.reg.MustRegister(build, r.lastSuccess, r.lastRun, r.lastStart, r.lastExit, r.lastDuration, r.inProgress, r.runs,
-		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites)
+		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites, r.review)
 	return r
 }
 
@@ -157,6 +160,11 @@ func (r *Recorder) Observe(run Run) {
 		default:
 			r.changes.WithLabelValues(e.Stage, e.Kind, string(e.Action)).Inc()
 		}
+	}
+
+	r.review.Reset()
+	for _, b := range rep.ReviewBranches {
+		r.review.WithLabelValues(b.Name).Set(unix(b.Opened))
 	}
 
 	for kind, n := range run.Waldur.Requests {

@@ -81,6 +81,7 @@ func okRun() metrics.Run {
 			keycloak.CallErrorPrefix + keycloak.CallListGroups: 1, keycloak.CallWritePrefix + keycloak.CallCreateGroup: 1,
 		}},
 	}
+	rep.ReviewBranches = []report.ReviewBranch{{Name: "waldur-gitops/review/0123456789ab", Commit: "c0ffee", Opened: t0.Add(-time.Hour)}}
 	rep.Add(changeset.Set{Entries: []changeset.Entry{
 		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/x", Action: changeset.Create},
 		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/y", Action: changeset.Create},
@@ -149,6 +150,7 @@ func TestRecorder(t *testing.T) {
 		{name: "waldur_gitops_keycloak_writes_total", labels: map[string]string{"call": keycloak.CallCreateGroup}, want: 1},
 		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "keycloak", "call": keycloak.CallListGroups}, want: 1},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "git"}, absent: true},
+		{name: "waldur_gitops_review_branch_opened_timestamp_seconds", labels: map[string]string{"branch": "waldur-gitops/review/0123456789ab"}, want: float64(t0.Add(-time.Hour).Unix())},
 	})
 
 	// A failed run: the last-run series are replaced, the counters grow and
@@ -165,6 +167,7 @@ func TestRecorder(t *testing.T) {
 		{name: "waldur_gitops_stage_failed", labels: map[string]string{"stage": "waldur"}, want: 1},
 		{name: "waldur_gitops_last_run_objects", absent: true},
 		{name: "waldur_gitops_last_run_skipped", absent: true},
+		{name: "waldur_gitops_review_branch_opened_timestamp_seconds", absent: true},
 		{name: "waldur_gitops_objects_changed_total", labels: map[string]string{"stage": "render", "kind": "Tenant", "action": "create"}, want: 2},
 		{name: "waldur_gitops_api_requests_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 7},
 		{name: "waldur_gitops_api_errors_total", labels: map[string]string{"api": "waldur", "call": waldur.KindResourcesList}, want: 1},

@@ -30,6 +30,9 @@ type Run struct {
 	Stages []Stage `json:"stages"`
 	// Commit is the SHA of the commit this run pushed, empty when none.
 	Commit string `json:"commit,omitempty"`
+	// ReviewBranches are the review branches open after the run, whose
+	// changes wait for a person to merge them; omitted when none.
+	ReviewBranches []ReviewBranch `json:"review_branches,omitempty"`
 	// Counts are the numbers of entries per stage and action.
 	Counts map[string]map[changeset.Action]int `json:"counts"`
 	// Changes lists every entry, skipped resources included.
@@ -40,6 +43,15 @@ type Run struct {
 	// been; the summary points to it for what it has no room for. It is not
 	// part of the JSON.
 	ReportFile string `json:"-"`
+}
+
+// ReviewBranch is one open review branch.
+type ReviewBranch struct {
+	// Name is the branch, waldur-gitops/review/<digest>.
+	Name string `json:"name"`
+	// Commit is its tip; Opened the tip's commit time (omitted when unknown).
+	Commit string    `json:"commit"`
+	Opened time.Time `json:"opened,omitzero"`
 }
 
 // Stage is one stage of the pipeline.
@@ -145,6 +157,13 @@ func (r *Run) WriteSummary(w io.Writer) error {
 	}
 	if r.Commit != "" {
 		fmt.Fprintf(&b, "commit %s\n", r.Commit)
+	}
+	for _, rb := range r.ReviewBranches {
+		age := ""
+		if !rb.Opened.IsZero() {
+			age = fmt.Sprintf(", open for %s", r.Finished.Sub(rb.Opened).Round(time.Minute))
+		}
+		fmt.Fprintf(&b, "review branch %s waits for a person to merge it%s\n", rb.Name, age)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
