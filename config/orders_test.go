@@ -95,3 +95,23 @@ func TestReviewKeys(t *testing.T) {
 		t.Errorf("message %q", p.Message)
 	}
 }
+
+// review.forge: the type, the API URL, the repository and exactly one token
+// source are checked, each under its key.
+func TestReviewForge(t *testing.T) {
+	l := mustParse(t, "review:\n  risky: branch\n  forge: {type: GitLab, api_url: https://gitlab.example/api/v4, repository: site/tenants, token_file: forge.token}\n"+oneOffering("namespace", "", ""))
+	if f := l.Review.Forge; f == nil || f.Type != config.ForgeGitLab || !strings.HasSuffix(f.TokenFile, "/forge.token") || !strings.HasPrefix(f.TokenFile, "/") {
+		t.Errorf("forge %+v", l.Review.Forge)
+	}
+	_, problems := mustFail(t, "review:\n  forge: {type: bitbucket, api_url: ftp://x, repository: tenants}\n"+oneOffering("namespace", "", ""))
+	for path, want := range map[string]string{
+		"review.forge.type":       "must be one of github, gitea, gitlab",
+		"review.forge.api_url":    "must be an http(s) URL",
+		"review.forge.repository": "owner/name",
+		"review.forge.token_file": "exactly one of review.forge.token_file and review.forge.token_env",
+	} {
+		if p := findProblem(t, problems, path); !strings.Contains(p.Message, want) {
+			t.Errorf("%s: %q, want %q", path, p.Message, want)
+		}
+	}
+}

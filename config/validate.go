@@ -67,7 +67,7 @@ func (c *Config) applyDefaults(file string) {
 	dir := filepath.Dir(file)
 	c.Git.applyDefaults(dir)
 	c.Orders.applyDefaults()
-	c.Review.applyDefaults()
+	c.Review.applyDefaults(dir)
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
 		o.configDir = dir

@@ -7,6 +7,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/forge"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
@@ -19,6 +20,8 @@ import (
 const (
 	ReviewBranchKind = "ReviewBranch"
 	ReviewChangeKind = "ReviewChange"
+	// ReviewRequestKind entries name the pull or merge request of a branch.
+	ReviewRequestKind = "ReviewRequest"
 )
 
 // routing is how one publish splits between git.branch and a review branch.
@@ -113,6 +116,7 @@ func (p *GitPublisher) syncReview(ctx context.Context, rt *routing, dryRun bool,
 	}
 	for _, b := range p.repo.ReviewBranches() {
 		if b.Name == rt.branch {
+			p.request(ctx, rt, dryRun, calls, &cs)
 			return cs, nil
 		}
 	}
@@ -127,7 +131,44 @@ func (p *GitPublisher) syncReview(ctx context.Context, rt *routing, dryRun bool,
 		e.Reason += " at " + h
 	}
 	cs.Add(e)
+	p.request(ctx, rt, dryRun, calls, &cs)
 	return cs, nil
+}
+
+// request makes sure the review branch has one open pull or merge request
+// when review.forge is configured. A forge that fails does not fail the run:
+// the branch is pushed, and the entry says what went wrong.
+func (p *GitPublisher) request(ctx context.Context, rt *routing, dryRun bool, calls map[string]int, cs *changeset.Set) {
+	f := p.Config.Review.Forge
+	if f == nil {
+		return
+	}
+	e := changeset.Entry{Stage: "git", Kind: ReviewRequestKind, Subject: rt.branch}
+	if dryRun {
+		e.Action, e.Reason = changeset.Create, "would be opened on "+f.Type+" unless one is open"
+		cs.Add(e)
+		return
+	}
+	token, err := f.Token()
+	if err == nil {
+		calls["forge"]++
+		var u string
+		var created bool
+		u, created, err = forge.New(*f, token, nil).Ensure(ctx, forge.Request{
+			Branch: rt.branch, Base: p.Config.Git.Branch,
+			Title: "waldur-gitops: review " + rt.changes.Summary(),
+			Body:  gitsync.Message(rt.changes),
+		})
+		e.Action, e.Reason = changeset.Unchanged, "open: "+u
+		if created {
+			e.Action, e.Reason = changeset.Create, "opened: "+u
+		}
+	}
+	if err != nil {
+		e.Action, e.Reason = changeset.Skip, "no pull or merge request: "+err.Error()
+		logOrDiscard(p.Log).Warn("cannot open the review request", "branch", rt.branch, "error", err.Error())
+	}
+	cs.Add(e)
 }
 
 // reviewing reports whether review branches may exist: config review: or

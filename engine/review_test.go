@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/forge/forgetest"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/gittest"
@@ -38,8 +39,12 @@ func TestRiskyChangesWaitOnAReviewBranch(t *testing.T) {
 	repo := filepath.Join(t.TempDir(), "tenants.git")
 	gittest.InitBare(t, repo, "main")
 	gittest.Git(t, repo, "config", "receive.denyDeletes", "false")
+	fg := forgetest.New(t, config.ForgeGitLab, "site/tenants", "glpat-test")
+	t.Setenv("FORGE_TOKEN", "glpat-test")
 	l, err := config.Parse([]byte(`git: {url: `+repo+`}
-review: {risky: branch}
+review:
+  risky: branch
+  forge: {type: gitlab, api_url: `+fg.APIURL()+`, repository: site/tenants, token_env: FORGE_TOKEN}
 offerings:
 - name: Plain
   waldur_api_url: `+srv.URL()+`
@@ -117,6 +122,14 @@ offerings:
 		t.Errorf("summary:\n%s", sum.String())
 	}
 
+	// One merge request for the branch, with the change and its order.
+	if prs := fg.PRs(); len(prs) != 1 || prs[0].Head != bs[0] || prs[0].Base != "main" || !strings.Contains(prs[0].Body, string(term)) {
+		t.Errorf("merge requests %+v", prs)
+	}
+	if e := entryOf(o.Report.Changes, engine.ReviewRequestKind, ""); e == nil || e.Action != changeset.Create {
+		t.Errorf("request entry %+v", e)
+	}
+
 	// Unchanged: the branch is re-used.
 	tip := gittest.Head(t, repo, bs[0])
 	o = run("again", false)
@@ -125,6 +138,9 @@ offerings:
 	}
 	if e := entryOf(o.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Unchanged || !strings.Contains(e.Reason, "open since") {
 		t.Errorf("re-used branch entry %+v", e)
+	}
+	if e := entryOf(o.Report.Changes, engine.ReviewRequestKind, ""); e == nil || e.Action != changeset.Unchanged || fg.Posts() != 1 {
+		t.Errorf("request entry on re-use %+v, %d posts", e, fg.Posts())
 	}
 
 	// A person merges it (a fast-forward): the order is done, the branch gone.

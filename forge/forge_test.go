@@ -1,0 +1,51 @@
+package forge_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/forge"
+	"github.com/waldur/waldur-gitops/forge/forgetest"
+)
+
+// Per forge: the first Ensure opens the request with the description, the
+// second finds it and opens none; a closed one is replaced; a bad token is an
+// error naming the call.
+func TestEnsureOpensOneRequestPerBranch(t *testing.T) {
+	for _, typ := range []string{config.ForgeGitHub, config.ForgeGitea, config.ForgeGitLab} {
+		t.Run(typ, func(t *testing.T) {
+			repo := "site/tenants"
+			srv := forgetest.New(t, typ, repo, "s3cret")
+			// Another branch's request is listed too, and ignored.
+			other := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: repo}, "s3cret", nil)
+			ctx := context.Background()
+			if _, _, err := other.Ensure(ctx, forge.Request{Branch: "someone/else", Base: "main", Title: "x"}); err != nil {
+				t.Fatal(err)
+			}
+			c := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: repo}, "s3cret", nil)
+			req := forge.Request{Branch: "waldur-gitops/review/0123456789ab", Base: "main", Title: "waldur-gitops: review -1", Body: "- Tenant o/cluster/x\n\nWaldur-Order: d000"}
+			u, created, err := c.Ensure(ctx, req)
+			if err != nil || !created || u == "" {
+				t.Fatalf("first: %q %v %v", u, created, err)
+			}
+			u2, created, err := c.Ensure(ctx, req)
+			if err != nil || created || u2 != u {
+				t.Fatalf("second: %q %v %v (first %q)", u2, created, err, u)
+			}
+			prs := srv.PRs()
+			if len(prs) != 2 || srv.Posts() != 2 || prs[1].Head != req.Branch || prs[1].Base != "main" || !strings.Contains(prs[1].Body, "Waldur-Order: d000") {
+				t.Errorf("requests %+v", prs)
+			}
+			srv.Close(req.Branch)
+			if _, created, err := c.Ensure(ctx, req); err != nil || !created {
+				t.Errorf("after close: %v %v", created, err)
+			}
+			bad := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: repo}, "wrong", nil)
+			if _, _, err := bad.Ensure(ctx, req); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "wrong") {
+				t.Errorf("bad token: %v", err)
+			}
+		})
+	}
+}
