@@ -122,6 +122,16 @@ func TestQuotaShrinkHoldsOnARealCluster(t *testing.T) {
 		tn.order = srv.AddOrder(waldur.UUID(tn.offering), waldur.Order{Type: waldur.OrderUpdate, State: waldur.OrderExecuting,
 			MarketplaceResourceUUID: tn.resource, Limits: waldur.Limits{"cpu": "2", "storage": "4"}})
 	}
+	// A dry run shows every cut below usage and changes nothing.
+	dry := e.Run(ctx, engine.Request{Command: "sync", DryRun: true})
+	for _, tn := range tenants {
+		if e := findEntry(dry.Report.Changes, "quota", string(tn.resource)); e == nil || !strings.Contains(e.Reason, "requests.storage used 6Gi, new 4Gi") {
+			t.Errorf("%s: dry-run quota entry %+v", tn.backend, e)
+		}
+		if o, _ := srv.Order(tn.order); o.State != waldur.OrderExecuting {
+			t.Errorf("%s: order %s after a dry run", tn.backend, o.State)
+		}
+	}
 	held := run("held")
 	for _, tn := range tenants {
 		assertFile(t, out, tn.file, tn.held)
