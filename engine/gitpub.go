@@ -97,7 +97,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		res.Share(cur) // one copy of every unchanged file, not two
 		next := Layout(p.Config).Apply(res.Tree(cur))
 		tenants = res.Compare(cur, next)
-		routed = nil
+		routed, pub.Review = nil, nil
 		if useReview {
 			if routed = route(p.Config, res, cur, next, tenants); routed != nil {
 				next, tenants = routed.main, res.Compare(cur, routed.main)
