@@ -24,6 +24,7 @@ type fakes struct {
 	source     *enginetest.Source
 	orders     *enginetest.Orders
 	validator  *enginetest.Validator
+	quotas     *enginetest.Quotas
 	publisher  *enginetest.Publisher
 	identities *enginetest.Identities
 	render     engine.Renderer
@@ -49,6 +50,9 @@ func (f *fakes) engine() *engine.Engine {
 	if f.validator != nil {
 		s.Validator = f.validator
 	}
+	if f.quotas != nil {
+		s.Quotas = f.quotas
+	}
 	return engine.New(s, f.render, guard.DefaultOptions(), nil)
 }
 
@@ -65,15 +69,16 @@ func stageNames(out *engine.Outcome) string {
 func TestStageOrder(t *testing.T) {
 	f := newFakes(t)
 	f.validator = &enginetest.Validator{Log: f.log}
+	f.quotas = &enginetest.Quotas{Log: f.log}
 	out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
 	if out.Err != nil {
 		t.Fatal(out.Err)
 	}
-	want := "source.read → orders.approve → validate → publish → identities.reconcile → orders.finish"
+	want := "source.read → orders.approve → quotas.check → validate → publish → identities.reconcile → orders.finish"
 	if got := f.log.String(); got != want {
 		t.Errorf("calls: %s\nwant:  %s", got, want)
 	}
-	if got := stageNames(out); got != "waldur approve render validate fake keycloak orders" {
+	if got := stageNames(out); got != "waldur approve render quota validate fake keycloak orders" {
 		t.Errorf("report stages: %s", got)
 	}
 	resources := map[waldur.UUID]bool{}
@@ -132,6 +137,7 @@ func TestFailureClasses(t *testing.T) {
 		{"render in the approval probe", func(f *fakes) { f.render = func(*waldur.State) (*render.Result, error) { return nil, boom } },
 			engine.ExitUsage, "source.read → orders.approve"},
 		{"validate", func(f *fakes) { f.validator = &enginetest.Validator{Log: f.log, Err: boom} }, engine.ExitApply, "source.read → orders.approve → validate"},
+		{"quota", func(f *fakes) { f.quotas = &enginetest.Quotas{Log: f.log, Err: boom} }, engine.ExitCluster, "source.read → orders.approve → quotas.check"},
 		{"publish", func(f *fakes) { f.publisher.Err = boom }, engine.ExitGit, "source.read → orders.approve → publish"},
 		{"guard", func(f *fakes) { f.publisher.Err = &guard.Error{} }, engine.ExitGuard, "source.read → orders.approve → publish"},
 		{"keycloak after a push", func(f *fakes) { f.identities.Err = boom }, engine.ExitKeycloak,

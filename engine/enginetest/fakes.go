@@ -205,3 +205,16 @@ func (v *Validator) Validate(context.Context, *render.Result) (changeset.Set, ma
 	v.Log.add("validate", false)
 	return changeset.Set{}, nil, v.Err
 }
+
+// Quotas returns Holds, and fails with Err.
+type Quotas struct {
+	Log   *Log
+	Holds render.QuotaHolds
+	Err   error
+}
+
+// Check records the call.
+func (q *Quotas) Check(context.Context, *waldur.State, *render.Result) (*engine.QuotaResult, error) {
+	q.Log.add("quotas.check", false)
+	return &engine.QuotaResult{Holds: q.Holds}, q.Err
+}
