@@ -39,6 +39,8 @@ import (
 	"github.com/waldur/waldur-gitops/internal/gittest"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
 	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -67,6 +69,8 @@ var (
 type tenant struct {
 	// app is the Application name the example's template gives it.
 	app string
+	// dir is its directory relative to git.path: <offering>/cluster/<name>.
+	dir string
 	// namespace and quota are its Namespace and ResourceQuota.
 	namespace string
 	quota     *unstructured.Unstructured
@@ -101,6 +105,11 @@ func TestArgoCDApplicationSet(t *testing.T) {
 	}
 	t.Cleanup(cluster.Stop)
 	dc, err := dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	reader, err := kube.NewReader(cluster.RESTConfig(kubetest.Admin))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -162,8 +171,11 @@ func TestArgoCDApplicationSet(t *testing.T) {
 	}
 	waitSynced(ctx, t, dc, want, head)
 	t.Logf("first sync: %d Applications Synced/Healthy at %.7s %s after the ApplicationSet was applied", n, head, time.Since(step).Round(10*time.Millisecond))
+	// orders.complete_when: applied with Argo CD as the consumer.
+	consumer := &orders.ArgoCD{Apps: reader, Namespace: argotest.Namespace, RepoURL: repoURL, Path: "waldur"}
 	for _, tn := range want {
 		checkTenant(ctx, t, dc, tn)
+		checkApplied(ctx, t, consumer, orders.Target{Dir: tn.dir, Commit: head}, true)
 	}
 	usage(t, argo, "after the first sync")
 
@@ -186,6 +198,9 @@ func TestArgoCDApplicationSet(t *testing.T) {
 	if got := tn.quota.Object["spec"]; reflect.DeepEqual(got, want[diff[0]].quota.Object["spec"]) {
 		t.Fatalf("tenant %s: the rendered quota did not change", tn.app)
 	}
+	// Argo CD polls every three minutes: before the refresh the order of the
+	// change is not applied.
+	checkApplied(ctx, t, consumer, orders.Target{Dir: tn.dir, Commit: head}, false)
 	step = time.Now()
 	annotate(ctx, t, dc, applications, tn.app, refreshApp, "normal")
 	waitFor(ctx, t, "the changed quota of "+tn.app, func() (bool, error) {
@@ -193,6 +208,7 @@ func TestArgoCDApplicationSet(t *testing.T) {
 	})
 	t.Logf("one-tenant change %.7s..%.7s: quota in the cluster %s after the refresh", prev, head, time.Since(step).Round(10*time.Millisecond))
 	waitSynced(ctx, t, dc, after, head)
+	checkApplied(ctx, t, consumer, orders.Target{Dir: tn.dir, Commit: head}, true)
 	want = after
 
 	// One tenant disappears from Waldur (1 of n: under the deletion guard).
@@ -209,6 +225,7 @@ func TestArgoCDApplicationSet(t *testing.T) {
 		t.Fatalf("the removal of one resource changed tenants %v (%d tenants now), want one removed", removed, len(after))
 	}
 	old := want[removed[0]]
+	checkApplied(ctx, t, consumer, orders.Target{Dir: old.dir, Commit: head, Gone: true}, false)
 	step = time.Now()
 	annotate(ctx, t, dc, appSets, "waldur-tenants", refreshAppSet, "true")
 	waitFor(ctx, t, "the deletion of Application "+old.app+" and namespace "+old.namespace, func() (bool, error) {
@@ -217,6 +234,7 @@ func TestArgoCDApplicationSet(t *testing.T) {
 		return apierrors.IsNotFound(aerr) && apierrors.IsNotFound(nerr), nil
 	})
 	t.Logf("one tenant removed: Application and namespace %s gone %s after the refresh", old.namespace, time.Since(step).Round(10*time.Millisecond))
+	checkApplied(ctx, t, consumer, orders.Target{Dir: old.dir, Commit: head, Gone: true}, true)
 	waitSynced(ctx, t, dc, after, head)
 	for _, tn := range after {
 		checkTenant(ctx, t, dc, tn)
@@ -306,7 +324,7 @@ func tenants(t *testing.T, repo, commit string) map[string]tenant {
 			continue
 		}
 		parts := strings.Split(dir, "/")
-		tn := tenant{app: parts[1] + "-" + parts[3]}
+		tn := tenant{app: parts[1] + "-" + parts[3], dir: path.Join(parts[1:]...)}
 		for name, content := range files {
 			for doc := range strings.SplitSeq(content, "\n---") {
 				u := &unstructured.Unstructured{}
@@ -443,6 +461,16 @@ func quotaMatches(ctx context.Context, dc dynamic.Interface, tn tenant) (bool, e
 	delete(gs, "hard")
 	delete(ws, "hard")
 	return reflect.DeepEqual(gs, ws), nil
+}
+
+// checkApplied checks what the Argo CD consumer of orders.complete_when:
+// applied says of target.
+func checkApplied(ctx context.Context, t *testing.T, c orders.Consumer, target orders.Target, want bool) {
+	t.Helper()
+	ok, detail, err := c.AppliedAt(ctx, target)
+	if err != nil || ok != want {
+		t.Errorf("%s at %.7s (gone %v): applied %v (%q, %v), want %v", target.Dir, target.Commit, target.Gone, ok, detail, err, want)
+	}
 }
 
 func annotate(ctx context.Context, t *testing.T, dc dynamic.Interface, gvr schema.GroupVersionResource, name, key, value string) {
