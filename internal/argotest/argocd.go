@@ -153,8 +153,10 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		if err != nil {
 			return struct{}{}, err
 		}
-		p, err := in.run("applicationset-controller", d.Command("argocd-applicationset-controller"), nil,
-			"--kubeconfig", kubeconfig, "--namespace", Namespace,
+		// It reads the cluster through controller-runtime, which takes the
+		// kubeconfig from $KUBECONFIG only.
+		p, err := in.run("applicationset-controller", d.Command("argocd-applicationset-controller"), []string{"KUBECONFIG=" + kubeconfig},
+			"--namespace", Namespace,
 			"--argocd-repo-server", repoAddr, "--repo-server-plaintext",
 			"--metrics-addr", "127.0.0.1:"+strconv.Itoa(ports[0]),
 			"--probe-addr", "127.0.0.1:"+strconv.Itoa(ports[1]),
@@ -163,7 +165,8 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		if err != nil {
 			return struct{}{}, err
 		}
-		return struct{}{}, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/healthz", ports[1]), o.ReadyTimeout)
+		// Its health probe has no check registered (404): wait for metrics.
+		return struct{}{}, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
 	}); err != nil {
 		return nil, err
 	}
