@@ -38,11 +38,11 @@ test-short: ## run the fast tests: no race detector, no real kube-apiserver
 # Argo CD end to end (e2e/argocd, docs/gitops.md#argo-cd): not part of make
 # test. The first run builds Argo CD v3.2.11 and kustomize from the Go module
 # proxy and fetches Redis from Debian into ~/.cache/waldur-gitops/argocd
-# (about 10-15 minutes and 2 GB of memory on 2 cores); afterwards the test
-# takes about 2 minutes. .ci/run calls it only with CI_ARGOCD=1, or with
+# (about 7-8 minutes and 2 GB of memory on 2 free cores); afterwards the
+# target takes about 1-2 minutes. .ci/run calls it only with CI_ARGOCD=1, or with
 # CI_ARGOCD=auto when the run so far leaves time (BENCHMARKS.md).
 E2E_ARGOCD_TENANTS ?= 100
-e2e-argocd: ## Argo CD end to end over examples/argocd, 100 tenants (first run builds Argo CD, ~10-15 min; then ~2 min); not in make test
+e2e-argocd: ## Argo CD end to end over examples/argocd, 100 tenants (first run builds Argo CD, ~8 min; then ~1-2 min); not in make test
 	$(GO) run ./internal/kubetest/kubeup -build -kcm
 	$(GO) run ./internal/argotest/prepare
 	WALDUR_GITOPS_E2E_ARGOCD=1 WALDUR_GITOPS_E2E_ARGOCD_TENANTS=$(E2E_ARGOCD_TENANTS) $(GO) test -count=1 -v -timeout 30m ./e2e/argocd

@@ -4,7 +4,7 @@
 // (internal/kubetest), and the test checks what reaches the cluster.
 //
 // It needs Argo CD built into the cache (several minutes the first time) and
-// takes about a minute and a half more, so plain `go test ./...` skips it:
+// takes one to two minutes more, so plain `go test ./...` skips it:
 // `make e2e-argocd` prepares the cache and runs it with
 // WALDUR_GITOPS_E2E_ARGOCD=1.
 package argocd
