@@ -44,6 +44,14 @@ var _ ArgoApplications = (*kube.Reader)(nil)
 // Healthy; a removed tenant when no such Application is left (the
 // ApplicationSet deleted it and its resources finalizer deleted the tenant's
 // objects).
+//
+// It is not wired into the cycle yet: waitApplied (finish.go) would call it
+// for an offering whose Offering carries a Consumer, with Target.Dir from the
+// rendered tenant (render.Tenant.Dir; a Rancher tenant has two directories,
+// one Application each) and Target.Commit the run's commit
+// (engine.Published.Ref, else Published.Base); terminations can keep the
+// cluster check, since the finalizer deletes the namespace before the
+// Application goes.
 type ArgoCD struct {
 	Apps ArgoApplications
 	// Namespace is where the Applications live ("" for every namespace).
