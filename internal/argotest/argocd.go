@@ -1,0 +1,364 @@
+package argotest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testproc"
+)
+
+// Namespace is the namespace Argo CD runs in, as in examples/argocd.
+const Namespace = "argocd"
+
+// ClusterName is the name of the cluster Secret that registers the test
+// cluster's API server as a destination.
+const ClusterName = "waldur-gitops-test"
+
+// Options configure Start.
+type Options struct {
+	// RepoURL is the Git repository the Applications read; Username and
+	// Password its HTTP credentials (a repository Secret).
+	RepoURL, Username, Password string
+	// ReadyTimeout bounds the wait for each process (default 3 minutes).
+	ReadyTimeout time.Duration
+}
+
+// Instance is a running Argo CD: Redis, the repo-server, the application
+// controller and the ApplicationSet controller.
+type Instance struct {
+	// Dir holds the logs and working files; Stop removes it unless
+	// $WALDUR_GITOPS_ARGOCD_KEEP is set.
+	Dir   string
+	procs []*process
+	once  sync.Once
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// Start registers c as a destination cluster (Argo CD runs outside it, where
+// https://kubernetes.default.svc does not answer: the Applications must name
+// c.URL), applies the CRDs, argocd-cm, argocd-secret and the repository
+// Secret, and starts the programs on free loopback ports. Call Stop when done.
+func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Instance, err error) {
+	if o.ReadyTimeout == 0 {
+		o.ReadyTimeout = 3 * time.Minute
+	}
+	dir, err := os.MkdirTemp("", "waldur-gitops-argocd-")
+	if err != nil {
+		return nil, err
+	}
+	in := &Instance{Dir: dir}
+	defer func() {
+		if err != nil {
+			in.Stop()
+		}
+	}()
+	crds, _ := filepath.Glob(filepath.Join(d.CRDs, "*-crd.yaml"))
+	if _, err := c.ApplyFiles(ctx, crds...); err != nil {
+		return nil, fmt.Errorf("argo cd crds: %w", err)
+	}
+	setup := filepath.Join(dir, "setup.yaml")
+	if err := os.WriteFile(setup, setupObjects(c, o), 0o600); err != nil {
+		return nil, err
+	}
+	if _, err := c.ApplyFiles(ctx, setup); err != nil {
+		return nil, fmt.Errorf("argo cd settings: %w", err)
+	}
+	kubeconfig := c.KubeconfigPath(kubetest.Admin)
+
+	redisAddr, err := testproc.Retry(ctx, 3, func() (string, error) {
+		ports, err := testproc.FreePorts(1)
+		if err != nil {
+			return "", err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+		p, err := in.run("redis", d.Redis, []string{"LD_LIBRARY_PATH=" + d.RedisLibs},
+			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no", "--dir", dir)
+		if err != nil {
+			return "", err
+		}
+		return addr, waitTCP(ctx, p, addr, o.ReadyTimeout)
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	repoAddr, err := testproc.Retry(ctx, 3, func() (string, error) {
+		ports, err := testproc.FreePorts(2)
+		if err != nil {
+			return "", err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(ports[0])
+		env := []string{
+			// kustomize and the argocd CLI (GIT_ASKPASS) come from Bin.
+			"PATH=" + d.Bin + string(os.PathListSeparator) + os.Getenv("PATH"),
+			"ARGOCD_GPG_ENABLED=false",
+			"ARGOCD_GNUPGHOME=" + filepath.Join(dir, "gnupg"),
+			// Else a fixed path in /tmp, shared by every repo-server on the machine.
+			"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(dir, "askpass.sock"),
+			"TMPDIR=" + dir,
+		}
+		p, err := in.run("repo-server", d.Command("argocd-repo-server"), env,
+			"--address", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
+			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[1]),
+			"--disable-tls", "--redis", redisAddr)
+		if err != nil {
+			return "", err
+		}
+		return addr, waitTCP(ctx, p, addr, o.ReadyTimeout)
+	})
+	if err != nil {
+		return nil, err
+	}
+
+	if _, err := testproc.Retry(ctx, 3, func() (struct{}, error) {
+		ports, err := testproc.FreePorts(1)
+		if err != nil {
+			return struct{}{}, err
+		}
+		p, err := in.run("application-controller", d.Command("argocd-application-controller"), nil,
+			"--kubeconfig", kubeconfig, "--namespace", Namespace,
+			"--repo-server", repoAddr, "--repo-server-plaintext", "--redis", redisAddr,
+			"--metrics-port", strconv.Itoa(ports[0]))
+		if err != nil {
+			return struct{}{}, err
+		}
+		return struct{}{}, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
+	}); err != nil {
+		return nil, err
+	}
+
+	if _, err := testproc.Retry(ctx, 3, func() (struct{}, error) {
+		ports, err := testproc.FreePorts(3)
+		if err != nil {
+			return struct{}{}, err
+		}
+		// It reads the cluster through controller-runtime, which takes the
+		// kubeconfig from $KUBECONFIG only.
+		p, err := in.run("applicationset-controller", d.Command("argocd-applicationset-controller"), []string{"KUBECONFIG=" + kubeconfig},
+			"--namespace", Namespace,
+			"--argocd-repo-server", repoAddr, "--repo-server-plaintext",
+			"--metrics-addr", "127.0.0.1:"+strconv.Itoa(ports[0]),
+			"--probe-addr", "127.0.0.1:"+strconv.Itoa(ports[1]),
+			"--webhook-addr", "127.0.0.1:"+strconv.Itoa(ports[2]),
+			"--enable-leader-election=false")
+		if err != nil {
+			return struct{}{}, err
+		}
+		// Its health probe has no check registered (404): wait for metrics.
+		return struct{}{}, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
+	}); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// setupObjects returns the namespace, Argo CD's two settings objects, the
+// repository Secret and the cluster Secret, as YAML.
+func setupObjects(c *kubetest.Cluster, o Options) []byte {
+	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+	clusterConfig, _ := json.Marshal(map[string]any{
+		"bearerToken":     c.Token(kubetest.Admin),
+		"tlsClientConfig": map[string]any{"caData": base64.StdEncoding.EncodeToString(c.CA)},
+	})
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: %s\n", Namespace)
+	fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: argocd-cm\n  namespace: %s\n  labels:\n    app.kubernetes.io/part-of: argocd\ndata: {}\n", Namespace)
+	fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: argocd-secret\n  namespace: %s\n  labels:\n    app.kubernetes.io/part-of: argocd\ndata:\n  server.secretkey: %s\n", Namespace, b64("waldur-gitops-test-secret-key"))
+	fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: waldur-tenants-repo\n  namespace: %s\n  labels:\n    argocd.argoproj.io/secret-type: repository\ndata:\n  type: %s\n  url: %s\n  username: %s\n  password: %s\n",
+		Namespace, b64("git"), b64(o.RepoURL), b64(o.Username), b64(o.Password))
+	fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Secret\nmetadata:\n  name: cluster-%s\n  namespace: %s\n  labels:\n    argocd.argoproj.io/secret-type: cluster\ndata:\n  name: %s\n  server: %s\n  config: %s\n",
+		ClusterName, Namespace, b64(ClusterName), b64(c.URL), b64(string(clusterConfig)))
+	return []byte(b.String())
+}
+
+// run starts a child with its output in <Dir>/<name>.log.
+func (in *Instance) run(name, bin string, env []string, args ...string) (*process, error) {
+	logPath := filepath.Join(in.Dir, name+".log")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = in.Dir
+	cmd.Env = append(os.Environ(), env...)
+	testproc.Detach(cmd)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	in.procs = append(in.procs, p)
+	return p, nil
+}
+
+func waitTCP(ctx context.Context, p *process, addr string, timeout time.Duration) error {
+	return wait(ctx, p, addr, timeout, func() bool {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false
+		}
+		conn.Close()
+		return true
+	})
+}
+
+func waitHTTP(ctx context.Context, p *process, url string, timeout time.Duration) error {
+	return wait(ctx, p, url, timeout, func() bool {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// wait polls ready until it holds, the process exits or the time is up.
+func wait(ctx context.Context, p *process, what string, timeout time.Duration, ready func() bool) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if ready() {
+			return nil
+		}
+		select {
+		case <-p.done:
+			log := p.logTail()
+			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.name, p.err, log)
+			if strings.Contains(log, "address already in use") {
+				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
+			}
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at %s after %s:\n%s", p.name, what, timeout, p.logTail())
+		case <-tick.C:
+		}
+	}
+}
+
+func (p *process) logTail() string {
+	b, _ := os.ReadFile(p.log)
+	if len(b) > 4<<10 {
+		b = b[len(b)-4<<10:]
+	}
+	return string(b)
+}
+
+// Usage is what a process has used so far, from /proc.
+type Usage struct {
+	// CPU is user+system time of the process; ChildrenCPU that of its waited
+	// children (the repo-server's git and kustomize runs).
+	CPU, ChildrenCPU time.Duration
+	// PeakRSS is the high-water mark of its resident set, in bytes.
+	PeakRSS int64
+}
+
+// Usage returns the usage of every running process by name; Linux only
+// (elsewhere the map is empty).
+func (in *Instance) Usage() map[string]Usage {
+	out := map[string]Usage{}
+	for _, p := range in.procs {
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		u, err := procUsage(p.cmd.Process.Pid)
+		if err == nil {
+			out[p.name] = u
+		}
+	}
+	return out
+}
+
+// clockTick is USER_HZ, 100 on every Linux this runs on.
+const clockTick = 100
+
+func procUsage(pid int) (Usage, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	// The command name (field 2) may hold spaces; the fields after it are
+	// plain numbers.
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 15 {
+		return Usage{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	tick := func(i int) time.Duration {
+		n, _ := strconv.ParseInt(f[i], 10, 64)
+		return time.Duration(n) * time.Second / clockTick
+	}
+	// utime, stime, cutime, cstime are fields 14-17, i.e. 11-14 after the name.
+	u := Usage{CPU: tick(11) + tick(12), ChildrenCPU: tick(13) + tick(14)}
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Usage{}, err
+	}
+	for line := range strings.Lines(string(status)) {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			u.PeakRSS = kb << 10
+		}
+	}
+	return u, nil
+}
+
+// Logs returns the end of every process's log, for a failing test.
+func (in *Instance) Logs() string {
+	var b strings.Builder
+	for _, p := range in.procs {
+		fmt.Fprintf(&b, "==> %s (%s)\n%s\n", p.name, p.log, p.logTail())
+	}
+	return b.String()
+}
+
+// Stop ends the processes and removes Dir, unless $WALDUR_GITOPS_ARGOCD_KEEP
+// is set, which keeps it for reading the logs. Stop is safe to call more
+// than once.
+func (in *Instance) Stop() {
+	in.once.Do(func() {
+		for _, p := range slices.Backward(in.procs) {
+			select {
+			case <-p.done:
+			default:
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+				<-p.done
+			}
+		}
+		if os.Getenv("WALDUR_GITOPS_ARGOCD_KEEP") == "" {
+			_ = os.RemoveAll(in.Dir)
+		}
+	})
+}

@@ -1,0 +1,100 @@
+package orders
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/kube"
+)
+
+type fakeApps struct {
+	apps []kube.ArgoApplication
+	err  error
+	ns   string
+}
+
+func (f *fakeApps) ArgoApplications(_ context.Context, namespace string) ([]kube.ArgoApplication, error) {
+	f.ns = namespace
+	return f.apps, f.err
+}
+
+func TestArgoCDAppliedAt(t *testing.T) {
+	const (
+		repo   = "https://git.example.org/platform/tenants.git"
+		commit = "0123456789abcdef0123456789abcdef01234567"
+		old    = "fedcba9876543210fedcba9876543210fedcba98"
+		dir    = "team-ns/cluster/waldur-a"
+	)
+	app := func(name, url, p, sync, rev, health string) kube.ArgoApplication {
+		return kube.ArgoApplication{Namespace: "argocd", Name: name, Sources: []kube.ArgoSource{{RepoURL: url, Path: p}},
+			SyncStatus: sync, SyncRevisions: []string{rev}, Health: health}
+	}
+	other := app("team-ns-waldur-b", repo, "waldur/team-ns/cluster/waldur-b", "Synced", commit, "Healthy")
+	deleting := app("team-ns-waldur-a", repo, "waldur/team-ns/cluster/waldur-a", "Synced", commit, "Healthy")
+	deleting.Deleting = true
+	multi := kube.ArgoApplication{Name: "multi", Sources: []kube.ArgoSource{{RepoURL: "https://charts.example.org", Path: ""}, {RepoURL: repo, Path: "waldur/team-ns/cluster/waldur-a/"}},
+		SyncStatus: "Synced", SyncRevisions: []string{"1.2.3", commit}, Health: "Healthy"}
+	for _, tc := range []struct {
+		name   string
+		apps   []kube.ArgoApplication
+		gone   bool
+		ok     bool
+		detail string
+	}{
+		{name: "synced at the commit and healthy", ok: true,
+			apps: []kube.ArgoApplication{other, app("team-ns-waldur-a", repo, "waldur/team-ns/cluster/waldur-a", "Synced", commit, "Healthy")}},
+		{name: "the repository URL written differently", ok: true,
+			apps: []kube.ArgoApplication{app("a", "HTTPS://Git.Example.org/platform/tenants/", "waldur/team-ns/cluster/waldur-a", "Synced", commit, "Healthy")}},
+		{name: "multi-source", ok: true, apps: []kube.ArgoApplication{multi}},
+		{name: "no application yet", apps: []kube.ArgoApplication{other},
+			detail: "no argo cd application reads waldur/team-ns/cluster/waldur-a yet"},
+		{name: "another repository's application", detail: "no argo cd application reads",
+			apps: []kube.ArgoApplication{app("a", "https://git.example.org/other.git", "waldur/team-ns/cluster/waldur-a", "Synced", commit, "Healthy")}},
+		{name: "synced at an older commit",
+			apps:   []kube.ArgoApplication{app("a", repo, "waldur/team-ns/cluster/waldur-a", "Synced", old, "Healthy")},
+			detail: "argo cd application a is Synced at fedcba987654, want Synced at 0123456789ab"},
+		{name: "out of sync at the commit",
+			apps:   []kube.ArgoApplication{app("a", repo, "waldur/team-ns/cluster/waldur-a", "OutOfSync", commit, "Healthy")},
+			detail: "argo cd application a is OutOfSync at 0123456789ab, want Synced"},
+		{name: "not compared yet",
+			apps:   []kube.ArgoApplication{{Name: "a", Sources: []kube.ArgoSource{{RepoURL: repo, Path: "waldur/" + dir}}}},
+			detail: "argo cd application a is Unknown at no revision"},
+		{name: "synced but degraded",
+			apps:   []kube.ArgoApplication{app("a", repo, "waldur/team-ns/cluster/waldur-a", "Synced", commit, "Degraded")},
+			detail: "argo cd application a is Synced but Degraded"},
+		{name: "two applications for one directory",
+			apps:   []kube.ArgoApplication{app("a", repo, "waldur/"+dir, "Synced", commit, "Healthy"), app("b", repo, "waldur/"+dir, "Synced", commit, "Healthy")},
+			detail: "argo cd applications a, b all read waldur/team-ns/cluster/waldur-a: want one"},
+		{name: "being deleted", apps: []kube.ArgoApplication{deleting},
+			detail: "argo cd application team-ns-waldur-a is being deleted"},
+		{name: "gone: no application left", gone: true, ok: true, apps: []kube.ArgoApplication{other}},
+		{name: "gone: still there", gone: true, apps: []kube.ArgoApplication{other, app("team-ns-waldur-a", repo, "waldur/"+dir, "Synced", old, "Healthy")},
+			detail: "argo cd application team-ns-waldur-a of waldur/team-ns/cluster/waldur-a still exists"},
+		{name: "gone: finalizer still deleting", gone: true, apps: []kube.ArgoApplication{deleting},
+			detail: "argo cd application team-ns-waldur-a of waldur/team-ns/cluster/waldur-a is being deleted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeApps{apps: tc.apps}
+			a := &ArgoCD{Apps: f, Namespace: "argocd", RepoURL: repo, Path: "waldur"}
+			ok, detail, err := a.AppliedAt(context.Background(), Target{Dir: dir, Commit: commit, Gone: tc.gone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tc.ok || !strings.HasPrefix(detail, tc.detail) || (tc.detail == "") != (detail == "") {
+				t.Errorf("AppliedAt = %v, %q; want %v, %q", ok, detail, tc.ok, tc.detail)
+			}
+			if f.ns != "argocd" {
+				t.Errorf("listed namespace %q, want argocd", f.ns)
+			}
+		})
+	}
+	t.Run("a list error is returned", func(t *testing.T) {
+		boom := errors.New("forbidden")
+		a := &ArgoCD{Apps: &fakeApps{err: boom}, RepoURL: repo, Path: "waldur"}
+		if _, _, err := a.AppliedAt(context.Background(), Target{Dir: dir, Commit: commit}); !errors.Is(err, boom) {
+			t.Errorf("err = %v, want %v", err, boom)
+		}
+	})
+}
