@@ -93,7 +93,10 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
-		next := Layout(p.Config).Apply(res.Tree(cur))
+		layout := Layout(p.Config)
+		layout.Previous = cur
+		next := layout.Apply(res.Tree(cur))
+		p.reportMoves(cur, next)
 		tenants = res.Compare(cur, next)
 		tenants.Merge(kept)
 		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
@@ -152,7 +155,11 @@ func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsyn
 
 // Layout is the Flux shard layer the config asks for.
 func Layout(cfg *config.Config) gitsync.FluxLayout {
-	l := gitsync.FluxLayout{Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path}
+	l := gitsync.FluxLayout{
+		Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path,
+		Namespace: cfg.Git.FluxNamespace, SourceName: cfg.Git.FluxSourceName,
+		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix,
+	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
 		targets := []string{render.TargetCluster}
@@ -164,6 +171,23 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 		}
 	}
 	return l
+}
+
+// reportMoves warns when the commit moves tenants between Flux shards, which
+// only lowering git.flux_shards does (the assignment is otherwise stable), and
+// says what to do with the shards no longer generated.
+func (p *GitPublisher) reportMoves(cur, next render.Tree) {
+	if p.Log == nil {
+		return
+	}
+	before, after := gitsync.ShardCount(cur), gitsync.ShardCount(next)
+	moves := gitsync.Moves(cur, next)
+	if before <= after && len(moves) == 0 {
+		return
+	}
+	p.Log.Warn("git.flux_shards lowered: the tenants of the shards no longer generated move to the remaining shards; "+
+		"once every remaining shard Kustomization is Ready at this commit, delete the ones that report their path missing (docs/gitops.md#changing-the-shard-count)",
+		"from", before, "to", after, "moved_tenants", len(moves))
 }
 
 // InPlace reports the resources that have a tenant on the branch tip, from
