@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
@@ -20,6 +22,11 @@ type OrderStage struct {
 	Offerings []config.Offering
 	// ApplyTimeout is orders.apply_timeout (0: never err a waiting order).
 	ApplyTimeout time.Duration
+	// Flux, set when Flux consumes the pushed repository (git.flux_shards),
+	// makes order_done_on: applied also wait for the tenant's shard
+	// Kustomization to report the pushed commit applied; Branch is git.branch.
+	Flux   *gitsync.FluxLayout
+	Branch string
 	Log          *slog.Logger
 }
 
@@ -70,6 +77,9 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 		return changeset.Set{}, nil, err
 	}
 	os.Refused, os.Waiting = pub.Failed, waiting
+	if ref := cmp.Or(pub.Ref, pub.Base); s.Flux != nil && ref != "" {
+		os.Flux = &orders.Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref}
+	}
 	cs, calls, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {
 		err = Errorf(ClassWaldur, "%w", err)

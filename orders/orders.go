@@ -115,6 +115,9 @@ type Stage struct {
 	// yet (its Keycloak groups are not in place) to why: Finish leaves their
 	// Create, Update and Restore orders executing, and a later run finishes them.
 	Waiting map[waldur.UUID]string
+	// Flux, when set, makes order_done_on: applied also wait for the Flux
+	// shard Kustomization of the tenant to report the pushed revision applied.
+	Flux *Flux
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).
