@@ -27,7 +27,7 @@ type OrderStage struct {
 	// Kustomization to report the pushed commit applied; Branch is git.branch.
 	Flux   *gitsync.FluxLayout
 	Branch string
-	Log          *slog.Logger
+	Log    *slog.Logger
 }
 
 // stage builds the orders.Stage of one step. clusters opens a reader of the
