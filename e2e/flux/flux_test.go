@@ -42,6 +42,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/gittest"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
 	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -512,6 +513,17 @@ func TestFluxEndToEnd(t *testing.T) {
 		for _, f := range s.artifactFiles() {
 			if !strings.HasPrefix(f, s.cfg.Git.Path+"/") {
 				t.Errorf("the artifact holds %s, outside git.path", f)
+			}
+		}
+		// What order_done_on: applied reads (orders.Flux): the shard's
+		// lastAppliedRevision, through kube.Reader, from the real CRD.
+		r, err := kube.NewReader(s.cluster.RESTConfig(kubetest.Admin))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range s.expectedShards() {
+			if rev, found, err := r.FluxApplied(s.ctx, fluxtest.Namespace, n); err != nil || !found || rev != branch+"@sha1:"+commit {
+				t.Errorf("kube.Reader.FluxApplied(%s) = %q, %t, %v; want the pushed commit", n, rev, found, err)
 			}
 		}
 		want, owner := s.rendered()
