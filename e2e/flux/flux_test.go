@@ -69,7 +69,7 @@ const (
 
 // site is the whole stack of one test.
 type site struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	cluster *kubetest.Cluster
 	flux    *fluxtest.Controllers
@@ -84,7 +84,7 @@ type memSource struct{ st *waldur.State }
 
 func (m memSource) Read(context.Context) (*waldur.State, error) { return m.st, nil }
 
-func start(t *testing.T) *site {
+func start(t testing.TB, tenants, shards int) *site {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -143,8 +143,8 @@ func start(t *testing.T) *site {
 	}
 	t.Cleanup(s.flux.Stop)
 
-	// waldur-gitops: 100 tenants of the namespace backend, 4 shards, pushing
-	// over HTTP as the bot.
+	// waldur-gitops: tenants of the namespace backend in shards, pushing over
+	// HTTP as the bot.
 	opts := synth.Options{Tenants: tenants, Seed: 7, BackendTypes: []string{config.BackendNamespace}, DisableKeycloak: true}
 	pw := filepath.Join(dir, "git-password")
 	if err := os.WriteFile(pw, []byte(s.git.Password()), 0o600); err != nil {
@@ -152,7 +152,7 @@ func start(t *testing.T) *site {
 	}
 	yml := strings.Replace(string(synth.ConfigYAML(opts)),
 		"git:\n  url: https://git.example.org/platform/tenants.git\n  path: waldur\n",
-		fmt.Sprintf("git:\n  url: %s\n  path: waldur\n  username: %s\n  password_file: %s\n  flux_shards: 4\n  flux_name_prefix: %s\n", repoURL, s.git.User(), pw, namePrefix), 1)
+		fmt.Sprintf("git:\n  url: %s\n  path: waldur\n  username: %s\n  password_file: %s\n  flux_shards: %d\n  flux_name_prefix: %s\n", repoURL, s.git.User(), pw, shards, namePrefix), 1)
 	s.cfg, err = config.Parse([]byte(yml), filepath.Join(dir, "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -167,14 +167,14 @@ func start(t *testing.T) *site {
 	return s
 }
 
-type testLog struct{ t *testing.T }
+type testLog struct{ t testing.TB }
 
 func (l testLog) Write(p []byte) (int, error) {
 	l.t.Log(strings.TrimSpace(string(p)))
 	return len(p), nil
 }
 
-func read(t *testing.T, p string) string {
+func read(t testing.TB, p string) string {
 	t.Helper()
 	b, err := os.ReadFile(p)
 	if err != nil {
@@ -493,7 +493,7 @@ func TestFluxEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the Flux controllers")
 	}
-	s := start(t)
+	s := start(t, tenants, 4)
 
 	t.Run("before the first sync the shard root reports its path missing", func(t *testing.T) {
 		s.t = t

@@ -173,7 +173,7 @@ func build(ctx context.Context, src, module, out string, log io.Writer) error {
 	var tail bytes.Buffer
 	for range 5 {
 		tail.Reset()
-		err := kubetest.GoBuild(ctx, mod, out, "-s -w", ".", io.MultiWriter(log, &tail))
+		err := kubetest.GoBuild(ctx, mod, out, "-s -w", module, io.MultiWriter(log, &tail))
 		if err == nil {
 			return nil
 		}
