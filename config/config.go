@@ -183,6 +183,13 @@ type Git struct {
 	// FluxNamePrefix starts the name of every shard Kustomization (default
 	// "waldur-"): two installations feeding one Flux need different ones.
 	FluxNamePrefix string `yaml:"flux_name_prefix"`
+	// FluxReconcile makes every run that pushed a commit ask Flux to fetch it
+	// at once, by annotating the GitRepository in the cluster of
+	// FluxKubeconfigPath and FluxKubeconfigContext (client-go's rules when
+	// unset, e.g. the CronJob's service account).
+	FluxReconcile         bool   `yaml:"flux_reconcile"`
+	FluxKubeconfigPath    string `yaml:"flux_kubeconfig_path"`
+	FluxKubeconfigContext string `yaml:"flux_kubeconfig_context"`
 }
 
 // Offering is one Waldur offering and the backend it renders for.

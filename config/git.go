@@ -144,7 +144,7 @@ func (g *Git) applyDefaults(dir string) {
 	if g.FluxSourceNamespace == "" {
 		g.FluxSourceNamespace = g.FluxNamespace
 	}
-	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile} {
+	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile, &g.FluxKubeconfigPath} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -235,6 +235,9 @@ func (g *Git) validate(r *report) {
 		if k.v != "" && !dnsLabel.MatchString(k.v) {
 			r.addf("git."+k.key, nil, "%q is not a Kubernetes name: lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit", k.v)
 		}
+	}
+	if g.FluxShards == 0 && (g.FluxReconcile || g.FluxKubeconfigPath != "" || g.FluxKubeconfigContext != "") {
+		r.addf("git.flux_reconcile", nil, "flux_reconcile, flux_kubeconfig_path and flux_kubeconfig_context are only used with git.flux_shards above 0")
 	}
 	if p := g.FluxNamePrefix; p != "" && (len(p) > 30 || !namePrefix.MatchString(p)) {
 		r.addf("git.flux_name_prefix", nil, "%q cannot start a Kubernetes name: lower-case letters, digits and '-', at most 30 characters, starting with a letter", p)

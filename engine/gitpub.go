@@ -3,11 +3,15 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"time"
+
+	"k8s.io/client-go/dynamic"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -23,6 +27,7 @@ type GitPublisher struct {
 	writer   gitsync.Writer // repo prefetching for the current run
 	prepared bool
 	fetched  func() // waits for the prefetch of the current run
+	flux     dynamic.Interface
 }
 
 // Stage is "git".
@@ -125,7 +130,31 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	}
 	tenants.Add(e)
 	pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
+	if pub.Wrote && p.Config.Git.FluxReconcile {
+		p.requestReconcile(ctx)
+		calls["flux_reconcile"] = 1
+	}
 	return pub, tenants, calls, nil
+}
+
+// requestReconcile asks Flux to fetch the commit just pushed
+// (git.flux_reconcile). A failure only costs the wait for Flux's poll, so it
+// is a warning, not an error of the run.
+func (p *GitPublisher) requestReconcile(ctx context.Context) {
+	g := p.Config.Git
+	if p.flux == nil {
+		dyn, err := kube.Source{Path: g.FluxKubeconfigPath, Context: g.FluxKubeconfigContext}.Dynamic()
+		if err != nil {
+			logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the commit now; it comes at the next poll", "error", err.Error())
+			return
+		}
+		p.flux = dyn
+	}
+	if err := kube.RequestFluxReconcile(ctx, p.flux, g.FluxSourceNamespace, g.FluxSourceName, time.Now()); err != nil {
+		logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the commit now; it comes at the next poll", "error", err.Error())
+		return
+	}
+	logOrDiscard(p.Log).Info("asked Flux to fetch the commit", "gitrepository", g.FluxSourceNamespace+"/"+g.FluxSourceName)
 }
 
 // dryRun fetches the branch and plans the tree on it, committing nothing. A

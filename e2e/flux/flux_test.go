@@ -539,8 +539,14 @@ func TestFluxEndToEnd(t *testing.T) {
 		r := s.firstResource()
 		cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
 		r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
+		// This time waldur-gitops asks Flux itself (git.flux_reconcile).
+		requested := s.gitRepository().GetAnnotations()[kube.FluxReconcileAnnotation]
+		s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
 		commit = s.sync()
-		s.trigger()
+		s.cfg.Git.FluxReconcile = false
+		if now := s.gitRepository().GetAnnotations()[kube.FluxReconcileAnnotation]; now == requested || now == "" {
+			t.Fatalf("sync with git.flux_reconcile did not annotate the GitRepository (%s=%q)", kube.FluxReconcileAnnotation, now)
+		}
 		s.waitApplied(commit)
 		want, owner := s.rendered()
 		s.checkMatches(want, owner)
