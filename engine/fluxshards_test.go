@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"log/slog"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -129,5 +130,30 @@ lower:
 		if strings.Contains(p, "/_flux/") && (strings.Contains(p, ".03/") || strings.Contains(p, ".06/")) {
 			t.Errorf("%s is still generated after lowering to 3", p)
 		}
+	}
+}
+
+// git.flux_reconcile asking a cluster that cannot be reached costs only a
+// warning: the commit is pushed and the run succeeds (Flux's poll still
+// comes).
+func TestFluxReconcileFailureIsAWarning(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL, cfg.Git.FluxShards, cfg.Git.FluxReconcile = dir, 2, true
+	cfg.Git.FluxKubeconfigPath = filepath.Join(t.TempDir(), "missing-kubeconfig")
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	out := e.Run(context.Background(), engine.Request{Command: "sync"})
+	if out.Err != nil || out.Report.Commit == "" {
+		t.Fatalf("sync: %v, commit %q", out.Err, out.Report.Commit)
+	}
+	if !strings.Contains(logs.String(), "cannot ask Flux to fetch the commit now") || !strings.Contains(logs.String(), "missing-kubeconfig") {
+		t.Errorf("no warning naming the kubeconfig:\n%s", logs.String())
 	}
 }
