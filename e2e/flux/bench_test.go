@@ -42,15 +42,7 @@ func BenchmarkFluxOneTenantChange(b *testing.B) {
 	s.waitApplied(commit)
 	b.Logf("first sync of %d tenants in %d shards: every shard Ready %.1fs after the push", tenants, shards, time.Since(first).Seconds())
 	r := s.firstResource()
-	ns := ""
-	for _, u := range s.live() {
-		if u.GetKind() == "Namespace" && u.GetLabels()["waldur.io/resource-uuid"] == string(r.UUID) {
-			ns = u.GetName()
-		}
-	}
-	if ns == "" {
-		b.Fatalf("no namespace of resource %s", r.UUID)
-	}
+	ns := s.namespaceOf(r.UUID)
 	cpu := 0
 	if v, err := strconv.Atoi(string(r.Limits["cpu"])); err == nil {
 		cpu = v

@@ -10,7 +10,6 @@ import (
 	"archive/tar"
 	"compress/gzip"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
@@ -18,7 +17,6 @@ import (
 	"os"
 	"path"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -26,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -415,7 +414,7 @@ func (s *site) checkMatches(want map[string]*unstructured.Unstructured, owner ma
 			if f == "metadata" || f == "status" {
 				continue
 			}
-			if !reflect.DeepEqual(normal(g.Object[f]), normal(v)) {
+			if !covers(g.Object[f], v) {
 				s.t.Errorf("%s: %s on the cluster %v, rendered %v", k, f, g.Object[f], v)
 			}
 		}
@@ -430,13 +429,42 @@ func (s *site) checkMatches(want map[string]*unstructured.Unstructured, owner ma
 	}
 }
 
-// normal makes a rendered and a stored value comparable (quantities and
-// numbers as strings).
-func normal(v any) any {
-	b, _ := json.Marshal(v)
-	var out any
-	_ = json.Unmarshal(b, &out)
-	return out
+// covers reports whether the stored value holds everything the rendered one
+// says: every rendered map key with a covered value, lists element by
+// element, and scalars equal — quantities compared as quantities, since the
+// API server writes them in canonical form ("0.5" is stored as "500m").
+func covers(got, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, v := range w {
+			if !covers(g[k], v) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return false
+		}
+		for i := range w {
+			if !covers(g[i], w[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	gs, ws := fmt.Sprint(got), fmt.Sprint(want)
+	if gs == ws {
+		return true
+	}
+	gq, err1 := resource.ParseQuantity(gs)
+	wq, err2 := resource.ParseQuantity(ws)
+	return err1 == nil && err2 == nil && gq.Cmp(wq) == 0
 }
 
 func minus(a, b []string) []string {
@@ -473,6 +501,28 @@ func (s *site) uids() map[string]types.UID {
 		}
 	}
 	return out
+}
+
+// namespaceOf returns the namespace of a resource's tenant on the cluster.
+func (s *site) namespaceOf(id waldur.UUID) string {
+	s.t.Helper()
+	for _, u := range s.live() {
+		if u.GetKind() == "Namespace" && u.GetLabels()["waldur.io/resource-uuid"] == string(id) {
+			return u.GetName()
+		}
+	}
+	s.t.Fatalf("no namespace of resource %s", id)
+	return ""
+}
+
+// quotaName returns the name of the rendered ResourceQuota of a namespace.
+func quotaName(objs map[string]*unstructured.Unstructured, ns string) string {
+	for _, u := range objs {
+		if u.GetKind() == "ResourceQuota" && u.GetNamespace() == ns {
+			return u.GetName()
+		}
+	}
+	return ""
 }
 
 // firstResource returns the first OK resource with a cpu limit.
@@ -550,36 +600,43 @@ func TestFluxEndToEnd(t *testing.T) {
 		s.waitApplied(commit)
 		want, owner := s.rendered()
 		s.checkMatches(want, owner)
+		ns := s.namespaceOf(r.UUID)
 		var moved []string
 		for k, rv := range versions(s.live()) {
 			if before[k] != rv {
 				moved = append(moved, k)
 			}
 		}
-		if len(moved) != 1 || !strings.HasPrefix(moved[0], "ResourceQuota/") {
-			t.Errorf("objects whose resourceVersion moved: %v, want the one ResourceQuota", moved)
+		if !slices.Contains(moved, "ResourceQuota/"+ns+"/"+quotaName(want, ns)) {
+			t.Errorf("the changed tenant's quota did not move: moved %v", moved)
+		}
+		for _, k := range moved {
+			if k != "Namespace//"+ns && !strings.Contains(k, "/"+ns+"/") {
+				t.Errorf("%s of another tenant moved (resourceVersion) on a change of %s", k, ns)
+			}
 		}
 	})
 
 	t.Run("a removal prunes only that tenant", func(t *testing.T) {
 		s.t = t
 		before := s.live()
+		// One of 100, under the deletion guard.
+		gone := s.firstResource().UUID
 		for i := range s.state.Offerings {
 			o := &s.state.Offerings[i]
-			o.Resources = o.Resources[1:] // under the deletion guard: 1 of 100
-			break
+			o.Resources = slices.DeleteFunc(o.Resources, func(r waldur.Resource) bool { return r.UUID == gone })
 		}
 		commit = s.sync()
 		s.trigger()
 		s.waitApplied(commit)
 		want, _ := s.rendered()
-		gone := minus(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(want)))
-		if len(gone) == 0 || !slices.ContainsFunc(gone, func(k string) bool { return strings.HasPrefix(k, "Namespace/") }) {
-			t.Fatalf("the render lost %v, want one tenant's objects", gone)
+		lost := minus(slices.Sorted(maps.Keys(before)), slices.Sorted(maps.Keys(want)))
+		if len(lost) == 0 || !slices.ContainsFunc(lost, func(k string) bool { return strings.HasPrefix(k, "Namespace/") }) {
+			t.Fatalf("the render lost %v, want one tenant's objects", lost)
 		}
 		s.waitFor("the removed tenant pruned", func() (bool, string) {
 			live := s.live()
-			for _, k := range gone {
+			for _, k := range lost {
 				if u, ok := live[k]; ok && u.GetDeletionTimestamp() == nil && u.GetKind() == "Namespace" {
 					return false, k + " still there"
 				}
