@@ -24,17 +24,7 @@ import (
 //
 //	go test ./e2e/flux -run '^$' -bench FluxOneTenantChange -benchtime 3x
 func BenchmarkFluxOneTenantChange(b *testing.B) {
-	tenants, shards := 1000, 4
-	if v := os.Getenv("WALDUR_GITOPS_FLUX_BENCH"); v != "" {
-		var err error
-		a, c, _ := strings.Cut(v, "/")
-		if tenants, err = strconv.Atoi(a); err == nil {
-			shards, err = strconv.Atoi(c)
-		}
-		if err != nil {
-			b.Fatalf("WALDUR_GITOPS_FLUX_BENCH=%q: want tenants/shards", v)
-		}
-	}
+	tenants, shards := benchSize(b)
 	s := start(b, tenants, shards)
 	first := time.Now()
 	commit := s.sync()
@@ -80,4 +70,20 @@ func BenchmarkFluxOneTenantChange(b *testing.B) {
 	b.ReportMetric(per(toReady), "s-to-ready")
 	b.ReportMetric(per(cpu1["kustomize-controller"]-cpu0["kustomize-controller"]), "kustomize-cpu-s/op")
 	b.ReportMetric(per(cpu1["source-controller"]-cpu0["source-controller"]), "source-cpu-s/op")
+}
+
+// benchSize reads $WALDUR_GITOPS_FLUX_BENCH, "tenants/shards" (default 1000/4).
+func benchSize(b *testing.B) (tenants, shards int) {
+	tenants, shards = 1000, 4
+	if v := os.Getenv("WALDUR_GITOPS_FLUX_BENCH"); v != "" {
+		var err error
+		a, c, _ := strings.Cut(v, "/")
+		if tenants, err = strconv.Atoi(a); err == nil {
+			shards, err = strconv.Atoi(c)
+		}
+		if err != nil {
+			b.Fatalf("WALDUR_GITOPS_FLUX_BENCH=%q: want tenants/shards", v)
+		}
+	}
+	return tenants, shards
 }

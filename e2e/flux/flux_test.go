@@ -86,7 +86,11 @@ type memSource struct{ st *waldur.State }
 
 func (m memSource) Read(context.Context) (*waldur.State, error) { return m.st, nil }
 
-func start(t testing.TB, tenants, shards int) *site {
+func start(t testing.TB, tenants, shards int) *site { return startWith(t, tenants, shards, true) }
+
+// startWith is start; shardRoot false leaves out waldur-shards, for a layout
+// whose shard objects the test applies itself.
+func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -140,7 +144,9 @@ func start(t testing.TB, tenants, shards int) *site {
 		t.Fatal("examples/flux/gitrepository.yaml has no spec.url line to edit")
 	}
 	add("2-gitrepository.yaml", edited)
-	add("3-waldur-shards.yaml", read(t, "../../examples/flux/waldur-shards.yaml"))
+	if shardRoot {
+		add("3-waldur-shards.yaml", read(t, "../../examples/flux/waldur-shards.yaml"))
+	}
 	if _, err := cluster.ApplyFiles(ctx, files...); err != nil {
 		t.Fatal(err)
 	}
