@@ -24,11 +24,13 @@ image: ## build the container image without Docker: bin/image/ (OCI layout) and 
 	GOOS= GOARCH= $(GO) run ./cmd/waldur-gitops-image -version '$(VERSION)' -revision '$(shell git rev-parse HEAD 2>/dev/null)' \
 	  -image '$(IMAGE)' $(foreach a,$(IMAGE_ARCHES),-binary linux/$(a)=bin/linux_$(a)/waldur-gitops)
 
-test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min, and fetches Keycloak, ~1 min)
+test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min, the Flux controllers, ~10 min, and fetches Keycloak, ~1 min)
 	@echo "make test: the test control plane (etcd, kube-apiserver, kube-controller-manager, built from the Go module proxy into a cache: the first time about 5-6 minutes on 2 cores, then found at once)"
 	$(GO) run ./internal/kubetest/kubeup -build -kcm
 	@echo "make test: Keycloak for the Keycloak tests (downloaded once, about 1 minute)"
 	$(GO) run ./internal/keycloaktest/prepare
+	@echo "make test: Flux source-controller and kustomize-controller for e2e/flux (built from the Go module proxy into a cache: the first time about 10 CPU-minutes and 1.8 GB of memory, then found at once)"
+	$(GO) run ./internal/fluxtest/prepare
 	@echo "make test: go test -race over every package (a few minutes once compiled; the first run compiles everything with the race detector, about 10-15 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
@@ -66,6 +68,8 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./engine -run '^$$' -bench Sync10k -benchtime 3x -count 2 -timeout 30m
 	$(GO) test ./apply -run '^$$' -bench Apply1000 -benchtime 3x -count 1 -benchmem -timeout 30m
 	$(GO) test ./keycloak -run '^$$' -bench BenchmarkKeycloak -benchtime 1x -timeout 30m
+	$(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChange(OCI)?$$' -benchtime 3x -count 1 -timeout 30m
+	WALDUR_GITOPS_FLUX_BENCH=1000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 30m
 
 fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 	$(GO) test ./render -run '^$$' -fuzz FuzzRender -fuzztime 60s

@@ -175,6 +175,23 @@ type Git struct {
 	// FluxShards is the number of Flux shard entry points generated per offering
 	// target (default 0: none).
 	FluxShards int `yaml:"flux_shards"`
+	// FluxNamespace is the namespace of the generated shard Kustomizations
+	// (default flux-system).
+	FluxNamespace string `yaml:"flux_namespace"`
+	// FluxSourceName and FluxSourceNamespace name the GitRepository the shard
+	// Kustomizations build from (defaults waldur-tenants and FluxNamespace).
+	FluxSourceName      string `yaml:"flux_source_name"`
+	FluxSourceNamespace string `yaml:"flux_source_namespace"`
+	// FluxNamePrefix starts the name of every shard Kustomization (default
+	// "waldur-"): two installations feeding one Flux need different ones.
+	FluxNamePrefix string `yaml:"flux_name_prefix"`
+	// FluxReconcile makes every run that pushed a commit ask Flux to fetch it
+	// at once, by annotating the GitRepository in the cluster of
+	// FluxKubeconfigPath and FluxKubeconfigContext (client-go's rules when
+	// unset, e.g. the CronJob's service account).
+	FluxReconcile         bool   `yaml:"flux_reconcile"`
+	FluxKubeconfigPath    string `yaml:"flux_kubeconfig_path"`
+	FluxKubeconfigContext string `yaml:"flux_kubeconfig_context"`
 }
 
 // Offering is one Waldur offering and the backend it renders for.

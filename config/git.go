@@ -131,7 +131,20 @@ func (g *Git) applyDefaults(dir string) {
 		n := 3
 		g.PushRetries = &n
 	}
-	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile} {
+	for _, d := range []struct {
+		v   *string
+		def string
+	}{
+		{&g.FluxNamespace, "flux-system"}, {&g.FluxSourceName, "waldur-tenants"}, {&g.FluxNamePrefix, "waldur-"},
+	} {
+		if *d.v == "" {
+			*d.v = d.def
+		}
+	}
+	if g.FluxSourceNamespace == "" {
+		g.FluxSourceNamespace = g.FluxNamespace
+	}
+	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile, &g.FluxKubeconfigPath} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -216,6 +229,24 @@ func (g *Git) validate(r *report) {
 	if g.FluxShards < 0 || g.FluxShards > 1000 {
 		r.addf("git.flux_shards", nil, "must be between 0 and 1000, got %d", g.FluxShards)
 	}
+	for _, k := range []struct{ key, v string }{
+		{"flux_namespace", g.FluxNamespace}, {"flux_source_name", g.FluxSourceName}, {"flux_source_namespace", g.FluxSourceNamespace},
+	} {
+		if k.v != "" && !dnsLabel.MatchString(k.v) {
+			r.addf("git."+k.key, nil, "%q is not a Kubernetes name: lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit", k.v)
+		}
+	}
+	if g.FluxShards == 0 && (g.FluxReconcile || g.FluxKubeconfigPath != "" || g.FluxKubeconfigContext != "") {
+		r.addf("git.flux_reconcile", nil, "flux_reconcile, flux_kubeconfig_path and flux_kubeconfig_context are only used with git.flux_shards above 0")
+	}
+	if p := g.FluxNamePrefix; p != "" && (len(p) > 30 || !namePrefix.MatchString(p)) {
+		r.addf("git.flux_name_prefix", nil, "%q cannot start a Kubernetes name: lower-case letters, digits and '-', at most 30 characters, starting with a letter", p)
+	}
 }
+
+var (
+	dnsLabel   = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	namePrefix = regexp.MustCompile(`^[a-z][-a-z0-9]*$`)
+)
 
 var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

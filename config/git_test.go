@@ -20,6 +20,8 @@ func TestGitKeys(t *testing.T) {
 		{"local path", "{url: ../repos/t.git}", config.GitFile},
 		{"file URL", "{url: 'file:///srv/git/t.git'}", config.GitFile},
 		{"signing and retries", "{url: /srv/t.git, signing_key_file: key, signing_key_type: ssh, push_retries: 0, flux_shards: 16}", config.GitFile},
+		{"flux reconcile", "{url: /srv/t.git, flux_shards: 4, flux_reconcile: true, flux_kubeconfig_path: kc, flux_kubeconfig_context: mgmt}", config.GitFile},
+		{"flux objects", "{url: /srv/t.git, flux_shards: 4, flux_namespace: tenants-a, flux_source_name: repo-a, flux_source_namespace: sources, flux_name_prefix: site-a-}", config.GitFile},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -29,7 +31,7 @@ func TestGitKeys(t *testing.T) {
 				t.Errorf("transport %q, want %q", got, tc.transport)
 			}
 			dir := filepath.Dir(path)
-			for _, f := range []string{l.Git.TokenFile, l.Git.SSHKeyFile, l.Git.KnownHostsFile, l.Git.SigningKeyFile} {
+			for _, f := range []string{l.Git.TokenFile, l.Git.SSHKeyFile, l.Git.KnownHostsFile, l.Git.SigningKeyFile, l.Git.FluxKubeconfigPath} {
 				if f != "" && filepath.Dir(f) != dir {
 					t.Errorf("%s is not resolved against the config's directory", f)
 				}
@@ -64,6 +66,12 @@ func TestGitProblems(t *testing.T) {
 		{"unknown signing type", "{signing_key_file: k, signing_key_type: x509}", "git.signing_key_type", "must be ssh or openpgp"},
 		{"negative retries", "{push_retries: -1}", "git.push_retries", "between 0 and 20"},
 		{"too many shards", "{flux_shards: 5000}", "git.flux_shards", "between 0 and 1000"},
+		{"flux namespace not a name", "{flux_shards: 2, flux_namespace: Flux_System}", "git.flux_namespace", "is not a Kubernetes name"},
+		{"flux source not a name", "{flux_shards: 2, flux_source_name: 'repo.a'}", "git.flux_source_name", "is not a Kubernetes name"},
+		{"flux source namespace too long", "{flux_shards: 2, flux_source_namespace: " + strings.Repeat("a", 64) + "}", "git.flux_source_namespace", "is not a Kubernetes name"},
+		{"flux reconcile without shards", "{flux_reconcile: true}", "git.flux_reconcile", "only used with git.flux_shards above 0"},
+		{"flux prefix upper case", "{flux_shards: 2, flux_name_prefix: Site-}", "git.flux_name_prefix", "cannot start a Kubernetes name"},
+		{"flux prefix too long", "{flux_shards: 2, flux_name_prefix: " + strings.Repeat("a", 31) + "}", "git.flux_name_prefix", "at most 30"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

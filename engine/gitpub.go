@@ -3,11 +3,15 @@ package engine
 import (
 	"context"
 	"log/slog"
+	"time"
+
+	"k8s.io/client-go/dynamic"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -23,6 +27,7 @@ type GitPublisher struct {
 	writer   gitsync.Writer // repo prefetching for the current run
 	prepared bool
 	fetched  func() // waits for the prefetch of the current run
+	flux     dynamic.Interface
 }
 
 // Stage is "git".
@@ -95,7 +100,10 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
-		next := Layout(p.Config).Apply(res.Tree(cur))
+		layout := Layout(p.Config)
+		layout.Previous = cur
+		next := layout.Apply(res.Tree(cur))
+		p.reportMoves(cur, next)
 		tenants = res.Compare(cur, next)
 		routed, pub.Review = nil, nil
 		if useReview {
@@ -145,7 +153,31 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	}
 	tenants.Add(e)
 	pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
+	if pub.Wrote && p.Config.Git.FluxReconcile {
+		p.requestReconcile(ctx)
+		calls["flux_reconcile"] = 1
+	}
 	return pub, tenants, calls, nil
+}
+
+// requestReconcile asks Flux to fetch the commit just pushed
+// (git.flux_reconcile). A failure only costs the wait for Flux's poll, so it
+// is a warning, not an error of the run.
+func (p *GitPublisher) requestReconcile(ctx context.Context) {
+	g := p.Config.Git
+	if p.flux == nil {
+		dyn, err := kube.Source{Path: g.FluxKubeconfigPath, Context: g.FluxKubeconfigContext}.Dynamic()
+		if err != nil {
+			logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the commit now; it comes at the next poll", "error", err.Error())
+			return
+		}
+		p.flux = dyn
+	}
+	if err := kube.RequestFluxReconcile(ctx, p.flux, g.FluxSourceNamespace, g.FluxSourceName, time.Now()); err != nil {
+		logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the commit now; it comes at the next poll", "error", err.Error())
+		return
+	}
+	logOrDiscard(p.Log).Info("asked Flux to fetch the commit", "gitrepository", g.FluxSourceNamespace+"/"+g.FluxSourceName)
 }
 
 // dryRun fetches the branch and plans the tree on it, committing nothing. A
@@ -175,7 +207,11 @@ func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsyn
 
 // Layout is the Flux shard layer the config asks for.
 func Layout(cfg *config.Config) gitsync.FluxLayout {
-	l := gitsync.FluxLayout{Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path}
+	l := gitsync.FluxLayout{
+		Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path,
+		Namespace: cfg.Git.FluxNamespace, SourceName: cfg.Git.FluxSourceName,
+		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix,
+	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
 		targets := []string{render.TargetCluster}
@@ -187,6 +223,23 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 		}
 	}
 	return l
+}
+
+// reportMoves warns when the commit moves tenants between Flux shards, which
+// only lowering git.flux_shards does (the assignment is otherwise stable), and
+// says what to do with the shards no longer generated.
+func (p *GitPublisher) reportMoves(cur, next render.Tree) {
+	if p.Log == nil {
+		return
+	}
+	before, after := gitsync.ShardCount(cur), gitsync.ShardCount(next)
+	moves := gitsync.Moves(cur, next)
+	if before <= after && len(moves) == 0 {
+		return
+	}
+	p.Log.Warn("git.flux_shards lowered: the tenants of the shards no longer generated move to the remaining shards; "+
+		"once every remaining shard Kustomization is Ready at this commit, delete the ones that report their path missing (docs/gitops.md#changing-the-shard-count)",
+		"from", before, "to", after, "moved_tenants", len(moves))
 }
 
 // InPlace reports the resources that have a tenant on the branch tip, from

@@ -1,12 +1,14 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
@@ -20,7 +22,12 @@ type OrderStage struct {
 	Offerings []config.Offering
 	// ApplyTimeout is orders.apply_timeout (0: never err a waiting order).
 	ApplyTimeout time.Duration
-	Log          *slog.Logger
+	// Flux, set when Flux consumes the pushed repository (git.flux_shards),
+	// makes order_done_on: applied also wait for the tenant's shard
+	// Kustomization to report the pushed commit applied; Branch is git.branch.
+	Flux   *gitsync.FluxLayout
+	Branch string
+	Log    *slog.Logger
 }
 
 // stage builds the orders.Stage of one step. clusters opens a reader of the
@@ -70,6 +77,9 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 		return changeset.Set{}, nil, err
 	}
 	os.Refused, os.Waiting, os.Reviewing = pub.Failed, waiting, pub.Review
+	if ref := cmp.Or(pub.Ref, pub.Base); s.Flux != nil && ref != "" {
+		os.Flux = &orders.Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref}
+	}
 	cs, calls, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {
 		err = Errorf(ClassWaldur, "%w", err)

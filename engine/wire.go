@@ -77,7 +77,12 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			s.Announcer = &AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
 		}
 		if o.Orders && o.Publish != Nowhere {
-			s.Orders = &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
+			ost := &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
+			if o.Publish == Git && cfg.Git.FluxShards > 0 {
+				l := Layout(cfg)
+				ost.Flux, ost.Branch = &l, cfg.Git.Branch
+			}
+			s.Orders = ost
 		}
 	}
 	var previous func() render.Tree

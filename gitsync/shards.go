@@ -5,6 +5,7 @@ import (
 	"hash/fnv"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/render"
@@ -22,16 +23,37 @@ type FluxTarget struct {
 	Offering, Target string
 }
 
+// Defaults of the generated Flux objects, the values before they became
+// configurable.
+const (
+	DefaultFluxNamespace  = "flux-system"
+	DefaultFluxSource     = "waldur-tenants"
+	DefaultFluxNamePrefix = "waldur-"
+)
+
 // FluxLayout describes the Flux shard entry points added to the rendered tree.
 //
 // For every target it adds Shards directories _flux/<offering>.<target>.<NN>/
 // whose kustomization.yaml lists a share of the target's tenant directories,
-// and _flux/kustomization.yaml with one Flux Kustomization per shard. A tenant
-// is assigned to a shard by a consistent hash of its directory name: the
-// assignment never depends on the other tenants, and raising Shards from n to
-// n+1 moves only the tenants that land in the new shard. Every shard exists
-// even when empty, so that Flux prunes a shard's last tenant instead of
-// failing on a missing path.
+// _flux/flux-kustomizations.yaml with one Flux Kustomization per shard, and
+// _flux/kustomization.yaml listing that file (the path of the one Flux
+// Kustomization a site creates by hand). Every shard exists even when empty,
+// so that Flux prunes a shard's last tenant instead of failing on a missing
+// path.
+//
+// The assignment is stable: a tenant that Previous (the tree on the branch
+// tip) places in a shard that still exists stays there, whatever Shards is
+// now, because moving a tenant between two shards that both exist makes the
+// giving shard prune it — Flux deletes the namespace with everything in it,
+// and the receiving shard creates it again. Only a tenant not placed yet, or
+// placed in a shard that no longer exists, is assigned by a consistent hash of
+// its directory name over the current Shards (ShardOf). So raising Shards
+// moves nothing (the new shards fill with new tenants only), and lowering it
+// moves only the tenants of the shards that are no longer generated: such a
+// shard reports its path missing in Flux and keeps its objects (Flux
+// garbage-collects only after a successful build), while the receiving shard
+// applies them and takes them over; the orphaned shard Kustomization is
+// deleted by hand once every remaining shard is Ready (docs/gitops.md).
 type FluxLayout struct {
 	// Shards is the number of shards per target; 0 adds nothing.
 	Shards int
@@ -40,6 +62,118 @@ type FluxLayout struct {
 	RepoPath string
 	// Targets lists every offering target, whether or not it has tenants now.
 	Targets []FluxTarget
+	// Previous is the tree on the branch tip (nil: none), whose shard
+	// directories say where each tenant already is.
+	Previous render.Tree
+	// Namespace is the namespace of the shard Kustomizations (default
+	// DefaultFluxNamespace); SourceName and SourceNamespace name the
+	// GitRepository they build from (defaults DefaultFluxSource and
+	// Namespace); NamePrefix starts every shard Kustomization's name (default
+	// DefaultFluxNamePrefix), so that two installations feeding one Flux can
+	// keep apart.
+	Namespace, SourceName, SourceNamespace, NamePrefix string
+}
+
+// Placement returns, per target ("<offering>/<target>"), the shard each
+// tenant directory is listed in by the shard directories of tree. A tenant
+// listed in several shards (a hand edit) counts in the lowest.
+func Placement(tree render.Tree) map[string]map[string]int {
+	out := map[string]map[string]int{}
+	for p, b := range tree {
+		dir, file := path.Split(p)
+		if file != render.KustomizationFile || !strings.HasPrefix(dir, FluxDir+"/") {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(dir, FluxDir+"/"), "/")
+		i := strings.LastIndexByte(name, '.')
+		if i < 0 || strings.Contains(name, "/") {
+			continue
+		}
+		shard, err := strconv.Atoi(name[i+1:])
+		if err != nil || shard < 0 {
+			continue
+		}
+		ot := strings.SplitN(name[:i], ".", 2)
+		if len(ot) != 2 {
+			continue
+		}
+		key := ot[0] + "/" + ot[1]
+		prefix := "- ../../" + key + "/"
+		for line := range strings.Lines(string(b)) {
+			line = strings.TrimSpace(line)
+			tenant, ok := strings.CutPrefix(line, prefix)
+			if !ok || tenant == "" || strings.Contains(tenant, "/") {
+				continue
+			}
+			m := out[key]
+			if m == nil {
+				m = map[string]int{}
+				out[key] = m
+			}
+			if old, seen := m[tenant]; !seen || shard < old {
+				m[tenant] = shard
+			}
+		}
+	}
+	return out
+}
+
+// Moves reports the tenants whose shard differs between the shard
+// directories of two trees, as "<offering>/<target>/<tenant>" → [from, to],
+// leaving out tenants that are in only one of them.
+func Moves(before, after render.Tree) map[string][2]int {
+	a, b := Placement(before), Placement(after)
+	out := map[string][2]int{}
+	for key, m := range a {
+		for tenant, from := range m {
+			if to, ok := b[key][tenant]; ok && to != from {
+				out[key+"/"+tenant] = [2]int{from, to}
+			}
+		}
+	}
+	return out
+}
+
+// ShardCount returns the number of shards per target that the shard
+// directories of tree hold (the highest shard number plus one; 0: none).
+func ShardCount(tree render.Tree) int {
+	n := 0
+	for p := range tree {
+		dir, file := path.Split(p)
+		if file != render.KustomizationFile || !strings.HasPrefix(dir, FluxDir+"/") {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(dir, FluxDir+"/"), "/")
+		if i := strings.LastIndexByte(name, '.'); i >= 0 {
+			if s, err := strconv.Atoi(name[i+1:]); err == nil && s+1 > n {
+				n = s + 1
+			}
+		}
+	}
+	return n
+}
+
+// ShardName is the name of a shard's Flux Kustomization.
+func (l FluxLayout) ShardName(t FluxTarget, shard int) string {
+	prefix := l.NamePrefix
+	if prefix == "" {
+		prefix = DefaultFluxNamePrefix
+	}
+	return flux63(fmt.Sprintf("%s%s-%s-%02d", prefix, t.Offering, t.Target, shard))
+}
+
+func (l FluxLayout) names() (ns, source, sourceNS string) {
+	ns, source, sourceNS = l.Namespace, l.SourceName, l.SourceNamespace
+	if ns == "" {
+		ns = DefaultFluxNamespace
+	}
+	if source == "" {
+		source = DefaultFluxSource
+	}
+	if sourceNS == "" {
+		sourceNS = ns
+	}
+	return ns, source, sourceNS
 }
 
 // ShardDir is the directory of one shard below the owned directory.
@@ -90,10 +224,16 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 	slices.SortFunc(targets, func(a, b FluxTarget) int {
 		return strings.Compare(a.Offering+"/"+a.Target, b.Offering+"/"+b.Target)
 	})
+	placed := Placement(l.Previous)
+	ns, source, sourceNS := l.names()
 	for i, tg := range targets {
 		shards := make([][]string, l.Shards)
-		for _, tenant := range members[tg.Offering+"/"+tg.Target] {
-			s := ShardOf(tenant, l.Shards)
+		key := tg.Offering + "/" + tg.Target
+		for _, tenant := range members[key] {
+			s, ok := placed[key][tenant]
+			if !ok || s >= l.Shards {
+				s = ShardOf(tenant, l.Shards)
+			}
 			shards[s] = append(shards[s], tenant)
 		}
 		for s, tenants := range shards {
@@ -115,12 +255,11 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 			if i > 0 || s > 0 {
 				objs.WriteString("---\n")
 			}
-			name := fmt.Sprintf("waldur-%s-%s-%02d", tg.Offering, tg.Target, s)
 			fmt.Fprintf(&objs, `apiVersion: kustomize.toolkit.fluxcd.io/v1
 kind: Kustomization
 metadata:
   name: %s
-  namespace: flux-system
+  namespace: %s
   labels:
     app.kubernetes.io/managed-by: waldur-gitops
     waldur.io/offering: %s
@@ -133,8 +272,11 @@ spec:
   prune: true
   sourceRef:
     kind: GitRepository
-    name: waldur-tenants
-`, flux63(name), tg.Offering, tg.Target, path.Join(l.RepoPath, dir))
+    name: %s
+`, l.ShardName(tg, s), ns, tg.Offering, tg.Target, path.Join(l.RepoPath, dir), source)
+			if sourceNS != ns {
+				fmt.Fprintf(&objs, "    namespace: %s\n", sourceNS)
+			}
 		}
 	}
 	t[FluxDir+"/"+render.KustomizationFile] = []byte(index.String())

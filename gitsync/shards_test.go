@@ -265,3 +265,142 @@ func TestFluxExampleBuilds(t *testing.T) {
 		t.Errorf("the Flux example builds to %v", kinds)
 	}
 }
+
+// syntheticTree holds n tenant directories of one target.
+func syntheticTree(n int) render.Tree {
+	tree := render.Tree{}
+	for i := range n {
+		tree[fmt.Sprintf("off/cluster/tenant-%04d/kustomization.yaml", i)] = []byte("resources: []\n")
+	}
+	return tree
+}
+
+// The shard assignment is stable across count changes: from a tree placed
+// with one count, another count moves no tenant whose shard still exists;
+// the tenants of removed shards go where the hash over the new count says;
+// and Placement reads back exactly what Apply wrote.
+func TestShardAssignmentIsStable(t *testing.T) {
+	target := FluxTarget{"off", "cluster"}
+	layout := func(n int, prev render.Tree) render.Tree {
+		return FluxLayout{Shards: n, RepoPath: "waldur", Targets: []FluxTarget{target}, Previous: prev}.Apply(syntheticTree(1000))
+	}
+	for _, tc := range []struct{ from, to int }{{4, 5}, {4, 16}, {16, 4}, {5, 4}, {8, 3}, {3, 1}} {
+		t.Run(fmt.Sprintf("%d→%d", tc.from, tc.to), func(t *testing.T) {
+			before := layout(tc.from, nil)
+			placed := Placement(before)["off/cluster"]
+			if len(placed) != 1000 {
+				t.Fatalf("Placement reads %d tenants back, want 1000", len(placed))
+			}
+			for tenant, s := range placed {
+				if s != ShardOf(tenant, tc.from) {
+					t.Fatalf("%s read back in shard %d, written to %d", tenant, s, ShardOf(tenant, tc.from))
+				}
+			}
+			after := layout(tc.to, before)
+			if got := ShardCount(after); got != tc.to {
+				t.Errorf("ShardCount %d, want %d", got, tc.to)
+			}
+			moves := Moves(before, after)
+			for tenant, s := range Placement(after)["off/cluster"] {
+				was := placed[tenant]
+				switch {
+				case was < tc.to && s != was:
+					t.Errorf("%s moved from shard %d, which still exists, to %d", tenant, was, s)
+				case was >= tc.to && s != ShardOf(tenant, tc.to):
+					t.Errorf("%s of removed shard %d went to %d, the hash says %d", tenant, was, s, ShardOf(tenant, tc.to))
+				}
+			}
+			wantMoves := 0
+			for _, s := range placed {
+				if s >= tc.to {
+					wantMoves++
+				}
+			}
+			if len(moves) != wantMoves {
+				t.Errorf("%d moves, want %d (the tenants of the removed shards)", len(moves), wantMoves)
+			}
+		})
+	}
+}
+
+// A tenant listed by hand in two shards counts in the lowest; lines that are
+// not a tenant of the shard's own target are ignored.
+func TestPlacementReadsHandEdits(t *testing.T) {
+	tree := render.Tree{
+		"_flux/off.cluster.03/kustomization.yaml": []byte("resources:\n- ../../off/cluster/a\n- ../../off/cluster/b\n- ../../other/cluster/c\n"),
+		"_flux/off.cluster.01/kustomization.yaml": []byte("resources:\n  - ../../off/cluster/b\n"),
+		"_flux/kustomization.yaml":                []byte("resources:\n- ../../off/cluster/x\n"),
+		"off/cluster/a/kustomization.yaml":        []byte("resources: []\n"),
+	}
+	got := Placement(tree)
+	want := map[string]map[string]int{"off/cluster": {"a": 3, "b": 1}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Placement = %v, want %v", got, want)
+	}
+}
+
+// The shard Kustomizations' namespace, source and name prefix come from the
+// layout; two prefixes give disjoint names; the defaults are the names used
+// before they were configurable.
+func TestFluxObjectsConfigurable(t *testing.T) {
+	target := FluxTarget{"off", "cluster"}
+	objects := func(l FluxLayout) []map[string]any {
+		l.Shards, l.RepoPath, l.Targets = 3, "waldur", []FluxTarget{target}
+		tree := l.Apply(syntheticTree(10))
+		var out []map[string]any
+		for doc := range strings.SplitSeq(string(tree["_flux/flux-kustomizations.yaml"]), "\n---\n") {
+			var o map[string]any
+			if err := yaml.Unmarshal([]byte(doc), &o); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, o)
+		}
+		return out
+	}
+	get := func(o map[string]any, keys ...string) any {
+		var v any = o
+		for _, k := range keys {
+			m, _ := v.(map[string]any)
+			v = m[k]
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		name                             string
+		layout                           FluxLayout
+		ns, source, sourceNS, namePrefix string
+	}{
+		{"defaults", FluxLayout{}, "flux-system", "waldur-tenants", "", "waldur-off-cluster-0"},
+		{"same namespace", FluxLayout{Namespace: "tenants", SourceName: "repo", NamePrefix: "site-a-"}, "tenants", "repo", "", "site-a-off-cluster-0"},
+		{"source elsewhere", FluxLayout{Namespace: "tenants", SourceName: "repo", SourceNamespace: "sources"}, "tenants", "repo", "sources", "waldur-off-cluster-0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			objs := objects(tc.layout)
+			if len(objs) != 3 {
+				t.Fatalf("%d objects, want 3", len(objs))
+			}
+			for s, o := range objs {
+				if got := get(o, "metadata", "name"); got != fmt.Sprintf("%s%d", tc.namePrefix, s) {
+					t.Errorf("name %v", got)
+				}
+				if got := get(o, "metadata", "namespace"); got != tc.ns {
+					t.Errorf("namespace %v, want %s", got, tc.ns)
+				}
+				if got := get(o, "spec", "sourceRef", "name"); got != tc.source {
+					t.Errorf("sourceRef.name %v, want %s", got, tc.source)
+				}
+				if got, _ := get(o, "spec", "sourceRef", "namespace").(string); got != tc.sourceNS {
+					t.Errorf("sourceRef.namespace %q, want %q", got, tc.sourceNS)
+				}
+			}
+		})
+	}
+	a, b := objects(FluxLayout{NamePrefix: "site-a-"}), objects(FluxLayout{NamePrefix: "site-b-"})
+	for i := range a {
+		for j := range b {
+			if get(a[i], "metadata", "name") == get(b[j], "metadata", "name") {
+				t.Errorf("two installations write %v", get(a[i], "metadata", "name"))
+			}
+		}
+	}
+}

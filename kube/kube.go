@@ -26,6 +26,8 @@ import (
 var (
 	NamespacesGVR     = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
 	ResourceQuotasGVR = schema.GroupVersionResource{Version: "v1", Resource: "resourcequotas"}
+	// FluxKustomizationsGVR are Flux's Kustomizations (kustomize-controller).
+	FluxKustomizationsGVR = schema.GroupVersionResource{Group: "kustomize.toolkit.fluxcd.io", Version: "v1", Resource: "kustomizations"}
 )
 
 // pageSize is the page size of list calls.
@@ -139,6 +141,20 @@ func (r *Reader) Namespace(ctx context.Context, name string) (*Namespace, error)
 	}
 	ns := toNamespace(u)
 	return &ns, nil
+}
+
+// FluxApplied reads the status.lastAppliedRevision of a Flux Kustomization
+// ("<branch>@sha1:<commit>"); found is false when it does not exist.
+func (r *Reader) FluxApplied(ctx context.Context, namespace, name string) (revision string, found bool, err error) {
+	u, err := r.dyn.Resource(FluxKustomizationsGVR).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", false, nil
+	case err != nil:
+		return "", false, fmt.Errorf("read Flux Kustomization %s/%s: %w", namespace, name, err)
+	}
+	revision, _, _ = unstructured.NestedString(u.Object, "status", "lastAppliedRevision")
+	return revision, true, nil
 }
 
 // Namespaces lists the namespaces matching a label selector ("" for all),

@@ -3,11 +3,14 @@ package orders
 import (
 	"context"
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/render"
@@ -23,6 +26,33 @@ type Cluster interface {
 
 var _ Cluster = (*kube.Reader)(nil)
 
+// FluxCluster is a Cluster that also reads Flux Kustomizations;
+// *kube.Reader implements it.
+type FluxCluster interface {
+	Cluster
+	FluxApplied(ctx context.Context, namespace, name string) (revision string, found bool, err error)
+}
+
+var _ FluxCluster = (*kube.Reader)(nil)
+
+// Flux makes the applied check wait for the consumer too: an order is done
+// only once the Flux shard Kustomization of its tenant reports Revision as
+// its status.lastAppliedRevision, besides the objects looking right.
+type Flux struct {
+	// Layout is the shard layout of the pushed tree (engine.Layout).
+	Layout gitsync.FluxLayout
+	// Revision is the pushed tree's revision as Flux names it,
+	// "<branch>@sha1:<commit>".
+	Revision string
+}
+
+// FluxShard is one shard Kustomization an expectation waits for.
+type FluxShard struct {
+	Namespace, Name string
+	// Revision is the revision it must have applied.
+	Revision string
+}
+
 // Expectation is what the cluster shows once an order's effect is applied.
 type Expectation struct {
 	// Namespace is the tenant's namespace ("" when unknown: only for Gone).
@@ -34,6 +64,11 @@ type Expectation struct {
 	Gone bool
 	// Quotas must be in force in the namespace.
 	Quotas []ExpectedQuota
+	// Flux lists the shard Kustomizations (one per target of the tenant) that
+	// must have applied the pushed revision; empty without Flux.
+	Flux []FluxShard
+
+	tenant string // the tenant's directory name
 }
 
 // ExpectedQuota is a rendered quota.
@@ -49,7 +84,7 @@ type ExpectedQuota struct {
 // expectation derives the applied state of rendered tenants: their namespace
 // and every ResourceQuota (or ManagedNamespace quota) rendered for them.
 func expectation(ts []*render.Tenant) *Expectation {
-	e := &Expectation{Namespace: ts[0].Name, Resource: ts[0].Resource}
+	e := &Expectation{Namespace: ts[0].Name, Resource: ts[0].Resource, tenant: path.Base(ts[0].Dir)}
 	for _, t := range ts {
 		for _, obj := range t.Objects {
 			switch obj.Kind() {
@@ -115,7 +150,61 @@ func Applied(ctx context.Context, c Cluster, e *Expectation) (ok bool, detail st
 			return false, "namespace " + e.Namespace + ": " + miss, nil
 		}
 	}
+	return fluxApplied(ctx, c, e.Flux)
+}
+
+// fluxApplied reports whether every shard has applied its revision.
+func fluxApplied(ctx context.Context, c Cluster, shards []FluxShard) (bool, string, error) {
+	if len(shards) == 0 {
+		return true, "", nil
+	}
+	fc, ok := c.(FluxCluster)
+	if !ok {
+		return false, "the cluster reader cannot read Flux Kustomizations", nil
+	}
+	for _, sh := range shards {
+		rev, found, err := fc.FluxApplied(ctx, sh.Namespace, sh.Name)
+		switch {
+		case err != nil:
+			return false, "", err
+		case !found:
+			return false, "Flux Kustomization " + sh.Namespace + "/" + sh.Name + " does not exist", nil
+		case rev != sh.Revision:
+			if rev == "" {
+				rev = "nothing"
+			}
+			return false, "Flux Kustomization " + sh.Namespace + "/" + sh.Name + " has applied " + rev + ", not yet " + sh.Revision, nil
+		}
+	}
 	return true, "", nil
+}
+
+// expectFlux adds to every Done order of an offering with order_done_on:
+// applied (not a termination: the namespace being gone proves the prune) the
+// shard Kustomizations of its tenant in the pushed tree.
+func (f *Flux) expect(plan []Executing, pushed render.Tree) {
+	if f == nil || f.Layout.Shards <= 0 {
+		return
+	}
+	placed := gitsync.Placement(pushed)
+	ns := f.Layout.Namespace
+	if ns == "" {
+		ns = gitsync.DefaultFluxNamespace
+	}
+	for i := range plan {
+		e := &plan[i]
+		if e.Outcome != Done || e.Expect == nil || e.Expect.Gone || e.Offering.DoneOn != config.DoneOnApplied {
+			continue
+		}
+		for _, tg := range f.Layout.Targets {
+			if tg.Offering != e.Offering.Dir {
+				continue
+			}
+			if shard, ok := placed[tg.Offering+"/"+tg.Target][e.Expect.tenant]; ok {
+				e.Expect.Flux = append(e.Expect.Flux, FluxShard{Namespace: ns, Name: f.Layout.ShardName(tg, shard), Revision: f.Revision})
+			}
+		}
+	}
 }
 
 func gone(ctx context.Context, c Cluster, e *Expectation) (bool, string, error) {

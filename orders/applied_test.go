@@ -13,7 +13,10 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -137,5 +140,55 @@ func TestAppliedTerminateWaitsForNamespaceRemoval(t *testing.T) {
 	h.cycle(true, true)
 	if h.orderState(ord) != waldur.OrderDone {
 		t.Errorf("order %s", h.orderState(ord))
+	}
+}
+
+// With Flux consuming the repository, an order_done_on: applied order is done
+// only once its tenant's shard Kustomization reports the pushed commit
+// applied, even when the objects already look right; until then the reason
+// names the shard and both revisions.
+func TestAppliedWaitsForFluxShard(t *testing.T) {
+	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
+	target := gitsync.FluxTarget{Offering: h.cfg.Offerings[0].DirName(), Target: render.TargetCluster}
+	layout := gitsync.FluxLayout{Shards: 2, RepoPath: "waldur", Targets: []gitsync.FluxTarget{target}, NamePrefix: "site-"}
+	h.layout = &layout
+	const rev = "main@sha1:0123456789abcdef0123456789abcdef01234567"
+	h.stage.Flux = &orders.Flux{Layout: layout, Revision: rev}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.FluxKustomizationsGVR: "KustomizationList",
+	})
+	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	ctx := context.Background()
+	// The objects are in place from the start: only Flux's word is missing.
+	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-nu", nil), metav1.CreateOptions{})
+	_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-nu").Create(ctx,
+		quota("waldur-nu", "waldur-quota", map[string]any{"limits.cpu": "2", "limits.memory": "2Gi"}), metav1.CreateOptions{})
+	shard := layout.ShardName(target, gitsync.ShardOf("waldur-nu", 2))
+	ks := func(applied string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
+			"metadata": map[string]any{"name": shard, "namespace": "flux-system"},
+			"status":   map[string]any{"lastAppliedRevision": applied},
+		}}
+	}
+	_, _ = dyn.Resource(kube.FluxKustomizationsGVR).Namespace("flux-system").Create(ctx, ks("main@sha1:older"), metav1.CreateOptions{})
+
+	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource("nu", waldur.ResourceCreating, limits("cpu", "2", "ram", "2")), nil)
+	c := h.cycle(true, true)
+	e := entry(t, c.finish, ord)
+	want := "Flux Kustomization flux-system/" + shard + " has applied main@sha1:older, not yet " + rev
+	if e.Action != changeset.Skip || !strings.Contains(e.Reason, want) || h.orderState(ord) != waldur.OrderExecuting {
+		t.Fatalf("entry %+v, order %s; want the reason to say %q", e, h.orderState(ord), want)
+	}
+	clock.onPoll = func(n int) {
+		if n == 6 { // kustomize-controller applies the commit
+			_, _ = dyn.Resource(kube.FluxKustomizationsGVR).Namespace("flux-system").Update(ctx, ks(rev), metav1.UpdateOptions{})
+		}
+	}
+	h.cycle(true, true)
+	if h.orderState(ord) != waldur.OrderDone {
+		t.Errorf("order %s after the shard applied the commit", h.orderState(ord))
 	}
 }

@@ -188,6 +188,7 @@ func erredText(e *Executing, problem string) (string, string) {
 func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pushed render.Tree) (changeset.Set, map[string]int, error) {
 	r := s.newRun(FinishStage)
 	plan := PlanFinish(s.Offerings, st, res, pushed)
+	s.Flux.expect(plan, pushed)
 	s.refuse(plan)
 	if !s.DryRun {
 		r.waitApplied(ctx, plan)

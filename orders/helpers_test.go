@@ -12,6 +12,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -35,6 +36,8 @@ type harness struct {
 	rdr    *render.Renderer
 	stage  *orders.Stage
 	remote render.Tree
+	// layout, when set, adds the Flux shards to every pushed tree.
+	layout *gitsync.FluxLayout
 
 	mu     sync.Mutex
 	posted []string
@@ -136,6 +139,11 @@ func (h *harness) cycle(push, feedback bool) cycleResult {
 	c.approve = cs
 	c.result = h.render(c.state)
 	next := c.result.Tree(h.remote)
+	if h.layout != nil {
+		l := *h.layout
+		l.Previous = h.remote
+		next = l.Apply(next)
+	}
 	if !push {
 		return c
 	}

@@ -119,6 +119,9 @@ type Stage struct {
 	// to why (the branch): Finish leaves their orders executing with that
 	// reason until the change reaches the branch it pushes to.
 	Reviewing map[waldur.UUID]string
+	// Flux, when set, makes order_done_on: applied also wait for the Flux
+	// shard Kustomization of the tenant to report the pushed revision applied.
+	Flux *Flux
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).

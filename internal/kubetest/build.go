@@ -284,3 +284,16 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 }
 
 func (t *tailBuffer) String() string { return string(t.b) }
+
+// GoCommand prepares a go command in dir as the kubetest builds run it: at low
+// CPU priority, outside any workspace, with -mod=mod. internal/fluxtest builds
+// the Flux controllers with it.
+func GoCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
+	return goCmd(ctx, dir, args...)
+}
+
+// GoBuild builds pkg in module dir mod into out as the kubetest builds do:
+// through a temporary file, so that a failed build leaves no binary behind.
+func GoBuild(ctx context.Context, mod, out, ldflags, pkg string, log io.Writer) error {
+	return goBuild(ctx, mod, out, ldflags, pkg, log)
+}

@@ -1,0 +1,89 @@
+package flux_test
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// BenchmarkFluxOneTenantChange measures what one changed tenant costs the
+// real Flux with this repository layout (one GitRepository, shard
+// Kustomizations), the reconcile requested right after the push: the time
+// from the end of the push until the tenant's quota changes in the cluster
+// (s-to-quota), until every shard is Ready at the commit (s-to-ready), and the
+// CPU the two controllers spend on it. $WALDUR_GITOPS_FLUX_BENCH sets
+// "tenants/shards" (default 1000/4; 100/4 takes seconds, 1000/4 about two
+// minutes for the first sync on two cores).
+//
+//	go test ./e2e/flux -run '^$' -bench FluxOneTenantChange -benchtime 3x
+func BenchmarkFluxOneTenantChange(b *testing.B) {
+	tenants, shards := benchSize(b)
+	s := start(b, tenants, shards)
+	first := time.Now()
+	commit := s.sync()
+	s.trigger()
+	s.waitApplied(commit)
+	b.Logf("first sync of %d tenants in %d shards: every shard Ready %.1fs after the push", tenants, shards, time.Since(first).Seconds())
+	r := s.firstResource()
+	ns := s.namespaceOf(r.UUID)
+	cpu := 0
+	if v, err := strconv.Atoi(string(r.Limits["cpu"])); err == nil {
+		cpu = v
+	}
+	var toQuota, toReady time.Duration
+	cpu0 := s.flux.CPU()
+	n := 0
+	// b.Loop runs the function once, so the stack starts once.
+	for b.Loop() {
+		n++
+		cpu++
+		r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu))
+		commit := s.sync()
+		pushed := time.Now()
+		s.trigger()
+		s.waitFor("quota changed", func() (bool, string) {
+			l, err := s.dc.Resource(tenantKinds["ResourceQuota"]).Namespace(ns).List(s.ctx, metav1.ListOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, q := range l.Items {
+				if v, _, _ := unstructured.NestedString(q.Object, "spec", "hard", "limits.cpu"); v == strconv.Itoa(cpu) {
+					return true, ""
+				}
+			}
+			return false, "quota of " + ns + " not changed"
+		})
+		toQuota += time.Since(pushed)
+		s.waitApplied(commit)
+		toReady += time.Since(pushed)
+	}
+	cpu1 := s.flux.CPU()
+	per := func(d time.Duration) float64 { return d.Seconds() / float64(n) }
+	b.ReportMetric(per(toQuota), "s-to-quota")
+	b.ReportMetric(per(toReady), "s-to-ready")
+	b.ReportMetric(per(cpu1["kustomize-controller"]-cpu0["kustomize-controller"]), "kustomize-cpu-s/op")
+	b.ReportMetric(per(cpu1["source-controller"]-cpu0["source-controller"]), "source-cpu-s/op")
+}
+
+// benchSize reads $WALDUR_GITOPS_FLUX_BENCH, "tenants/shards" (default 1000/4).
+func benchSize(b *testing.B) (tenants, shards int) {
+	tenants, shards = 1000, 4
+	if v := os.Getenv("WALDUR_GITOPS_FLUX_BENCH"); v != "" {
+		var err error
+		a, c, _ := strings.Cut(v, "/")
+		if tenants, err = strconv.Atoi(a); err == nil {
+			shards, err = strconv.Atoi(c)
+		}
+		if err != nil {
+			b.Fatalf("WALDUR_GITOPS_FLUX_BENCH=%q: want tenants/shards", v)
+		}
+	}
+	return tenants, shards
+}

@@ -1,0 +1,159 @@
+package engine_test
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/exampletest"
+	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// placement reads the shard of every tenant from the branch tip of the bare
+// repository at dir.
+func placement(t *testing.T, dir, gitPath string) map[string]map[string]int {
+	t.Helper()
+	tree := render.Tree{}
+	for p, data := range gittest.Files(t, dir, "main") {
+		if rel, ok := strings.CutPrefix(p, gitPath+"/"); ok {
+			tree[rel] = []byte(data)
+		}
+	}
+	return gitsync.Placement(tree)
+}
+
+// Changing git.flux_shards never moves a tenant between two shards that both
+// exist, on a real repository: raising the count keeps every placed tenant
+// where it is (a moved tenant is deleted by the giving shard's prune and
+// created again by the receiving one), a tenant added later is placed by the
+// hash over the new count, and lowering the count moves only the tenants of
+// the shards no longer generated.
+func TestShardCountChangeMovesNoPlacedTenant(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL = dir
+	cfg.Git.FluxShards = 2
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The newest tenant of the plain namespace offering joins only after the
+	// count is raised.
+	src := &answers{st: st, drop: map[waldur.UUID]bool{}}
+	var late waldur.UUID
+	for _, o := range st.Offerings {
+		if o.Name == "Plain namespaces" {
+			late = o.Resources[len(o.Resources)-1].UUID
+		}
+	}
+	src.drop[late] = true
+	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	ctx := context.Background()
+	sync := func() map[string]map[string]int {
+		t.Helper()
+		if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		return placement(t, dir, cfg.Git.Path)
+	}
+	first := sync()
+	count := 0
+	for _, m := range first {
+		count += len(m)
+	}
+	if count < 10 {
+		t.Fatalf("only %d tenants placed: %v", count, first)
+	}
+
+	cfg.Git.FluxShards = 7
+	delete(src.drop, late)
+	raised := sync()
+	wantLate := ""
+	for key, m := range raised {
+		for tenant, s := range m {
+			if was, ok := first[key][tenant]; ok {
+				if s != was {
+					t.Errorf("raising 2→7 moved %s/%s from shard %d to %d", key, tenant, was, s)
+				}
+			} else {
+				wantLate = key + "/" + tenant
+				if s != gitsync.ShardOf(tenant, 7) {
+					t.Errorf("the new tenant %s is in shard %d, the hash over 7 says %d", wantLate, s, gitsync.ShardOf(tenant, 7))
+				}
+			}
+		}
+	}
+	if wantLate == "" {
+		t.Fatal("the tenant added after raising the count is in no shard")
+	}
+	for p := range gittest.Files(t, dir, "main") {
+		if strings.HasSuffix(p, ".06/kustomization.yaml") {
+			goto lower
+		}
+	}
+	t.Fatal("raising to 7 generated no shard 06")
+lower:
+	// Lowering, on a new repository whose tenants are spread over 7 shards.
+	dir = filepath.Join(t.TempDir(), "lower.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL = dir
+	e = engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	raised = sync()
+	cfg.Git.FluxShards = 3
+	lowered := sync()
+	moved := 0
+	for key, m := range lowered {
+		for tenant, s := range m {
+			was := raised[key][tenant]
+			switch {
+			case was < 3 && s != was:
+				t.Errorf("lowering 7→3 moved %s/%s from the remaining shard %d to %d", key, tenant, was, s)
+			case was >= 3 && s != gitsync.ShardOf(tenant, 3):
+				t.Errorf("%s/%s left shard %d for %d, the hash over 3 says %d", key, tenant, was, s, gitsync.ShardOf(tenant, 3))
+			case was >= 3:
+				moved++
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("no tenant was in a shard above 2 before lowering: the test proves nothing")
+	}
+	for p := range gittest.Files(t, dir, "main") {
+		if strings.Contains(p, "/_flux/") && (strings.Contains(p, ".03/") || strings.Contains(p, ".06/")) {
+			t.Errorf("%s is still generated after lowering to 3", p)
+		}
+	}
+}
+
+// git.flux_reconcile asking a cluster that cannot be reached costs only a
+// warning: the commit is pushed and the run succeeds (Flux's poll still
+// comes).
+func TestFluxReconcileFailureIsAWarning(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL, cfg.Git.FluxShards, cfg.Git.FluxReconcile = dir, 2, true
+	cfg.Git.FluxKubeconfigPath = filepath.Join(t.TempDir(), "missing-kubeconfig")
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	log := slog.New(slog.NewTextHandler(&logs, nil))
+	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	out := e.Run(context.Background(), engine.Request{Command: "sync"})
+	if out.Err != nil || out.Report.Commit == "" {
+		t.Fatalf("sync: %v, commit %q", out.Err, out.Report.Commit)
+	}
+	if !strings.Contains(logs.String(), "cannot ask Flux to fetch the commit now") || !strings.Contains(logs.String(), "missing-kubeconfig") {
+		t.Errorf("no warning naming the kubeconfig:\n%s", logs.String())
+	}
+}

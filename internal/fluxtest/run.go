@@ -1,0 +1,239 @@
+package fluxtest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/waldur/waldur-gitops/internal/testproc"
+)
+
+// Namespace is the namespace the controllers run for (RUNTIME_NAMESPACE).
+const Namespace = "flux-system"
+
+// Controllers are a running source-controller and kustomize-controller.
+type Controllers struct {
+	// Dir holds the artifact storage and the logs; Stop removes it.
+	Dir string
+	// StorageAddr is source-controller's artifact server, 127.0.0.1:<port>.
+	StorageAddr string
+
+	procs []*proc
+	once  sync.Once
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// Start runs both controllers out of cluster against the API server of
+// kubeconfig and waits until they are ready. The CRDs (CRDs) must be
+// applied first. Call Stop when done.
+func Start(ctx context.Context, bins *Binaries, kubeconfig string) (*Controllers, error) {
+	return testproc.Retry(ctx, 3, func() (*Controllers, error) { return start(ctx, bins, kubeconfig) })
+}
+
+func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controllers, err error) {
+	dir, err := os.MkdirTemp("", "waldur-gitops-flux-")
+	if err != nil {
+		return nil, err
+	}
+	c := &Controllers{Dir: dir}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	ports, err := testproc.FreePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
+	c.StorageAddr = addr(0)
+	storage := filepath.Join(dir, "storage")
+	if err := os.MkdirAll(storage, 0o755); err != nil {
+		return nil, err
+	}
+	src, err := c.run("source-controller", bins.SourceController, kubeconfig,
+		"--storage-path="+storage, "--storage-addr="+addr(0), "--storage-adv-addr="+addr(0),
+		"--metrics-addr="+addr(1), "--health-addr="+addr(2), "--log-encoding=json")
+	if err != nil {
+		return nil, err
+	}
+	kc, err := c.run("kustomize-controller", bins.KustomizeController, kubeconfig,
+		"--metrics-addr="+addr(3), "--health-addr="+addr(4), "--log-encoding=json")
+	if err != nil {
+		return nil, err
+	}
+	for _, w := range []struct {
+		p    *proc
+		addr string
+	}{{src, addr(2)}, {kc, addr(4)}} {
+		if err := waitReady(ctx, w.p, "http://"+w.addr+"/readyz", 2*time.Minute); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+// run starts a controller with its output in <dir>/<name>.log.
+func (c *Controllers) run(name, bin, kubeconfig string, args ...string) (*proc, error) {
+	logPath := filepath.Join(c.Dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Dir = c.Dir
+	// The controllers have no --kubeconfig flag; leader election is off by
+	// default.
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE="+Namespace)
+	testproc.Detach(cmd)
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	c.procs = append(c.procs, p)
+	return p, nil
+}
+
+func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.done:
+			log := tail(p.log)
+			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.name, p.err, log)
+			if strings.Contains(log, "address already in use") {
+				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
+			}
+			return err
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready at %s after %s:\n%s", p.name, url, timeout, tail(p.log))
+		case <-tick.C:
+		}
+	}
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 4<<10 {
+		b = b[len(b)-4<<10:]
+	}
+	return string(b)
+}
+
+// LogEntry is one line of a controller's JSON log.
+type LogEntry struct {
+	// Controller is "source-controller" or "kustomize-controller".
+	Controller string
+	Level, Msg string
+	// Error is the "error" field; Name the object's name, when given.
+	Error, Name string
+	// Line is the raw line.
+	Line string
+}
+
+// Errors returns the log lines of level error of both controllers so far.
+func (c *Controllers) Errors() ([]LogEntry, error) {
+	var out []LogEntry
+	for _, p := range c.procs {
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			return nil, err
+		}
+		for line := range strings.Lines(string(b)) {
+			var e struct {
+				Level, Msg, Error, Name string
+			}
+			if json.Unmarshal([]byte(line), &e) != nil || e.Level != "error" {
+				continue
+			}
+			out = append(out, LogEntry{Controller: p.name, Level: e.Level, Msg: e.Msg, Error: e.Error, Name: e.Name, Line: strings.TrimSpace(line)})
+		}
+	}
+	return out, nil
+}
+
+// CPU returns the user+system CPU time each controller has used so far, by
+// name; zero where /proc cannot be read.
+func (c *Controllers) CPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for _, p := range c.procs {
+		out[p.name] = procCPU(p.cmd.Process.Pid)
+	}
+	return out
+}
+
+// procCPU reads utime+stime of pid from /proc (clock ticks of 10 ms, the
+// Linux default USER_HZ).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
+}
+
+// Stop ends the controllers and removes Dir, unless $WALDUR_GITOPS_KUBE_KEEP
+// is set (as for kubetest), which keeps the logs. Stop is safe to call more
+// than once.
+func (c *Controllers) Stop() {
+	c.once.Do(func() {
+		for _, p := range slices.Backward(c.procs) {
+			select {
+			case <-p.done:
+			default:
+				_ = p.cmd.Process.Signal(syscall.SIGKILL)
+				<-p.done
+			}
+		}
+		if os.Getenv("WALDUR_GITOPS_KUBE_KEEP") == "" {
+			_ = os.RemoveAll(c.Dir)
+		}
+	})
+}
