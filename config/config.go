@@ -192,6 +192,12 @@ type Git struct {
 	FluxReconcile         bool   `yaml:"flux_reconcile"`
 	FluxKubeconfigPath    string `yaml:"flux_kubeconfig_path"`
 	FluxKubeconfigContext string `yaml:"flux_kubeconfig_context"`
+	// ArgoCDNamespace, set when Argo CD consumes the repository (one
+	// Application per tenant directory, examples/argocd), is where its
+	// Applications live: order_done_on: applied then also waits for the
+	// tenant's Application to be Synced at the pushed commit and Healthy,
+	// read from the offering's cluster.
+	ArgoCDNamespace string `yaml:"argocd_namespace"`
 }
 
 // Offering is one Waldur offering and the backend it renders for.

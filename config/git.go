@@ -231,6 +231,7 @@ func (g *Git) validate(r *report) {
 	}
 	for _, k := range []struct{ key, v string }{
 		{"flux_namespace", g.FluxNamespace}, {"flux_source_name", g.FluxSourceName}, {"flux_source_namespace", g.FluxSourceNamespace},
+		{"argocd_namespace", g.ArgoCDNamespace},
 	} {
 		if k.v != "" && !dnsLabel.MatchString(k.v) {
 			r.addf("git."+k.key, nil, "%q is not a Kubernetes name: lower-case letters, digits and '-', at most 63 characters, starting and ending with a letter or digit", k.v)

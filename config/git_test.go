@@ -72,6 +72,7 @@ func TestGitProblems(t *testing.T) {
 		{"flux reconcile without shards", "{flux_reconcile: true}", "git.flux_reconcile", "only used with git.flux_shards above 0"},
 		{"flux prefix upper case", "{flux_shards: 2, flux_name_prefix: Site-}", "git.flux_name_prefix", "cannot start a Kubernetes name"},
 		{"flux prefix too long", "{flux_shards: 2, flux_name_prefix: " + strings.Repeat("a", 31) + "}", "git.flux_name_prefix", "at most 30"},
+		{"argocd namespace not a name", "{argocd_namespace: Argo_CD}", "git.argocd_namespace", "is not a Kubernetes name"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

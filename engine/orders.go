@@ -27,7 +27,11 @@ type OrderStage struct {
 	// Kustomization to report the pushed commit applied; Branch is git.branch.
 	Flux   *gitsync.FluxLayout
 	Branch string
-	Log    *slog.Logger
+	// Argo, set when Argo CD consumes the pushed repository
+	// (git.argocd_namespace), makes order_done_on: applied also wait for the
+	// tenant's Applications to be Synced at the pushed commit and Healthy.
+	Argo *orders.ArgoCD
+	Log  *slog.Logger
 }
 
 // stage builds the orders.Stage of one step. clusters opens a reader of the
@@ -79,6 +83,9 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	os.Refused, os.Waiting, os.Reviewing = pub.Failed, waiting, pub.Review
 	if ref := cmp.Or(pub.Ref, pub.Base); s.Flux != nil && ref != "" {
 		os.Flux = &orders.Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref}
+	}
+	if ref := cmp.Or(pub.Ref, pub.Base); s.Argo != nil && ref != "" {
+		os.Argo, os.ArgoCommit = s.Argo, ref
 	}
 	cs, calls, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {

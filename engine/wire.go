@@ -7,6 +7,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -81,6 +82,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			if o.Publish == Git && cfg.Git.FluxShards > 0 {
 				l := Layout(cfg)
 				ost.Flux, ost.Branch = &l, cfg.Git.Branch
+			}
+			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
+				ost.Argo = &orders.ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
 			}
 			s.Orders = ost
 		}

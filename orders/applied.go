@@ -67,8 +67,13 @@ type Expectation struct {
 	// Flux lists the shard Kustomizations (one per target of the tenant) that
 	// must have applied the pushed revision; empty without Flux.
 	Flux []FluxShard
+	// Argo lists the tenant's directories whose Argo CD Application must be
+	// Synced at the pushed commit and Healthy; empty without Argo CD.
+	Argo []Target
 
-	tenant string // the tenant's directory name
+	tenant string   // the tenant's directory name
+	dirs   []string // the tenant's directories (render.Tenant.Dir)
+	argo   *ArgoCD  // where Argo's Applications are, for Argo
 }
 
 // ExpectedQuota is a rendered quota.
@@ -86,6 +91,7 @@ type ExpectedQuota struct {
 func expectation(ts []*render.Tenant) *Expectation {
 	e := &Expectation{Namespace: ts[0].Name, Resource: ts[0].Resource, tenant: path.Base(ts[0].Dir)}
 	for _, t := range ts {
+		e.dirs = append(e.dirs, t.Dir)
 		for _, obj := range t.Objects {
 			switch obj.Kind() {
 			case "ResourceQuota":
@@ -150,7 +156,30 @@ func Applied(ctx context.Context, c Cluster, e *Expectation) (ok bool, detail st
 			return false, "namespace " + e.Namespace + ": " + miss, nil
 		}
 	}
-	return fluxApplied(ctx, c, e.Flux)
+	if ok, detail, err := fluxApplied(ctx, c, e.Flux); !ok || err != nil {
+		return ok, detail, err
+	}
+	return argoApplied(ctx, c, e)
+}
+
+// argoApplied reports whether the tenant's Argo CD Applications show every
+// target applied.
+func argoApplied(ctx context.Context, c Cluster, e *Expectation) (bool, string, error) {
+	if len(e.Argo) == 0 || e.argo == nil {
+		return true, "", nil
+	}
+	apps, ok := c.(ArgoApplications)
+	if !ok {
+		return false, "the cluster reader cannot read Argo CD Applications", nil
+	}
+	a := *e.argo
+	a.Apps = apps
+	for _, t := range e.Argo {
+		if ok, detail, err := a.AppliedAt(ctx, t); !ok || err != nil {
+			return ok, detail, err
+		}
+	}
+	return true, "", nil
 }
 
 // fluxApplied reports whether every shard has applied its revision.

@@ -192,3 +192,54 @@ func TestAppliedWaitsForFluxShard(t *testing.T) {
 		t.Errorf("order %s after the shard applied the commit", h.orderState(ord))
 	}
 }
+
+// With Argo CD as the consumer, an order is done only once the tenant's
+// Application is Synced at the run's commit and Healthy, even when the
+// objects are already in place.
+func TestAppliedWaitsForArgoApplication(t *testing.T) {
+	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
+	const repo, commit = "https://git.example.org/site/tenants.git", "0123456789abcdef0123456789abcdef01234567"
+	h.stage.Argo, h.stage.ArgoCommit = &orders.ArgoCD{Namespace: "argocd", RepoURL: repo, Path: "waldur"}, commit
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.ArgoApplicationsGVR: "ApplicationList",
+	})
+	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	ctx := context.Background()
+	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-nu", nil), metav1.CreateOptions{})
+	_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-nu").Create(ctx,
+		quota("waldur-nu", "waldur-quota", map[string]any{"limits.cpu": "2", "limits.memory": "2Gi"}), metav1.CreateOptions{})
+	dir := "waldur/" + h.cfg.Offerings[0].DirName() + "/" + render.TargetCluster + "/waldur-nu"
+	app := func(revision, health string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": "waldur-nu", "namespace": "argocd"},
+			"spec":     map[string]any{"source": map[string]any{"repoURL": repo, "path": dir}},
+			"status": map[string]any{
+				"sync":   map[string]any{"status": "Synced", "revision": revision},
+				"health": map[string]any{"status": health},
+			},
+		}}
+	}
+	_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Create(ctx, app("fedcba9876543210fedcba9876543210fedcba98", "Healthy"), metav1.CreateOptions{})
+
+	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource("nu", waldur.ResourceCreating, limits("cpu", "2", "ram", "2")), nil)
+	c := h.cycle(true, true)
+	e := entry(t, c.finish, ord)
+	if e.Action != changeset.Skip || !strings.Contains(e.Reason, "argo cd application waldur-nu is Synced at fedcba98") || h.orderState(ord) != waldur.OrderExecuting {
+		t.Fatalf("entry %+v, order %s; want it held on the Application's older commit", e, h.orderState(ord))
+	}
+	clock.onPoll = func(n int) {
+		switch n {
+		case 2: // synced at the commit, still progressing
+			_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app(commit, "Progressing"), metav1.UpdateOptions{})
+		case 5:
+			_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app(commit, "Healthy"), metav1.UpdateOptions{})
+		}
+	}
+	h.cycle(true, true)
+	if h.orderState(ord) != waldur.OrderDone {
+		t.Errorf("order %s after the Application synced the commit and turned healthy", h.orderState(ord))
+	}
+}

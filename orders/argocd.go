@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/kube"
 )
 
@@ -45,13 +46,12 @@ var _ ArgoApplications = (*kube.Reader)(nil)
 // ApplicationSet deleted it and its resources finalizer deleted the tenant's
 // objects).
 //
-// It is not wired into the cycle yet: waitApplied (finish.go) would call it
-// for an offering whose Offering carries a Consumer, with Target.Dir from the
-// rendered tenant (render.Tenant.Dir; a Rancher tenant has two directories,
-// one Application each) and Target.Commit the run's commit
-// (engine.Published.Ref, else Published.Base); terminations can keep the
-// cluster check, since the finalizer deletes the namespace before the
-// Application goes.
+// With Stage.Argo set, order_done_on: applied waits for it after the
+// cluster shows the tenant's objects: Target.Dir is each rendered directory
+// of the tenant (a Rancher tenant has two, one Application each) and
+// Target.Commit the run's commit. Terminations keep the cluster check: the
+// resources finalizer deletes the namespace before the Application goes.
+// Apps is left nil there; each offering's cluster reader fills it.
 type ArgoCD struct {
 	Apps ArgoApplications
 	// Namespace is where the Applications live ("" for every namespace).
@@ -147,4 +147,22 @@ func shortRev(r string) string {
 		return r[:12]
 	}
 	return r
+}
+
+// expect adds to every Done order of an offering with order_done_on: applied
+// (not a termination) the tenant's directories, to be applied at commit.
+func (a *ArgoCD) expect(plan []Executing, commit string) {
+	if a == nil || commit == "" {
+		return
+	}
+	for i := range plan {
+		e := &plan[i]
+		if e.Outcome != Done || e.Expect == nil || e.Expect.Gone || e.Offering.DoneOn != config.DoneOnApplied {
+			continue
+		}
+		e.Expect.argo = a
+		for _, d := range e.Expect.dirs {
+			e.Expect.Argo = append(e.Expect.Argo, Target{Dir: d, Commit: commit})
+		}
+	}
 }

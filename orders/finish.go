@@ -189,6 +189,7 @@ func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result
 	r := s.newRun(FinishStage)
 	plan := PlanFinish(s.Offerings, st, res, pushed)
 	s.Flux.expect(plan, pushed)
+	s.Argo.expect(plan, s.ArgoCommit)
 	s.refuse(plan)
 	if !s.DryRun {
 		r.waitApplied(ctx, plan)

@@ -122,6 +122,10 @@ type Stage struct {
 	// Flux, when set, makes order_done_on: applied also wait for the Flux
 	// shard Kustomization of the tenant to report the pushed revision applied.
 	Flux *Flux
+	// Argo, when set, makes order_done_on: applied also wait for the
+	// tenant's Argo CD Applications to be Synced at ArgoCommit and Healthy.
+	Argo       *ArgoCD
+	ArgoCommit string
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).
