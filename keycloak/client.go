@@ -31,6 +31,8 @@ const (
 	CallListGroups    = "groups.list"
 	CallListChildren  = "groups.children"
 	CallFindGroup     = "groups.find"
+	CallGetGroup      = "groups.get"
+	CallGroupByPath   = "groups.by_path"
 	CallListMembers   = "groups.members"
 	CallGetUser       = "users.get"
 	CallSearchUsers   = "users.search"
@@ -280,7 +282,7 @@ func retryable(ctx context.Context, err error) bool {
 const CallErrorPrefix = "errors."
 
 // notFoundAnswers are the call kinds for which a 404 is an answer, not a failure.
-var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, CallRemoveMember: true}
+var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, CallRemoveMember: true, CallGetGroup: true, CallGroupByPath: true}
 
 // conflictAnswers are the call kinds for which a 409 is not yet a failure:
 // the caller looks the group up and counts a failure only if it cannot use it.
@@ -585,6 +587,44 @@ func (c *Client) findGroup(ctx context.Context, parentID, name string) (*apiGrou
 		}
 	}
 	return nil, nil
+}
+
+// groupByID reads one group with its attributes; nil when there is none.
+func (c *Client) groupByID(ctx context.Context, id string) (*apiGroup, error) {
+	if !pathSafe(id) {
+		return nil, fmt.Errorf("get group %q: not a usable group id", id)
+	}
+	var g apiGroup
+	err := c.getJSON(ctx, CallGetGroup, "/groups/"+url.PathEscape(id), nil, &g)
+	switch {
+	case statusOf(err) == http.StatusNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get group %s: %w", id, err)
+	}
+	return &g, nil
+}
+
+// groupByPath reads the group at a path (/name or /parent/name) with its
+// attributes; nil when there is none. Every part of the path is escaped, and
+// the path is sent without a leading double slash, which Keycloak 26 refuses.
+func (c *Client) groupByPath(ctx context.Context, path string) (*apiGroup, error) {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return nil, fmt.Errorf("get group %s: not a usable group path", path)
+		}
+		parts[i] = url.PathEscape(p)
+	}
+	var g apiGroup
+	err := c.getJSON(ctx, CallGroupByPath, "/group-by-path/"+strings.Join(parts, "/"), nil, &g)
+	switch {
+	case statusOf(err) == http.StatusNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get group %s: %w", path, err)
+	}
+	return &g, nil
 }
 
 // members lists the direct members of a group.

@@ -265,6 +265,51 @@ func (s *Server) AddMember(realm, path, username string) error {
 	return fmt.Errorf("no user %s", username)
 }
 
+// RemoveMember ends the direct membership of the user named username in the
+// group at path, as someone working in the admin console would.
+func (s *Server) RemoveMember(realm, path, username string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	g := r.byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	for id, u := range g.members {
+		if u.username == strings.ToLower(username) {
+			delete(g.members, id)
+			delete(u.groups, g.id)
+			return nil
+		}
+	}
+	return fmt.Errorf("user %s is not a member of %s", username, path)
+}
+
+// SetAttributes replaces the attributes of the group at path.
+func (s *Server) SetAttributes(realm, path string, attrs map[string][]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.realm(realm).byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	g.attrs = copyAttrs(attrs)
+	return nil
+}
+
+// DeleteGroup deletes the group at path with its subgroups.
+func (s *Server) DeleteGroup(realm, path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	g := r.byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	r.remove(g)
+	return nil
+}
+
 // GroupInfo is what Group reports about a group.
 type GroupInfo struct {
 	ID         string
