@@ -253,7 +253,7 @@ func (k *KeycloakSettings) applyDefaults() {
 	setDefault(&k.TimeoutSeconds, DefaultKeycloakTimeoutSeconds)
 	setDefault(&k.MaxRetries, DefaultKeycloakMaxRetries)
 	if strings.TrimSpace(k.VerifyEvery) == "" {
-		k.VerifyEvery = DefaultKeycloakVerifyEvery.String()
+		k.VerifyEvery = "6h" // DefaultKeycloakVerifyEvery, as the docs write it
 	}
 	k.verifyEvery, _ = time.ParseDuration(strings.TrimSpace(k.VerifyEvery))
 }
