@@ -47,6 +47,10 @@ func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
 // Last is the outcome of the latest run, nil before the first.
 func (e *Engine) Last() *Outcome { return e.last }
 
+// Seams returns the stages the engine runs (tests, and verbs that print what
+// a stage found).
+func (e *Engine) Seams() Seams { return e.seams }
+
 // stage is one step of the cycle: its report name, the class of its failures,
 // and whether the stages after it still run when it fails.
 type stage struct {
