@@ -19,7 +19,7 @@ const (
 	DefaultKeycloakTimeoutSeconds    = 30
 	DefaultKeycloakMaxRetries        = 5
 	// DefaultKeycloakVerifyEvery is keycloak.verify_every's default.
-	DefaultKeycloakVerifyEvery = 6 * time.Hour
+	DefaultKeycloakVerifyEvery = 12 * time.Hour
 )
 
 // Group-name presets.
@@ -253,7 +253,7 @@ func (k *KeycloakSettings) applyDefaults() {
 	setDefault(&k.TimeoutSeconds, DefaultKeycloakTimeoutSeconds)
 	setDefault(&k.MaxRetries, DefaultKeycloakMaxRetries)
 	if strings.TrimSpace(k.VerifyEvery) == "" {
-		k.VerifyEvery = "6h" // DefaultKeycloakVerifyEvery, as the docs write it
+		k.VerifyEvery = "12h" // DefaultKeycloakVerifyEvery, as the docs write it
 	}
 	k.verifyEvery, _ = time.ParseDuration(strings.TrimSpace(k.VerifyEvery))
 }

@@ -19,7 +19,7 @@ func TestKeycloakDefaults(t *testing.T) {
 	equal(t, "requests_per_second", *k.RequestsPerSecond, 100.0)
 	equal(t, "concurrency", *k.Concurrency, 4)
 	equal(t, "page_size", *k.PageSize, 100)
-	equal(t, "verify_every", k.VerifyInterval(), 6*time.Hour)
+	equal(t, "verify_every", k.VerifyInterval(), 12*time.Hour)
 	equal(t, "timeout_seconds", *k.TimeoutSeconds, 30)
 	equal(t, "max_retries", *k.MaxRetries, 5)
 	equal(t, "ssl verify", k.VerifiesSSL(), true)

@@ -94,7 +94,7 @@ type KeycloakSettings struct {
 	MaxRetries *int `yaml:"max_retries"`
 	// VerifyEvery is a duration ("6h", "30m"): the bound within which a pass
 	// that starts from what earlier passes found re-reads every group
-	// (default 6h; "0" reads every group at every pass).
+	// (default 12h; "0" reads every group at every pass).
 	VerifyEvery string `yaml:"verify_every"`
 
 	verifyEvery time.Duration
