@@ -340,9 +340,21 @@ func (r remembered) apply(out *realmMemory) {
 			users[u.ID] = *u
 		}
 	}
+	// own copies a group before it is changed: the previous memory's groups
+	// are shared with it.
+	own := func(p string) *memGroup {
+		g := out.Groups[p]
+		if g == nil {
+			return nil
+		}
+		c := *g
+		c.Members, c.Children, c.Attributes = slices.Clone(g.Members), slices.Clone(g.Children), cloneAttrs(g.Attributes)
+		out.Groups[p] = &c
+		return &c
+	}
 	for _, o := range r.plan.Ops {
 		ok := r.x.out.Entries[o.Entry].Action != changeset.Skip
-		g := out.Groups[o.Path]
+		g := own(o.Path)
 		if !ok {
 			if g != nil {
 				g.Verified = time.Time{}
@@ -356,7 +368,7 @@ func (r remembered) apply(out *realmMemory) {
 				continue
 			}
 			out.Groups[o.Path] = &memGroup{ID: id, Name: o.Name, Parent: o.Parent, Attributes: markerAttrs(o.Attributes), ChildrenRead: true, MembersRead: true, Verified: r.start}
-			if pg := out.Groups[o.Parent]; pg != nil && !slices.Contains(pg.Children, o.Path) {
+			if pg := own(o.Parent); pg != nil && !slices.Contains(pg.Children, o.Path) {
 				pg.Children = append(pg.Children, o.Path)
 				pg.SubGroupCount++
 			}
@@ -383,7 +395,7 @@ func (r remembered) apply(out *realmMemory) {
 				}
 			}
 			if g != nil {
-				if pg := out.Groups[g.Parent]; pg != nil {
+				if pg := own(g.Parent); pg != nil {
 					pg.Children = slices.DeleteFunc(pg.Children, func(c string) bool { return c == o.Path })
 					pg.SubGroupCount = max(pg.SubGroupCount-1, 0)
 				}

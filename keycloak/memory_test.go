@@ -85,6 +85,29 @@ var memoryScenarios = []scenario{
 			t.Errorf("the pass after the repair wrote: %v\n%s", r.Calls, changes(r))
 		}
 	}},
+	{name: "memory: passes every 15 minutes re-read every group within verify_every", run: func(t *testing.T, e *env) {
+		e.keycloak = ", verify_every: 1h"
+		c, m := newClock(), keycloak.NewMemory("")
+		e.mustRun(c.with(m))
+		e.kc.RemoveMember(t, "/ns_web_readwrite", "bob") // the last path: read last
+		total, passes := 0, 0
+		for passes < 4 {
+			c.pass(15 * time.Minute)
+			r := e.mustRun(c.with(m))
+			passes++
+			if n := r.Calls[keycloak.CallGetGroup]; n == 0 || n > 4 {
+				t.Errorf("pass %d re-read %d groups, want a quarter of them", passes, n)
+			}
+			total += r.Calls[keycloak.CallGetGroup]
+			if g, _ := e.kc.Group(t, "/ns_web_readwrite"); slices.Contains(g.Members, "bob") {
+				break
+			}
+		}
+		e.wantMembers("/ns_web_readwrite", "bob")
+		if total < 8 {
+			t.Errorf("%d passes re-read %d groups, fewer than the 8 remembered", passes, total)
+		}
+	}},
 	{name: "memory: the groups a plan changes are read before the write", run: func(t *testing.T, e *env) {
 		c, m := newClock(), keycloak.NewMemory("")
 		e.mustRun(c.with(m))
