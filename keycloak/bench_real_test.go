@@ -21,20 +21,21 @@ import (
 // BenchmarkKeycloakReal (BENCHMARKS.md, "Keycloak against a real server"):
 // N namespace tenants × 3 role groups, teams of 3 (one member per role
 // group), in a fresh realm of a real Keycloak (internal/keycloaktest), users
-// loaded with partialImport. Phases, one after the other on the same realm:
+// loaded with partialImport.
+//
+//	go test ./keycloak -run '^$' -bench BenchmarkKeycloakReal -benchtime 1x -timeout 60m
+//
+// Phases, one after the other on the same realm:
 //
 //   - first: an empty realm, at the settings docs/keycloak.md recommends for
 //     a large site (requests_per_second 500, concurrency 8), with a memory;
-//
-//   - remembered: the memory the first pass left, default settings, with the
-//     clock moved on by serve's default interval (15 minutes), so that the
-//     pass re-reads the share of keycloak.verify_every a real one would;
-//
+//   - remembered: the memory the first pass left (read from its state file,
+//     as a CronJob's next run would), default settings, with the clock moved
+//     on by serve's default interval (15 minutes), so that the pass re-reads
+//     the share of keycloak.verify_every a real one would; twice;
 //   - full: a pass without memory at default settings, as every pass was
 //     before; at 10,000 tenants only with WALDUR_GITOPS_BENCH_FULL=1 (it
 //     takes over six minutes).
-//
-//     go test ./keycloak -run '^$' -bench BenchmarkKeycloakReal -benchtime 1x -timeout 60m
 func BenchmarkKeycloakReal(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("tenants=%d", n), func(b *testing.B) {
