@@ -128,7 +128,11 @@ func (r *recall) reread(ctx context.Context, paths []string) error {
 // refresh takes what Keycloak answered for g, and reads its subgroups when
 // it has some that matter. Its members are read again by reread.
 func (r *recall) refresh(ctx context.Context, g *Group, ag *apiGroup) error {
-	var kids []apiGroup
+	var (
+		kids     []apiGroup
+		listKids bool
+		count    int
+	)
 	r.a.lock(func() {
 		g.Name, g.Attributes = ag.Name, ag.Attributes
 		if g.Attributes == nil {
@@ -139,15 +143,17 @@ func (r *recall) refresh(ctx context.Context, g *Group, ag *apiGroup) error {
 			g.SubGroupCount = *ag.SubGroupCount
 		}
 		g.Members, g.MembersRead = nil, false
+		count = g.SubGroupCount
+		listKids = count > 0 && (r.t.owner(g) == owned || r.want[g.Path] != nil && mayWork(r.t, g, r.want[g.Path]))
 	})
-	if g.SubGroupCount > 0 && (r.t.owner(g) == owned || r.want[g.Path] != nil && mayWork(r.t, g, r.want[g.Path])) {
+	if listKids {
 		var err error
-		if kids, err = r.c.children(ctx, g.ID); err != nil {
+		if kids, err = r.c.children(ctx, ag.ID); err != nil {
 			return err
 		}
 	}
 	r.a.lock(func() {
-		if kids != nil || g.SubGroupCount == 0 {
+		if listKids || count == 0 {
 			seen := map[string]bool{}
 			for _, k := range kids {
 				p := g.Path + "/" + k.Name
