@@ -268,6 +268,15 @@ func (k *realKeycloak) SetAttributes(t *testing.T, path string, attrs map[string
 	}
 }
 
+func (k *realKeycloak) EnableAdminEvents(t *testing.T) {
+	t.Helper()
+	resp, err := k.gc.RestyClient().R().SetAuthToken(k.token(t)).SetBody(map[string]any{"adminEventsEnabled": true}).
+		Put(k.base + "/admin/realms/" + k.realm)
+	if err != nil || resp.IsError() {
+		t.Fatalf("enable admin events: %v %s", err, resp.String())
+	}
+}
+
 func (k *realKeycloak) Group(t *testing.T, path string) (kctest.GroupInfo, bool) {
 	t.Helper()
 	ctx, tok := context.Background(), k.token(t)

@@ -51,6 +51,8 @@ type backend interface {
 	RemoveMember(t *testing.T, path, username string)
 	DeleteGroup(t *testing.T, path string)
 	SetAttributes(t *testing.T, path string, attrs map[string][]string)
+	// EnableAdminEvents makes the realm record admin events.
+	EnableAdminEvents(t *testing.T)
 	Group(t *testing.T, path string) (kctest.GroupInfo, bool)
 	Paths(t *testing.T) []string
 }
@@ -103,6 +105,7 @@ func (f fakeBackend) SetAttributes(t *testing.T, path string, attrs map[string][
 		t.Fatal(err)
 	}
 }
+func (f fakeBackend) EnableAdminEvents(t *testing.T) { f.s.EnableAdminEvents(kctest.Realm, 0) }
 func (f fakeBackend) Group(t *testing.T, path string) (kctest.GroupInfo, bool) {
 	return f.s.Group(kctest.Realm, path)
 }

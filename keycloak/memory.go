@@ -81,6 +81,11 @@ type realmMemory struct {
 	LastPass time.Time `json:"last_pass"`
 	// Groups by path.
 	Groups map[string]*memGroup `json:"groups"`
+	// EventsFrom is the time (milliseconds, Keycloak's clock) from which the
+	// next pass reads the realm's admin events; 0 when the last pass could
+	// not use them. EventsRead is when (this host's clock) that was.
+	EventsFrom int64     `json:"events_from,omitempty"`
+	EventsRead time.Time `json:"events_read,omitzero"`
 }
 
 // memGroup is one remembered group.
@@ -269,6 +274,8 @@ type remembered struct {
 	// what it found).
 	covered []string
 	start   time.Time
+	// eventsFrom is where the next pass reads admin events from; 0: none.
+	eventsFrom int64
 }
 
 // build makes the memory a pass leaves: the previous memory with the
@@ -288,6 +295,10 @@ func (r remembered) build() *realmMemory {
 	}
 	if !r.scoped {
 		out.LastPass = r.start
+		out.EventsFrom, out.EventsRead = r.eventsFrom, r.start
+	} else if r.prev != nil {
+		// A run for some resources reads no events: the next pass does.
+		out.EventsFrom, out.EventsRead = r.prev.EventsFrom, r.prev.EventsRead
 	}
 	desired := map[string]bool{}
 	if r.plan != nil {

@@ -28,7 +28,7 @@ type recall struct {
 // rotation's slice, which is re-read with every group of a scoped run; the
 // desired groups the memory lacks are looked up by path; then members and
 // users are read as Observe does.
-func observeRemembered(ctx context.Context, c *Client, desired []DesiredGroup, mem *realmMemory, scope map[waldur.UUID]bool, now time.Time, every time.Duration) (*recall, error) {
+func observeRemembered(ctx context.Context, c *Client, desired []DesiredGroup, mem *realmMemory, scope map[waldur.UUID]bool, now time.Time, every time.Duration, changed []string) (*recall, error) {
 	r := &recall{c: c, t: c.Target(), mem: mem, desired: desired, want: map[string]*DesiredGroup{}}
 	for i := range desired {
 		r.want[desired[i].Path] = &desired[i]
@@ -54,6 +54,11 @@ func observeRemembered(ctx context.Context, c *Client, desired []DesiredGroup, m
 	} else {
 		check = rotation(r.a, mem.LastPass, now, every)
 		r.verified = len(check)
+		for _, p := range changed {
+			if r.a.Groups[p] != nil && !slices.Contains(check, p) {
+				check = append(check, p)
+			}
+		}
 	}
 	if err := r.reread(ctx, check); err != nil {
 		return nil, err

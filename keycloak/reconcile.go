@@ -164,8 +164,10 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		if warn != "" && o.Log != nil {
 			o.Log.Warn(warn, "realm", t.String())
 		}
-	} else {
+	} else if o.Memory != nil {
 		why = "keycloak.verify_every is 0"
+	} else {
+		why = "no memory"
 	}
 	if len(o.Resources) > 0 {
 		scope = map[waldur.UUID]bool{}
@@ -173,6 +175,53 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 			scope[r] = true
 		}
 		scopedWants = scoped(desired, scope)
+	}
+	// What changed since the last pass, from the realm's admin events (not in
+	// a run for some resources: the next full one reads them).
+	var (
+		ev         realmEvents
+		eventsFrom int64
+		changed    []string
+		evNote     string
+	)
+	if o.Memory != nil && every > 0 && scope == nil {
+		ev = adminEventsOf(ctx, c)
+		if mem != nil && ev.usable && mem.EventsFrom > 0 {
+			switch {
+			case ev.retention > 0 && start.Sub(mem.EventsRead) > ev.retention/2:
+				mem, why = nil, "the admin events since the last pass may have expired"
+			default:
+				var newest int64
+				var n int
+				changed, newest, n, err = changedSince(ctx, c, mem, mem.EventsFrom)
+				switch {
+				case errors.Is(err, errTooManyEvents):
+					mem, why = nil, err.Error()
+				case IsForbidden(err):
+					ev = realmEvents{why: err.Error()}
+				case err != nil:
+					return nil, c.Calls(), "remembered", err
+				default:
+					eventsFrom = newest + 1
+					evNote = fmt.Sprintf("; %d admin event(s) by others, touching %d remembered group(s)", n, len(changed))
+				}
+			}
+		}
+		if ev.usable && eventsFrom == 0 {
+			// From now on: the events of this pass and later are read by the next.
+			newest, err := newestEvent(ctx, c)
+			switch {
+			case IsForbidden(err):
+				ev = realmEvents{why: err.Error()}
+			case err != nil:
+				return nil, c.Calls(), "remembered", err
+			default:
+				eventsFrom = newest + 1
+			}
+		}
+		if !ev.usable {
+			evNote = "; admin events not used: " + ev.why
+		}
 	}
 	in := PlanInput{
 		Target: t, Desired: desired, Rendered: rendered, Skipped: res.Skipped,
@@ -188,11 +237,11 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		if scope != nil {
 			in.Desired = scopedWants
 		}
-		rc, err = observeRemembered(ctx, c, in.Desired, mem, scope, start, every)
+		rc, err = observeRemembered(ctx, c, in.Desired, mem, scope, start, every, changed)
 		if err != nil {
 			return nil, c.Calls(), "remembered", err
 		}
-		how = fmt.Sprintf("remembered (%d of %d groups re-read for the %s bound)", rc.verified, len(mem.Groups), every)
+		how = fmt.Sprintf("remembered (%d of %d groups re-read for the %s bound%s)", rc.verified, len(mem.Groups), every, evNote)
 		if scope != nil {
 			how = fmt.Sprintf("remembered, for %d resource(s): %d group(s)", len(scope), len(rc.covered))
 		}
@@ -225,6 +274,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		}
 	}
 	if mem == nil {
+		how += evNote
 		actual, err = Observe(ctx, c, desired)
 		if err != nil {
 			return nil, c.Calls(), how, err
@@ -236,7 +286,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		if o.Memory == nil || every <= 0 {
 			return
 		}
-		m := remembered{t: t, prev: mem, a: actual, plan: plan, x: x, start: start}
+		m := remembered{t: t, prev: mem, a: actual, plan: plan, x: x, start: start, eventsFrom: eventsFrom}
 		if rc != nil {
 			m.covered, m.scoped = rc.covered, scope != nil
 		}
