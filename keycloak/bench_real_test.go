@@ -21,7 +21,8 @@ import (
 // BenchmarkKeycloakReal (BENCHMARKS.md, "Keycloak against a real server"):
 // N namespace tenants × 3 role groups, teams of 3 (one member per role
 // group), in a fresh realm of a real Keycloak (internal/keycloaktest), users
-// loaded with partialImport.
+// loaded with partialImport, admin events recorded (as docs/keycloak.md
+// recommends for a large realm).
 //
 //	go test ./keycloak -run '^$' -bench BenchmarkKeycloakReal -benchtime 1x -timeout 60m
 //
@@ -91,8 +92,8 @@ func benchReal(b *testing.B, kc *keycloaktest.Server, n int) {
 	b.StopTimer()
 }
 
-// benchRealm makes a realm with n*3/5 users (u00000, …) and returns their
-// user names.
+// benchRealm makes a realm that records admin events, with n*3/5 users
+// (u00000, …), and returns their user names.
 func benchRealm(b *testing.B, kc *keycloaktest.Server, realm string, n int) []string {
 	b.Helper()
 	ctx := context.Background()
@@ -105,7 +106,7 @@ func benchRealm(b *testing.B, kc *keycloaktest.Server, realm string, n int) []st
 		return tok.AccessToken
 	}
 	tok := login()
-	if _, err := gc.CreateRealm(ctx, tok, gocloak.RealmRepresentation{Realm: gocloak.StringP(realm), Enabled: gocloak.BoolP(true)}); err != nil {
+	if _, err := gc.CreateRealm(ctx, tok, gocloak.RealmRepresentation{Realm: gocloak.StringP(realm), Enabled: gocloak.BoolP(true), AdminEventsEnabled: gocloak.BoolP(true)}); err != nil {
 		b.Fatalf("create realm %s: %v", realm, err)
 	}
 	names := make([]string, n*3/5)

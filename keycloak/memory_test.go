@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -142,6 +143,19 @@ var memoryScenarios = []scenario{
 			t.Errorf("calls %v", r.Calls)
 		}
 		e.wantMembers("/ns_web_admin") // not seen yet: the rotation finds it within verify_every
+	}},
+	{name: "memory: admin events that may have expired since the last pass mean a full pass", fakeOnly: true, run: func(t *testing.T, e *env) {
+		e.fake.EnableAdminEvents(kctest.Realm, 120) // kept two minutes
+		c, m := newClock(), keycloak.NewMemory("")
+		e.mustRun(c.with(m))
+		c.pass(30 * time.Second)
+		if r := e.mustRun(c.with(m)); fullPass(r) || r.Calls[keycloak.CallAdminEvents] == 0 {
+			t.Errorf("30 s later: %v", r.Calls)
+		}
+		c.pass(90 * time.Second)
+		if r := e.mustRun(c.with(m)); !fullPass(r) {
+			t.Errorf("90 s after the last pass, with events kept for 120 s: %v", r.Calls)
+		}
 	}},
 	{name: "memory: the groups a plan changes are read before the write", run: func(t *testing.T, e *env) {
 		c, m := newClock(), keycloak.NewMemory("")
