@@ -37,6 +37,7 @@ const (
 	CallGroupByPath   = "groups.by_path"
 	CallGetRealm      = "realm.get"
 	CallAdminEvents   = "events.admin"
+	CallSelf          = "users.self"
 	CallListMembers   = "groups.members"
 	CallGetUser       = "users.get"
 	CallSearchUsers   = "users.search"
@@ -290,7 +291,7 @@ var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, 
 
 // forbiddenAnswers are the call kinds for which a 403 is an answer: reading
 // admin events needs view-events, which waldur-gitops can do without.
-var forbiddenAnswers = map[string]bool{CallAdminEvents: true}
+var forbiddenAnswers = map[string]bool{CallAdminEvents: true, CallSelf: true}
 
 // conflictAnswers are the call kinds for which a 409 is not yet a failure:
 // the caller looks the group up and counts a failure only if it cannot use it.
@@ -683,9 +684,41 @@ func (c *Client) adminEvents(ctx context.Context, from int64, first, max int) ([
 	return page, nil
 }
 
+// self returns the user id the client logs in as: the userId of its own admin
+// events. It is the token's subject; Keycloak 26 leaves that out of a master
+// admin-cli token, and then the account is looked up by user name in the
+// realm it logs in to (a client's service account is
+// service-account-<client_id>). "" when neither works.
+func (c *Client) self(ctx context.Context) string {
+	if sub := c.subject(); sub != "" {
+		return sub
+	}
+	k := c.target.Settings
+	name := k.Username
+	if name == "" {
+		name = "service-account-" + k.ClientID
+	}
+	var us []User
+	base := strings.TrimSuffix(c.adminURL, "/admin/realms/"+url.PathEscape(c.target.Realm))
+	err := c.do(ctx, CallSelf, true, func(tok string) error {
+		resp, err := c.gc.GetRequestWithBearerAuth(ctx, tok).
+			SetQueryParams(map[string]string{"username": name, "exact": "true", "briefRepresentation": "true"}).
+			SetResult(&us).Get(base + "/admin/realms/" + url.PathEscape(k.UserRealm) + "/users")
+		return check(resp, err)
+	})
+	if err != nil {
+		return ""
+	}
+	for _, u := range us {
+		if strings.EqualFold(u.Username, name) {
+			return u.ID
+		}
+	}
+	return ""
+}
+
 // subject returns the user id the client's current token was issued to
-// ("" when the token is not a JWT or has none): the userId of its own admin
-// events.
+// ("" when the token is not a JWT or has none).
 func (c *Client) subject() string {
 	c.tokMu.Lock()
 	defer c.tokMu.Unlock()

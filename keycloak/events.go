@@ -91,8 +91,8 @@ func changedSince(ctx context.Context, c *Client, mem *realmMemory, from int64) 
 		if err != nil {
 			return nil, 0, 0, err
 		}
-		if self == "" {
-			self = c.subject()
+		if first == 0 && len(page) > 0 {
+			self = c.self(ctx)
 		}
 		for _, e := range page {
 			newest = max(newest, e.Time)
