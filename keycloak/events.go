@@ -27,6 +27,9 @@ type realmEvents struct {
 	// retention is how long the realm keeps them (adminEventsExpiration);
 	// 0: for ever.
 	retention time.Duration
+	// failed: the settings could not be read this time (not a refusal): the
+	// next pass reads the events from where this one should have.
+	failed bool
 }
 
 // adminEventsOf reads the realm's event settings. The account needs
@@ -36,7 +39,7 @@ func adminEventsOf(ctx context.Context, c *Client) realmEvents {
 	ri, err := c.realm(ctx)
 	switch {
 	case err != nil:
-		return realmEvents{why: err.Error()}
+		return realmEvents{why: err.Error(), failed: !IsForbidden(err)}
 	case ri.AdminEventsEnabled == nil:
 		return realmEvents{why: "the account waldur-gitops logs in as cannot see the realm's event settings (it needs the realm-management roles view-realm and view-events)"}
 	case !*ri.AdminEventsEnabled:

@@ -221,6 +221,9 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		}
 		if !ev.usable {
 			evNote = "; admin events not used: " + ev.why
+			if ev.failed && mem != nil {
+				eventsFrom = mem.EventsFrom
+			}
 		}
 	}
 	in := PlanInput{
