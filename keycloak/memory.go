@@ -275,7 +275,9 @@ type remembered struct {
 	covered []string
 	start   time.Time
 	// eventsFrom is where the next pass reads admin events from; 0: none.
+	// eventsRead is when that window was opened; zero: at start.
 	eventsFrom int64
+	eventsRead time.Time
 }
 
 // build makes the memory a pass leaves: the previous memory with the
@@ -296,6 +298,9 @@ func (r remembered) build() *realmMemory {
 	if !r.scoped {
 		out.LastPass = r.start
 		out.EventsFrom, out.EventsRead = r.eventsFrom, r.start
+		if !r.eventsRead.IsZero() {
+			out.EventsRead = r.eventsRead
+		}
 	} else if r.prev != nil {
 		// A run for some resources reads no events: the next pass does.
 		out.EventsFrom, out.EventsRead = r.prev.EventsFrom, r.prev.EventsRead

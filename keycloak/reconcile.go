@@ -181,6 +181,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	var (
 		ev         realmEvents
 		eventsFrom int64
+		eventsRead time.Time
 		changed    []string
 		evNote     string
 	)
@@ -222,7 +223,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		if !ev.usable {
 			evNote = "; admin events not used: " + ev.why
 			if ev.failed && mem != nil {
-				eventsFrom = mem.EventsFrom
+				eventsFrom, eventsRead = mem.EventsFrom, mem.EventsRead
 			}
 		}
 	}
@@ -289,7 +290,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		if o.Memory == nil || every <= 0 {
 			return
 		}
-		m := remembered{t: t, prev: mem, a: actual, plan: plan, x: x, start: start, eventsFrom: eventsFrom}
+		m := remembered{t: t, prev: mem, a: actual, plan: plan, x: x, start: start, eventsFrom: eventsFrom, eventsRead: eventsRead}
 		if rc != nil {
 			m.covered, m.scoped = rc.covered, scope != nil
 		}
