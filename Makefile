@@ -62,12 +62,16 @@ fmt: ## format the code
 
 # ./bench includes BenchmarkCLISync: the peak RSS of the real `sync` per
 # profile at 10,000 tenants (BENCHMARKS.md, "Memory of a sync").
+# BenchmarkKeycloak runs against the in-repo fake, BenchmarkKeycloakReal
+# against a real Keycloak that internal/keycloaktest starts (BENCHMARKS.md,
+# "Keycloak against a real server").
 bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 3x -count 1 -timeout 30m
 	$(GO) test ./gitsync -run '^$$' -bench . -benchtime 3x -count 1 -timeout 60m
 	$(GO) test ./engine -run '^$$' -bench Sync10k -benchtime 3x -count 2 -timeout 30m
 	$(GO) test ./apply -run '^$$' -bench Apply1000 -benchtime 3x -count 1 -benchmem -timeout 30m
-	$(GO) test ./keycloak -run '^$$' -bench BenchmarkKeycloak -benchtime 1x -timeout 30m
+	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloak$$' -benchtime 1x -timeout 30m
+	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloakReal$$' -benchtime 1x -timeout 60m
 	$(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChange(OCI)?$$' -benchtime 3x -count 1 -timeout 30m
 	WALDUR_GITOPS_FLUX_BENCH=1000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 30m
 

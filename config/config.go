@@ -98,6 +98,11 @@ type Config struct {
 	DeletionGuard DeletionGuard `yaml:"deletion_guard"`
 	// Report names a file the run report (JSON) is written to after every run.
 	Report string `yaml:"report"`
+	// KeycloakState names a file the Keycloak stage keeps what its passes
+	// found in between runs (relative to the config file), so that a run
+	// started afresh (a CronJob) need not read every group again; "": only
+	// serve remembers, in memory.
+	KeycloakState string `yaml:"keycloak_state"`
 	// Metrics names the Prometheus Pushgateway the run's metrics are pushed to.
 	Metrics Metrics `yaml:"metrics"`
 	// Orders sets when executing orders are done, for every offering.

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/waldur/waldur-gitops/waldur"
@@ -17,6 +18,8 @@ const (
 	DefaultKeycloakPageSize          = 100
 	DefaultKeycloakTimeoutSeconds    = 30
 	DefaultKeycloakMaxRetries        = 5
+	// DefaultKeycloakVerifyEvery is keycloak.verify_every's default.
+	DefaultKeycloakVerifyEvery = 12 * time.Hour
 )
 
 // Group-name presets.
@@ -249,6 +252,20 @@ func (k *KeycloakSettings) applyDefaults() {
 	setDefault(&k.PageSize, DefaultKeycloakPageSize)
 	setDefault(&k.TimeoutSeconds, DefaultKeycloakTimeoutSeconds)
 	setDefault(&k.MaxRetries, DefaultKeycloakMaxRetries)
+	if strings.TrimSpace(k.VerifyEvery) == "" {
+		k.VerifyEvery = "12h" // DefaultKeycloakVerifyEvery, as the docs write it
+	}
+	k.verifyEvery, _ = time.ParseDuration(strings.TrimSpace(k.VerifyEvery))
+}
+
+// VerifyInterval is keycloak.verify_every: the bound within which a pass
+// that starts from a memory re-reads every group; 0 reads every group at
+// every pass.
+func (k *KeycloakSettings) VerifyInterval() time.Duration {
+	if k.VerifyEvery == "" {
+		return DefaultKeycloakVerifyEvery
+	}
+	return k.verifyEvery
 }
 
 func setDefault[T int | float64](p **T, v T) {
@@ -298,6 +315,9 @@ func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
 	}
 	if v := *k.TimeoutSeconds; v < 1 || v > 600 {
 		r.addf(kp+".timeout_seconds", nil, "must be between 1 and 600, got %d", v)
+	}
+	if d, err := time.ParseDuration(strings.TrimSpace(k.VerifyEvery)); err != nil || d < 0 {
+		r.addf(kp+".verify_every", nil, "must be a duration such as 6h or 30m (0 reads every group at every run), got %q", k.VerifyEvery)
 	}
 	if v := *k.MaxRetries; v < 0 || v > 20 {
 		r.addf(kp+".max_retries", nil, "must be between 0 and 20, got %d", v)

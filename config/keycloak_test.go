@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/config"
 )
@@ -18,6 +19,7 @@ func TestKeycloakDefaults(t *testing.T) {
 	equal(t, "requests_per_second", *k.RequestsPerSecond, 100.0)
 	equal(t, "concurrency", *k.Concurrency, 4)
 	equal(t, "page_size", *k.PageSize, 100)
+	equal(t, "verify_every", k.VerifyInterval(), 12*time.Hour)
 	equal(t, "timeout_seconds", *k.TimeoutSeconds, 30)
 	equal(t, "max_retries", *k.MaxRetries, 5)
 	equal(t, "ssl verify", k.VerifiesSSL(), true)
@@ -67,6 +69,8 @@ func TestKeycloakValidation(t *testing.T) {
 		{"rate as a string", "okd", "      keycloak: {requests_per_second: fast}\n", kp + "requests_per_second", "expected a number"},
 		{"zero concurrency", "okd", "      keycloak: {concurrency: 0}\n", kp + "concurrency", "between 1 and 64"},
 		{"huge page", "okd", "      keycloak: {page_size: 5000}\n", kp + "page_size", "between 1 and 1000"},
+		{"verify_every not a duration", "okd", "      keycloak: {verify_every: often}\n", kp + "verify_every", "must be a duration such as 6h"},
+		{"negative verify_every", "okd", "      keycloak: {verify_every: -1h}\n", kp + "verify_every", "must be a duration such as 6h"},
 		{"zero timeout", "okd", "      keycloak: {timeout_seconds: 0}\n", kp + "timeout_seconds", "between 1 and 600"},
 		{"negative retries", "okd", "      keycloak: {max_retries: -1}\n", kp + "max_retries", "between 0 and 20"},
 		{"password without user", "okd", "      keycloak: {keycloak_password: pw-1}\n", kp + "keycloak_password", "set keycloak_username"},

@@ -1,5 +1,7 @@
 package config
 
+import "time"
+
 // Settings is an offering's backend_settings, decoded for its backend type. Exactly
 // one of the profile pointers is set.
 type Settings struct {
@@ -90,6 +92,12 @@ type KeycloakSettings struct {
 	// MaxRetries is how often a call that failed with a 5xx answer, a 429 or a
 	// transport error is retried, with exponential backoff (default 5).
 	MaxRetries *int `yaml:"max_retries"`
+	// VerifyEvery is a duration ("6h", "30m"): the bound within which a pass
+	// that starts from what earlier passes found re-reads every group
+	// (default 12h; "0" reads every group at every pass).
+	VerifyEvery string `yaml:"verify_every"`
+
+	verifyEvery time.Duration
 }
 
 // K8sUTSettings configure the k8s-ut-namespace profile (ManagedNamespace CRs).

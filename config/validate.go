@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"maps"
+	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -61,6 +62,9 @@ func (c *Config) applyDefaults(file string) {
 	if c.Report != "" && !filepath.IsAbs(c.Report) {
 		c.Report = filepath.Join(filepath.Dir(file), c.Report)
 	}
+	if c.KeycloakState != "" && !filepath.IsAbs(c.KeycloakState) {
+		c.KeycloakState = filepath.Join(filepath.Dir(file), c.KeycloakState)
+	}
 	if c.Git.AuthorEmail == "" {
 		c.Git.AuthorEmail = "waldur-gitops@localhost"
 	}
@@ -100,6 +104,9 @@ func (c *Config) validate(r *report) {
 	}
 	c.Orders.validate(r)
 	c.Review.validate(r)
+	if st, err := os.Stat(c.KeycloakState); c.KeycloakState != "" && err == nil && !st.Mode().IsRegular() {
+		r.addf("keycloak_state", nil, "%s is not a regular file; name a file the Keycloak stage may replace", c.KeycloakState)
+	}
 	if a := c.Usage.Allocation; a != AllocationPeak && a != AllocationTimeWeighted {
 		r.addf("usage.allocation", nil, "must be %s or %s, got %q", AllocationPeak, AllocationTimeWeighted, a)
 	}

@@ -50,6 +50,10 @@ func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
 // Last is the outcome of the latest run, nil before the first.
 func (e *Engine) Last() *Outcome { return e.last }
 
+// Seams returns the stages the engine runs (tests, and verbs that print what
+// a stage found).
+func (e *Engine) Seams() Seams { return e.seams }
+
 // stage is one step of the cycle: its report name, the class of its failures,
 // and whether the stages after it still run when it fails.
 type stage struct {
@@ -138,7 +142,7 @@ func (e *Engine) stages(req Request) []stage {
 		// change; those of the tenants it leaves unusable wait.
 		list = append(list, stage{name: "keycloak", class: ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			// Without a publisher the render is taken to be what is in place.
-			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g})
+			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources})
 			if r == nil {
 				return changeset.Set{}, nil, err
 			}

@@ -23,6 +23,10 @@ type KeycloakStage struct {
 	Log    *slog.Logger
 	// Connect replaces the client keycloak.Reconcile opens (tests).
 	Connect func(keycloak.Target) (*keycloak.Client, error)
+	// Memory is what the earlier passes of this stage found (kept between
+	// the runs of one engine, and in the config's keycloak_state file);
+	// nil: every pass reads every group.
+	Memory *keycloak.Memory
 
 	missing, failed map[string]string
 }
@@ -52,6 +56,7 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 	}
 	out, err := keycloak.Reconcile(ctx, cfg, res, keycloak.Options{
 		DryRun: o.DryRun, NoDelete: o.NoDelete, Log: k.Log, Guard: &g, InGit: present, Connect: k.Connect,
+		Memory: k.Memory, Resources: o.Resources,
 		ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()},
 	})
 	if errors.Is(err, keycloak.ErrCredentials) {

@@ -164,6 +164,9 @@ type IdentityResult struct {
 type IdentityOptions struct {
 	DryRun, NoDelete bool
 	Guard            guard.Options
+	// Resources, when set, are the resources the run was asked about
+	// (Request.Resources): the stage may limit itself to their groups.
+	Resources []waldur.UUID
 }
 
 // Announcer tells Waldur who is doing the work (the site agent identity of

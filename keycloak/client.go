@@ -3,6 +3,8 @@ package keycloak
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -31,6 +33,11 @@ const (
 	CallListGroups    = "groups.list"
 	CallListChildren  = "groups.children"
 	CallFindGroup     = "groups.find"
+	CallGetGroup      = "groups.get"
+	CallGroupByPath   = "groups.by_path"
+	CallGetRealm      = "realm.get"
+	CallAdminEvents   = "events.admin"
+	CallSelf          = "users.self"
 	CallListMembers   = "groups.members"
 	CallGetUser       = "users.get"
 	CallSearchUsers   = "users.search"
@@ -280,7 +287,11 @@ func retryable(ctx context.Context, err error) bool {
 const CallErrorPrefix = "errors."
 
 // notFoundAnswers are the call kinds for which a 404 is an answer, not a failure.
-var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, CallRemoveMember: true}
+var notFoundAnswers = map[string]bool{CallGetUser: true, CallDeleteGroup: true, CallRemoveMember: true, CallGetGroup: true, CallGroupByPath: true}
+
+// forbiddenAnswers are the call kinds for which a 403 is an answer: reading
+// admin events needs view-events, which waldur-gitops can do without.
+var forbiddenAnswers = map[string]bool{CallAdminEvents: true, CallSelf: true}
 
 // conflictAnswers are the call kinds for which a 409 is not yet a failure:
 // the caller looks the group up and counts a failure only if it cannot use it.
@@ -312,6 +323,8 @@ func (c *Client) do(ctx context.Context, kind string, auth bool, fn func(token s
 			c.count(CallWritePrefix + kind)
 		}
 	case code == http.StatusNotFound && notFoundAnswers[kind], code == http.StatusConflict && conflictAnswers[kind]:
+	case code == http.StatusForbidden && forbiddenAnswers[kind]:
+		err = &forbiddenError{kind: kind, realm: c.target.Realm, err: err}
 	default:
 		c.count(CallErrorPrefix + kind)
 		if code == http.StatusForbidden {
@@ -585,6 +598,148 @@ func (c *Client) findGroup(ctx context.Context, parentID, name string) (*apiGrou
 		}
 	}
 	return nil, nil
+}
+
+// groupByID reads one group with its attributes; nil when there is none.
+func (c *Client) groupByID(ctx context.Context, id string) (*apiGroup, error) {
+	if !pathSafe(id) {
+		return nil, fmt.Errorf("get group %q: not a usable group id", id)
+	}
+	var g apiGroup
+	err := c.getJSON(ctx, CallGetGroup, "/groups/"+url.PathEscape(id), nil, &g)
+	switch {
+	case statusOf(err) == http.StatusNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get group %s: %w", id, err)
+	}
+	return &g, nil
+}
+
+// groupByPath reads the group at a path (/name or /parent/name) with its
+// attributes; nil when there is none. Every part of the path is escaped, and
+// the path is sent without a leading double slash, which Keycloak 26 refuses.
+func (c *Client) groupByPath(ctx context.Context, path string) (*apiGroup, error) {
+	parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+	for i, p := range parts {
+		if p == "" || p == "." || p == ".." {
+			return nil, fmt.Errorf("get group %s: not a usable group path", path)
+		}
+		parts[i] = url.PathEscape(p)
+	}
+	var g apiGroup
+	err := c.getJSON(ctx, CallGroupByPath, "/group-by-path/"+strings.Join(parts, "/"), nil, &g)
+	switch {
+	case statusOf(err) == http.StatusNotFound:
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get group %s: %w", path, err)
+	}
+	return &g, nil
+}
+
+// realmInfo is the part of a realm's representation the memory reads. An
+// account without view-realm gets a short representation without these.
+type realmInfo struct {
+	AdminEventsEnabled *bool             `json:"adminEventsEnabled"`
+	Attributes         map[string]string `json:"attributes"`
+}
+
+// realm reads the realm's representation.
+func (c *Client) realm(ctx context.Context) (*realmInfo, error) {
+	var r realmInfo
+	if err := c.getJSON(ctx, CallGetRealm, "", nil, &r); err != nil {
+		return nil, fmt.Errorf("read realm %s: %w", c.target.Realm, err)
+	}
+	return &r, nil
+}
+
+// adminEvent is one of the realm's admin events.
+type adminEvent struct {
+	Time          int64  `json:"time"`
+	OperationType string `json:"operationType"`
+	ResourceType  string `json:"resourceType"`
+	ResourcePath  string `json:"resourcePath"`
+	AuthDetails   struct {
+		UserID string `json:"userId"`
+	} `json:"authDetails"`
+}
+
+// adminEvents reads a page of the admin events on groups, memberships and
+// users at or after from (milliseconds since the epoch, Keycloak's clock),
+// newest first.
+func (c *Client) adminEvents(ctx context.Context, from int64, first, max int) ([]adminEvent, error) {
+	q := url.Values{"first": {strconv.Itoa(first)}, "max": {strconv.Itoa(max)}, "resourceTypes": {"GROUP", "GROUP_MEMBERSHIP", "USER"}}
+	if from > 0 {
+		q.Set("dateFrom", strconv.FormatInt(from, 10))
+	}
+	var page []adminEvent
+	err := c.do(ctx, CallAdminEvents, true, func(tok string) error {
+		resp, err := c.gc.GetRequestWithBearerAuth(ctx, tok).SetQueryParamsFromValues(q).SetResult(&page).Get(c.adminURL + "/admin-events")
+		return check(resp, err)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read admin events: %w", err)
+	}
+	return page, nil
+}
+
+// self returns the user id the client logs in as: the userId of its own admin
+// events. It is the token's subject; Keycloak 26 leaves that out of a master
+// admin-cli token, and then the account is looked up by user name in the
+// realm it logs in to (a client's service account is
+// service-account-<client_id>). "" when neither works.
+func (c *Client) self(ctx context.Context) string {
+	if sub := c.subject(); sub != "" {
+		return sub
+	}
+	k := c.target.Settings
+	name := k.Username
+	if name == "" {
+		name = "service-account-" + k.ClientID
+	}
+	var us []User
+	base := strings.TrimSuffix(c.adminURL, "/admin/realms/"+url.PathEscape(c.target.Realm))
+	err := c.do(ctx, CallSelf, true, func(tok string) error {
+		resp, err := c.gc.GetRequestWithBearerAuth(ctx, tok).
+			SetQueryParams(map[string]string{"username": name, "exact": "true", "briefRepresentation": "true"}).
+			SetResult(&us).Get(base + "/admin/realms/" + url.PathEscape(k.UserRealm) + "/users")
+		return check(resp, err)
+	})
+	if err != nil {
+		return ""
+	}
+	for _, u := range us {
+		if strings.EqualFold(u.Username, name) {
+			return u.ID
+		}
+	}
+	return ""
+}
+
+// subject returns the user id the client's current token was issued to
+// ("" when the token is not a JWT or has none).
+func (c *Client) subject() string {
+	c.tokMu.Lock()
+	defer c.tokMu.Unlock()
+	if c.jwt == nil {
+		return ""
+	}
+	parts := strings.Split(c.jwt.AccessToken, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(raw, &claims) != nil {
+		return ""
+	}
+	return claims.Sub
 }
 
 // members lists the direct members of a group.

@@ -223,6 +223,60 @@ func (k *realKeycloak) AddMember(t *testing.T, path, username string) {
 	}
 }
 
+func (k *realKeycloak) RemoveMember(t *testing.T, path, username string) {
+	t.Helper()
+	ctx, tok := context.Background(), k.token(t)
+	us, err := k.gc.GetUsers(ctx, tok, k.realm, gocloak.GetUsersParams{Username: &username, Exact: gocloak.BoolP(true)})
+	if err != nil || len(us) != 1 {
+		t.Fatalf("user %s: %v %v", username, us, err)
+	}
+	gid, ok := k.groupID(t, tok, path)
+	if !ok {
+		t.Fatalf("no group %s", path)
+	}
+	if err := k.gc.DeleteUserFromGroup(ctx, tok, k.realm, *us[0].ID, gid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (k *realKeycloak) DeleteGroup(t *testing.T, path string) {
+	t.Helper()
+	ctx, tok := context.Background(), k.token(t)
+	gid, ok := k.groupID(t, tok, path)
+	if !ok {
+		t.Fatalf("no group %s", path)
+	}
+	if err := k.gc.DeleteGroup(ctx, tok, k.realm, gid); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (k *realKeycloak) SetAttributes(t *testing.T, path string, attrs map[string][]string) {
+	t.Helper()
+	ctx, tok := context.Background(), k.token(t)
+	gid, ok := k.groupID(t, tok, path)
+	if !ok {
+		t.Fatalf("no group %s", path)
+	}
+	g, err := k.gc.GetGroup(ctx, tok, k.realm, gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g.Attributes = &attrs
+	if err := k.gc.UpdateGroup(ctx, tok, k.realm, *g); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (k *realKeycloak) EnableAdminEvents(t *testing.T) {
+	t.Helper()
+	resp, err := k.gc.RestyClient().R().SetAuthToken(k.token(t)).SetBody(map[string]any{"adminEventsEnabled": true}).
+		Put(k.base + "/admin/realms/" + k.realm)
+	if err != nil || resp.IsError() {
+		t.Fatalf("enable admin events: %v %s", err, resp.String())
+	}
+}
+
 func (k *realKeycloak) Group(t *testing.T, path string) (kctest.GroupInfo, bool) {
 	t.Helper()
 	ctx, tok := context.Background(), k.token(t)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/render"
@@ -207,6 +208,11 @@ type Actual struct {
 	Users map[Member]*User
 
 	mu sync.Mutex
+	// fresh holds the paths read in this pass when it started from a Memory;
+	// nil when every group was read (a full pass). verified holds when the
+	// others were last read.
+	fresh    map[string]bool
+	verified map[string]time.Time
 }
 
 // Group is a group as read from Keycloak.
@@ -227,7 +233,8 @@ type Group struct {
 
 // User is a Keycloak user.
 type User struct {
-	ID, Username string
+	ID       string `json:"id"`
+	Username string `json:"username"`
 }
 
 // ownership says whose a group is.

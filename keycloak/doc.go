@@ -19,6 +19,14 @@
 // Reconcile and PlanChanges run the three for every Keycloak realm the config
 // names; PlanChanges stops before Execute, for dry runs.
 //
+// With a Memory (Options.Memory: serve keeps one between runs, the config's
+// keycloak_state keeps it in a file) a pass does not read the whole realm:
+// it trusts what the last pass found except for a rotating slice that brings
+// every group back within keycloak.verify_every, looks the desired groups it
+// does not know up by path, and reads again every group the plan would change
+// before writing anything, planning again from what it read. A run for some
+// resources (Options.Resources) reads and changes only their groups.
+//
 // Ownership: every group this package creates carries the attribute
 // managed_by=waldur-gitops and the UUIDs of the offerings (and, for groups
 // without subgroups, the resources) that need it. A group without the marker is

@@ -47,6 +47,12 @@ type backend interface {
 	AddUser(t *testing.T, username string) string
 	AddGroup(t *testing.T, parentPath, name string, attrs map[string][]string)
 	AddMember(t *testing.T, path, username string)
+	// RemoveMember and DeleteGroup change the realm out of band.
+	RemoveMember(t *testing.T, path, username string)
+	DeleteGroup(t *testing.T, path string)
+	SetAttributes(t *testing.T, path string, attrs map[string][]string)
+	// EnableAdminEvents makes the realm record admin events.
+	EnableAdminEvents(t *testing.T)
 	Group(t *testing.T, path string) (kctest.GroupInfo, bool)
 	Paths(t *testing.T) []string
 }
@@ -81,6 +87,25 @@ func (f fakeBackend) AddMember(t *testing.T, path, username string) {
 		t.Fatal(err)
 	}
 }
+func (f fakeBackend) RemoveMember(t *testing.T, path, username string) {
+	t.Helper()
+	if err := f.s.RemoveMember(kctest.Realm, path, username); err != nil {
+		t.Fatal(err)
+	}
+}
+func (f fakeBackend) DeleteGroup(t *testing.T, path string) {
+	t.Helper()
+	if err := f.s.DeleteGroup(kctest.Realm, path); err != nil {
+		t.Fatal(err)
+	}
+}
+func (f fakeBackend) SetAttributes(t *testing.T, path string, attrs map[string][]string) {
+	t.Helper()
+	if err := f.s.SetAttributes(kctest.Realm, path, attrs); err != nil {
+		t.Fatal(err)
+	}
+}
+func (f fakeBackend) EnableAdminEvents(t *testing.T) { f.s.EnableAdminEvents(kctest.Realm, 0) }
 func (f fakeBackend) Group(t *testing.T, path string) (kctest.GroupInfo, bool) {
 	return f.s.Group(kctest.Realm, path)
 }

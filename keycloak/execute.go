@@ -30,6 +30,13 @@ type execution struct {
 // why. After the first sign that Keycloak is unavailable nothing more is
 // attempted; the next run starts over from what Keycloak then has.
 func Execute(ctx context.Context, c *Client, p *Plan) (changeset.Set, error) {
+	x, err := execute(ctx, c, p)
+	return x.out, err
+}
+
+// execute is Execute that also returns its state: the ids of the groups it
+// created, for the memory.
+func execute(ctx context.Context, c *Client, p *Plan) (*execution, error) {
 	x := &execution{c: c, out: changeset.Set{Entries: slices.Clone(p.Changes.Entries)}, created: map[string]string{}}
 	var steps [][]Op
 	var step []Op
@@ -68,7 +75,7 @@ func Execute(ctx context.Context, c *Client, p *Plan) (changeset.Set, error) {
 	for _, s := range steps {
 		x.run(ctx, s)
 	}
-	return x.out, x.result(p)
+	return x, x.result(p)
 }
 
 // run carries out one step's operations in parallel.

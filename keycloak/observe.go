@@ -3,6 +3,7 @@ package keycloak
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -89,9 +90,22 @@ func Observe(ctx context.Context, c *Client, desired []DesiredGroup) (*Actual, e
 		return nil, err
 	}
 
-	// Users: first from the members just read, then from the API.
+	if err := resolveUsers(ctx, c, a, desired); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// resolveUsers finds the Keycloak user of every desired member the plan
+// needs: first among the members read, then from the API.
+func resolveUsers(ctx context.Context, c *Client, a *Actual, desired []DesiredGroup) error {
+	t := c.Target()
 	byID, byName := map[string]*User{}, map[string]*User{}
-	for _, g := range needMembers {
+	for _, d := range desired {
+		g := a.Groups[d.Path]
+		if g == nil || !g.MembersRead || !mayWork(t, g, &d) {
+			continue
+		}
 		for i := range g.Members {
 			u := &g.Members[i]
 			byID[u.ID] = u
@@ -122,7 +136,7 @@ func Observe(ctx context.Context, c *Client, desired []DesiredGroup) (*Actual, e
 			lookups = append(lookups, m)
 		}
 	}
-	err = each(ctx, c, len(lookups), func(i int) error {
+	return each(ctx, c, len(lookups), func(i int) error {
 		u, err := lookupUser(ctx, c, lookups[i])
 		if err != nil {
 			return err
@@ -130,10 +144,6 @@ func Observe(ctx context.Context, c *Client, desired []DesiredGroup) (*Actual, e
 		a.lock(func() { a.Users[lookups[i]] = u })
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return a, nil
 }
 
 // mayWork reports whether waldur-gitops may reconcile the members of g, which
@@ -180,7 +190,7 @@ func (a *Actual) add(ag apiGroup, parent string) *Group {
 		g.Attributes = map[string][]string{}
 	}
 	a.Groups[p] = g
-	if pg := a.Groups[parent]; parent != "" && pg != nil {
+	if pg := a.Groups[parent]; parent != "" && pg != nil && !slices.Contains(pg.Children, p) {
 		pg.Children = append(pg.Children, p)
 	}
 	return g

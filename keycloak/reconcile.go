@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -42,6 +43,16 @@ type Options struct {
 	ClientOptions ClientOptions
 	// Log gets a line per realm; nil: no logging.
 	Log *slog.Logger
+	// Memory, when set, is what earlier passes found: a pass trusts it where
+	// it may and leaves what it found in it (see Memory). nil: every pass
+	// reads every group.
+	Memory *Memory
+	// Resources, when set, limits the pass to the groups of these resources
+	// (a run triggered for some tenants): only their groups are read and
+	// changed. Without a memory of the realm the pass is a full one.
+	Resources []waldur.UUID
+	// Now is the clock (tests); nil: time.Now.
+	Now func() time.Time
 }
 
 // Result is the outcome of a run over every realm.
@@ -74,7 +85,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 	var errs []error
 	for _, t := range targets {
 		start := time.Now()
-		plan, calls, err := reconcileTarget(ctx, t, res, rendered, o)
+		plan, calls, how, err := reconcileTarget(ctx, t, res, rendered, o)
 		for k, v := range calls {
 			out.Calls[k] += v
 		}
@@ -90,7 +101,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 			}
 		}
 		if o.Log != nil {
-			args := []any{"realm", t.String(), "dry_run", o.DryRun, "duration", time.Since(start).Round(time.Millisecond).String(), "calls", Total(calls), "write_attempts", WriteAttempts(calls), "writes", Writes(calls)}
+			args := []any{"realm", t.String(), "dry_run", o.DryRun, "pass", how, "duration", time.Since(start).Round(time.Millisecond).String(), "calls", Total(calls), "write_attempts", WriteAttempts(calls), "writes", Writes(calls)}
 			if plan != nil {
 				args = append(args, "changes", plan.Changes.Summary())
 			}
@@ -124,28 +135,202 @@ func Total(calls map[string]int) int {
 	return n
 }
 
-func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered map[waldur.UUID]bool, o Options) (*Plan, map[string]int, error) {
+// reconcileTarget reads, plans and carries out one target; how says how the
+// realm was read, for the log.
+func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered map[waldur.UUID]bool, o Options) (*Plan, map[string]int, string, error) {
 	connect := o.Connect
 	if connect == nil {
 		connect = func(t Target) (*Client, error) { return NewClient(t, o.ClientOptions) }
 	}
 	c, err := connect(t)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, "none", err
 	}
+	now := time.Now
+	if o.Now != nil {
+		now = o.Now
+	}
+	start := now()
 	desired := Desire(t, res.Groups)
-	actual, err := Observe(ctx, c, desired)
-	if err != nil {
-		return nil, c.Calls(), err
+	every := t.Settings.VerifyInterval()
+	var (
+		mem         *realmMemory
+		why, warn   string
+		scope       map[waldur.UUID]bool
+		scopedWants []DesiredGroup
+	)
+	if o.Memory != nil && every > 0 {
+		mem, why, warn = o.Memory.take(t)
+		if warn != "" && o.Log != nil {
+			o.Log.Warn(warn, "realm", t.String())
+		}
+	} else if o.Memory != nil {
+		why = "keycloak.verify_every is 0"
+	} else {
+		why = "no memory"
 	}
-	plan, err := MakePlan(PlanInput{
-		Target: t, Desired: desired, Actual: actual, Rendered: rendered, Skipped: res.Skipped,
+	if len(o.Resources) > 0 {
+		scope = map[waldur.UUID]bool{}
+		for _, r := range o.Resources {
+			scope[r] = true
+		}
+		scopedWants = scoped(desired, scope)
+	}
+	// What changed since the last pass, from the realm's admin events (not in
+	// a run for some resources: the next full one reads them).
+	var (
+		ev         realmEvents
+		eventsFrom int64
+		eventsRead time.Time
+		changed    []string
+		evNote     string
+	)
+	if o.Memory != nil && every > 0 && scope == nil {
+		ev = adminEventsOf(ctx, c)
+		if mem != nil && ev.usable && mem.EventsFrom > 0 {
+			switch {
+			case ev.retention > 0 && start.Sub(mem.EventsRead) > ev.retention/2:
+				mem, why = nil, "the admin events since the last pass may have expired"
+			default:
+				var newest int64
+				var n int
+				changed, newest, n, err = changedSince(ctx, c, mem, mem.EventsFrom)
+				switch {
+				case errors.Is(err, errTooManyEvents):
+					mem, why = nil, err.Error()
+				case IsForbidden(err):
+					ev = realmEvents{why: err.Error()}
+				case err != nil:
+					return nil, c.Calls(), "remembered", err
+				default:
+					eventsFrom = newest + 1
+					evNote = fmt.Sprintf("; %d admin event(s) by others, touching %d remembered group(s)", n, len(changed))
+				}
+			}
+		}
+		if ev.usable && eventsFrom == 0 {
+			// From now on: the events of this pass and later are read by the next.
+			newest, err := newestEvent(ctx, c)
+			switch {
+			case IsForbidden(err):
+				ev = realmEvents{why: err.Error()}
+			case err != nil:
+				return nil, c.Calls(), "remembered", err
+			default:
+				eventsFrom = newest + 1
+			}
+		}
+		if !ev.usable {
+			evNote = "; admin events not used: " + ev.why
+			if ev.failed && mem != nil {
+				eventsFrom, eventsRead = mem.EventsFrom, mem.EventsRead
+			}
+		}
+	}
+	in := PlanInput{
+		Target: t, Desired: desired, Rendered: rendered, Skipped: res.Skipped,
 		Terminations: res.Terminations, InGit: o.InGit, NoDelete: o.NoDelete, Guard: o.Guard,
-	})
-	if err != nil || o.DryRun {
-		return plan, c.Calls(), err
 	}
-	changes, err := Execute(ctx, c, plan)
-	plan.Changes = changes
-	return plan, c.Calls(), err
+	var (
+		actual *Actual
+		plan   *Plan
+		rc     *recall
+		how    = "full (" + why + ")"
+	)
+	if mem != nil {
+		if scope != nil {
+			in.Desired = scopedWants
+		}
+		rc, err = observeRemembered(ctx, c, in.Desired, mem, scope, start, every, changed)
+		if err != nil {
+			return nil, c.Calls(), "remembered", err
+		}
+		how = fmt.Sprintf("remembered (%d of %d groups re-read for the %s bound%s)", rc.verified, len(mem.Groups), every, evNote)
+		if scope != nil {
+			how = fmt.Sprintf("remembered, for %d resource(s): %d group(s)", len(scope), len(rc.covered))
+		}
+		actual = rc.a
+		// Nothing is written on the strength of the memory: the groups the
+		// plan would change are read again, and the plan made again.
+		for round := 0; ; round++ {
+			in.Actual = actual
+			plan, err = MakePlan(in)
+			if err != nil {
+				// A refusal (the deletion guard) is decided on a full read.
+				break
+			}
+			stale := rc.stale(plan)
+			if len(stale) == 0 {
+				break
+			}
+			if round == 3 {
+				err = errors.New("the plan kept changing while re-reading")
+				break
+			}
+			if err := rc.reread(ctx, stale); err != nil {
+				return nil, c.Calls(), how, err
+			}
+		}
+		if err != nil {
+			how = "full (" + err.Error() + ")"
+			mem, rc, plan = nil, nil, nil
+			in.Desired = desired
+		}
+	}
+	if mem == nil {
+		how += evNote
+		actual, err = Observe(ctx, c, desired)
+		if err != nil {
+			return nil, c.Calls(), how, err
+		}
+		in.Actual = actual
+		plan, err = MakePlan(in)
+	}
+	remember := func(x *execution) {
+		if o.Memory == nil || every <= 0 {
+			return
+		}
+		m := remembered{t: t, prev: mem, a: actual, plan: plan, x: x, start: start, eventsFrom: eventsFrom, eventsRead: eventsRead}
+		if rc != nil {
+			m.covered, m.scoped = rc.covered, scope != nil
+		}
+		if err := o.Memory.put(m.build()); err != nil && o.Log != nil {
+			o.Log.Warn("keycloak state not saved; the next run reads every group", "realm", t.String(), "error", err.Error())
+		}
+	}
+	if err != nil || o.DryRun {
+		if err == nil {
+			remember(nil)
+		}
+		return plan, c.Calls(), how, err
+	}
+	x, err := execute(ctx, c, plan)
+	plan.Changes = x.out
+	remember(x)
+	return plan, c.Calls(), how, err
+}
+
+// scoped returns the desired groups of a run for some resources: those of
+// the resources, with their parents.
+func scoped(desired []DesiredGroup, scope map[waldur.UUID]bool) []DesiredGroup {
+	keep := map[string]bool{}
+	byPath := map[string]*DesiredGroup{}
+	for i := range desired {
+		byPath[desired[i].Path] = &desired[i]
+	}
+	for _, d := range desired {
+		if !slices.ContainsFunc(d.Resources, func(r waldur.UUID) bool { return scope[r] }) {
+			continue
+		}
+		for p := d.Path; p != "" && byPath[p] != nil && !keep[p]; p = byPath[p].Parent {
+			keep[p] = true
+		}
+	}
+	var out []DesiredGroup
+	for _, d := range desired {
+		if keep[d.Path] {
+			out = append(out, d)
+		}
+	}
+	return out
 }

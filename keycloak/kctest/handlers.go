@@ -2,6 +2,7 @@ package kctest
 
 import (
 	"crypto/rand"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"maps"
@@ -24,6 +25,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("POST /admin/realms", s.wrap("POST /admin/realms", permServer, s.createRealm))
 	mux.HandleFunc("POST /admin/realms/{$}", s.wrap("POST /admin/realms", permServer, s.createRealm))
 	admin("DELETE", "", permServer, s.deleteRealm)
+	admin("GET", "", permRealm, s.getRealm)
+	admin("PUT", "", permServer, s.updateRealm)
+	admin("GET", "/admin-events", permEvents, s.adminEvents)
 	admin("POST", "/users", permManage, s.createUser)
 	admin("GET", "/groups", permListGroups, s.listGroups)
 	admin("POST", "/groups", permManage, s.createTopGroup)
@@ -208,12 +212,12 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 		if !ok || pw != r.PostForm.Get("password") {
 			return writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_grant", "error_description": "Invalid user credentials"})
 		}
-		p = &principal{realm: rl.name, all: true}
+		p = &principal{realm: rl.name, all: true, id: "user-" + rl.name + "-" + r.PostForm.Get("username")}
 	case "client_credentials":
 		if !clientOK || want == "" {
 			return badClient()
 		}
-		p = &principal{realm: rl.name, all: rl.saRoles[clientID] == nil, roles: maps.Clone(rl.saRoles[clientID])}
+		p = &principal{realm: rl.name, all: rl.saRoles[clientID] == nil, roles: maps.Clone(rl.saRoles[clientID]), id: "service-account-" + rl.name + "-" + clientID}
 	case "refresh_token":
 		if !clientOK {
 			return badClient()
@@ -226,7 +230,9 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request, rl *realm) int {
 	default:
 		return writeJSON(w, http.StatusBadRequest, map[string]string{"error": "unsupported_grant_type", "error_description": "Unsupported grant_type"})
 	}
-	access, refresh := randomToken(), randomToken()
+	// A JWT in shape, whose payload names the subject as Keycloak's does.
+	claims, _ := json.Marshal(map[string]string{"sub": p.id})
+	access, refresh := "eyJhbGciOiJub25lIn0."+base64.RawURLEncoding.EncodeToString(claims)+"."+randomToken(), randomToken()
 	life := s.TokenLifetime
 	s.access[access] = time.Now().Add(life)
 	s.who[access] = p
@@ -473,6 +479,11 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request, rl *realm, paren
 	}
 	w.Header().Set("Location", s.URL+"/admin/realms/"+rl.name+"/groups/"+g.id)
 	if parent == nil {
+		s.event(rl, "CREATE", "GROUP", "groups/"+g.id)
+	} else {
+		s.event(rl, "CREATE", "GROUP", "groups/"+parent.id+"/children")
+	}
+	if parent == nil {
 		w.WriteHeader(http.StatusCreated)
 		return http.StatusCreated
 	}
@@ -510,6 +521,7 @@ func (s *Server) updateGroup(w http.ResponseWriter, r *http.Request, rl *realm) 
 	if b.Attributes != nil {
 		g.attrs = copyAttrs(*b.Attributes)
 	}
+	s.event(rl, "UPDATE", "GROUP", "groups/"+g.id)
 	return noContent(w)
 }
 
@@ -519,6 +531,7 @@ func (s *Server) deleteGroup(w http.ResponseWriter, r *http.Request, rl *realm) 
 		return notFound(w, "Could not find group by id")
 	}
 	rl.remove(g)
+	s.event(rl, "DELETE", "GROUP", "groups/"+g.id)
 	return noContent(w)
 }
 
@@ -620,6 +633,7 @@ func (s *Server) joinGroup(w http.ResponseWriter, r *http.Request, rl *realm) in
 		return status
 	}
 	g.members[u.id], u.groups[g.id] = u, g
+	s.event(rl, "CREATE", "GROUP_MEMBERSHIP", "users/"+u.id+"/groups/"+g.id)
 	return noContent(w)
 }
 
@@ -631,6 +645,7 @@ func (s *Server) leaveGroup(w http.ResponseWriter, r *http.Request, rl *realm) i
 	}
 	delete(g.members, u.id)
 	delete(u.groups, g.id)
+	s.event(rl, "DELETE", "GROUP_MEMBERSHIP", "users/"+u.id+"/groups/"+g.id)
 	return noContent(w)
 }
 
@@ -687,6 +702,8 @@ const (
 	permListUsers                    // search users: query-users finds none, view-users all
 	permView                         // read a group, its members or a user: view-users or manage-users
 	permManage                       // change anything: manage-users
+	permRealm                        // read the realm: any role; view-realm shows the settings
+	permEvents                       // read admin events: view-events
 )
 
 // verdict is the outcome of a permission check.
@@ -707,6 +724,8 @@ type principal struct {
 	realm string
 	all   bool
 	roles map[string]bool
+	// id is the user id admin events record as authDetails.userId.
+	id string
 }
 
 // may decides as Keycloak 26 does (as measured: see the conformance and
@@ -724,6 +743,12 @@ func (p *principal) may(perm permission, realm string) verdict {
 	manage := p.roles["manage-users"]
 	view := manage || p.roles["view-users"]
 	switch perm {
+	case permRealm:
+		return allow
+	case permEvents:
+		if p.roles["view-events"] || p.roles["manage-events"] {
+			return allow
+		}
 	case permManage:
 		if manage {
 			return allow
@@ -837,4 +862,57 @@ func (s *Server) mapClientRoles(w http.ResponseWriter, r *http.Request, rl *real
 		rl.saRoles[u.client][role.Name] = true
 	}
 	return noContent(w)
+}
+
+// getRealm answers the realm's representation: in full (with its event
+// settings) to a caller with view-realm, else the short one Keycloak 26 gives
+// any admin.
+func (s *Server) getRealm(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	m := map[string]any{"realm": rl.name}
+	if p := s.cur; p.all || p.roles["view-realm"] || p.roles["manage-realm"] {
+		m["id"], m["enabled"], m["adminEventsEnabled"] = rl.name, true, rl.adminEvents
+		m["attributes"] = map[string]string{}
+		if rl.eventsExpiration > 0 {
+			m["attributes"] = map[string]string{"adminEventsExpiration": strconv.Itoa(rl.eventsExpiration)}
+		}
+	}
+	return writeJSON(w, http.StatusOK, m)
+}
+
+// updateRealm takes adminEventsEnabled from the body.
+func (s *Server) updateRealm(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	var b struct {
+		AdminEventsEnabled *bool `json:"adminEventsEnabled"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&b); err != nil {
+		return cannotParse(w)
+	}
+	if b.AdminEventsEnabled != nil {
+		rl.adminEvents = *b.AdminEventsEnabled
+	}
+	return noContent(w)
+}
+
+// adminEvents pages through the realm's admin events, newest first, filtered
+// by dateFrom (milliseconds) and resourceTypes as Keycloak 26 does.
+func (s *Server) adminEvents(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	q := r.URL.Query()
+	from, _ := strconv.ParseInt(q.Get("dateFrom"), 10, 64)
+	types := q["resourceTypes"]
+	var out []map[string]any
+	for i := len(rl.events) - 1; i >= 0; i-- {
+		e := rl.events[i]
+		if e.time < from || len(types) > 0 && !slices.Contains(types, e.resourceType) {
+			continue
+		}
+		out = append(out, map[string]any{
+			"time": e.time, "operationType": e.op, "resourceType": e.resourceType, "resourcePath": e.path,
+			"authDetails": map[string]string{"userId": e.userID},
+		})
+	}
+	first, max := page(r, 100)
+	if out == nil {
+		out = []map[string]any{}
+	}
+	return writeJSON(w, http.StatusOK, paged(out, first, max))
 }

@@ -96,6 +96,47 @@ type realm struct {
 	groups    map[string]*group // by id
 	top       children
 	users     map[string]*user // by id
+	// adminEvents records admin events, kept in events, oldest first;
+	// eventsExpiration is their retention in seconds (0: forever).
+	adminEvents      bool
+	eventsExpiration int
+	events           []adminEvent
+}
+
+// adminEvent is one recorded admin event.
+type adminEvent struct {
+	time                           int64
+	op, resourceType, path, userID string
+}
+
+// event records an admin event of the caller of the request being served
+// (s.mu held), when the realm records them.
+func (s *Server) event(rl *realm, op, resourceType, path string) {
+	who := "console"
+	if s.cur != nil {
+		who = s.cur.id
+	}
+	s.record(rl, op, resourceType, path, who)
+}
+
+func (s *Server) record(rl *realm, op, resourceType, path, who string) {
+	if !rl.adminEvents {
+		return
+	}
+	t := time.Now().UnixMilli()
+	if n := len(rl.events); n > 0 && rl.events[n-1].time > t {
+		t = rl.events[n-1].time
+	}
+	rl.events = append(rl.events, adminEvent{time: t, op: op, resourceType: resourceType, path: path, userID: who})
+}
+
+// EnableAdminEvents makes realm record admin events, as the realm setting
+// adminEventsEnabled does, kept for expiration seconds (0: forever).
+func (s *Server) EnableAdminEvents(realm string, expiration int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	r.adminEvents, r.eventsExpiration = true, expiration
 }
 
 type group struct {
@@ -259,10 +300,59 @@ func (s *Server) AddMember(realm, path, username string) error {
 	for _, u := range r.users {
 		if u.username == strings.ToLower(username) {
 			g.members[u.id], u.groups[g.id] = u, g
+			s.record(r, "CREATE", "GROUP_MEMBERSHIP", "users/"+u.id+"/groups/"+g.id, "console")
 			return nil
 		}
 	}
 	return fmt.Errorf("no user %s", username)
+}
+
+// RemoveMember ends the direct membership of the user named username in the
+// group at path, as someone working in the admin console would.
+func (s *Server) RemoveMember(realm, path, username string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	g := r.byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	for id, u := range g.members {
+		if u.username == strings.ToLower(username) {
+			delete(g.members, id)
+			delete(u.groups, g.id)
+			s.record(r, "DELETE", "GROUP_MEMBERSHIP", "users/"+u.id+"/groups/"+g.id, "console")
+			return nil
+		}
+	}
+	return fmt.Errorf("user %s is not a member of %s", username, path)
+}
+
+// SetAttributes replaces the attributes of the group at path.
+func (s *Server) SetAttributes(realm, path string, attrs map[string][]string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.realm(realm).byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	g.attrs = copyAttrs(attrs)
+	s.record(s.realm(realm), "UPDATE", "GROUP", "groups/"+g.id, "console")
+	return nil
+}
+
+// DeleteGroup deletes the group at path with its subgroups.
+func (s *Server) DeleteGroup(realm, path string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.realm(realm)
+	g := r.byPath(path)
+	if g == nil {
+		return fmt.Errorf("no group %s", path)
+	}
+	r.remove(g)
+	s.record(r, "DELETE", "GROUP", "groups/"+g.id, "console")
+	return nil
 }
 
 // GroupInfo is what Group reports about a group.
