@@ -123,6 +123,7 @@ type Broker struct {
 	exited chan struct{}
 	epmd   *exec.Cmd
 	log    io.Writer
+	pub    *Publisher
 }
 
 // Start installs nothing (see Install); it starts a broker in dir and waits
@@ -381,6 +382,11 @@ func (b *Broker) Restart(ctx context.Context) error {
 
 // Stop stops the node and its epmd.
 func (b *Broker) Stop() {
+	b.mu.Lock()
+	if b.pub != nil {
+		b.pub.Close()
+	}
+	b.mu.Unlock()
 	b.StopServer()
 	if b.epmd != nil && b.epmd.Process != nil {
 		_ = b.epmd.Process.Kill()

@@ -54,3 +54,15 @@ func (p *Publisher) Close() {
 		delete(p.conns, v)
 	}
 }
+
+// Publish sends body to queue on vhost through the broker's own publisher
+// (so that a *Broker is a waldurtest.EventBroker).
+func (b *Broker) Publish(ctx context.Context, vhost, queue string, body []byte) error {
+	b.mu.Lock()
+	if b.pub == nil {
+		b.pub = b.Publisher()
+	}
+	p := b.pub
+	b.mu.Unlock()
+	return p.Publish(ctx, vhost, queue, body)
+}
