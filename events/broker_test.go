@@ -287,7 +287,9 @@ func TestWrongPasscodeIsAClearError(t *testing.T) {
 	deadline := time.Now().Add(30 * time.Second)
 	var st events.OfferingState
 	for time.Now().Before(deadline) {
-		st = r.consumer.State()[0]
+		if all := r.consumer.State(); len(all) > 0 {
+			st = all[0]
+		}
 		if st.LastError != "" {
 			break
 		}

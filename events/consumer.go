@@ -64,6 +64,8 @@ type OfferingState struct {
 	Received  int        `json:"received"`
 	// Reconnects counts connections after the first.
 	Reconnects int `json:"reconnects"`
+
+	everConnected bool
 }
 
 // State returns the consumers' states, by offering name order.
@@ -185,15 +187,8 @@ func (c *Consumer) runOffering(ctx context.Context, o Offering) {
 // must be registered again (true), reconnecting with back-off.
 func (c *Consumer) consumeQueue(ctx context.Context, o Offering, q Queue, subscribed *atomicFlag) bool {
 	failures := 0
-	connectedOnce := false
 	for ctx.Err() == nil {
-		if connectedOnce || failures > 0 {
-			if c.Metrics != nil {
-				c.Metrics.Reconnects.WithLabelValues(o.Name).Inc()
-			}
-			c.update(o.Name, func(s *OfferingState) { s.Reconnects++ })
-		}
-		got, err := c.session(ctx, o, q, &connectedOnce)
+		got, err := c.session(ctx, o, q)
 		c.setConnected(o, false)
 		if ctx.Err() != nil {
 			return false
@@ -227,18 +222,27 @@ func (c *Consumer) setConnected(o Offering, up bool) {
 	if c.Metrics != nil {
 		c.Metrics.Connected.WithLabelValues(o.Name).Set(v)
 	}
+	reconnect := false
 	c.update(o.Name, func(s *OfferingState) {
 		if s.Connected == up {
 			return
 		}
 		s.Connected = up
+		if up && s.everConnected {
+			s.Reconnects++
+			reconnect = true
+		}
 		if up {
+			s.everConnected = true
 			t := time.Now().UTC()
 			s.Since, s.LastError = &t, ""
 		} else {
 			s.Since = nil
 		}
 	})
+	if reconnect && c.Metrics != nil {
+		c.Metrics.Reconnects.WithLabelValues(o.Name).Inc()
+	}
 }
 
 // Backoff is the wait before attempt n (n ≥ 1): min × 2^(n-1), at most max,
@@ -270,7 +274,7 @@ func (c *Consumer) sleep(ctx context.Context, n int) {
 
 // session is one connection: connect, subscribe, consume. got says whether
 // it subscribed successfully.
-func (c *Consumer) session(ctx context.Context, o Offering, q Queue, connectedOnce *bool) (got bool, err error) {
+func (c *Consumer) session(ctx context.Context, o Offering, q Queue) (got bool, err error) {
 	pass, err := o.Passcode()
 	if err != nil {
 		return false, err
@@ -289,7 +293,6 @@ func (c *Consumer) session(ctx context.Context, o Offering, q Queue, connectedOn
 		return false, fmt.Errorf("subscribe to queue %s: %w", q.Name, err)
 	}
 	subscribed := time.Now()
-	*connectedOnce = true
 	c.setConnected(o, true)
 	c.log().Info("waldur events: subscribed", "offering", o.Name, "queue", q.Name, "vhost", q.VHost)
 	closedAfter := c.ClosedAfterSubscribe
