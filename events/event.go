@@ -46,6 +46,10 @@ var ObjectTypes = []string{TypeOrder, TypeResource, TypeUserRole, TypeOfferingUs
 // and queue each): offering_resources_sync exists from 8.0.9 only.
 var LegacyObjectTypes = []string{TypeOrder, TypeResource, TypeUserRole, TypeOfferingUser, TypeServiceAccount, TypeCourseAccount}
 
+// fullSyncTypes are the object types whose events need a full sync: a
+// targeted one refreshes resources, their teams and the open orders only.
+var fullSyncTypes = []string{TypeOfferingUser, TypeServiceAccount, TypeCourseAccount, TypeOfferingResourcesSync}
+
 // settledOrderStates are order states no sync acts on (the site agent skips
 // the same ones).
 var settledOrderStates = []string{"done", "erred", "pending-consumer", "canceled", "rejected", "pending-project", "pending-start-date"}
@@ -161,6 +165,10 @@ func (t *Trigger) add(e Event, at time.Time) {
 		t.First = at
 	}
 	switch {
+	case slices.Contains(fullSyncTypes, e.ObjectType):
+		// What these change (offering users, accounts) is read only by a
+		// full sync.
+		t.Full = true
 	case e.Resource != "":
 		t.Resources = insertSorted(t.Resources, e.Resource)
 	case e.Project != "":
