@@ -29,6 +29,8 @@ test: ## run the whole test suite (what CI runs; the first run builds etcd and k
 	$(GO) run ./internal/kubetest/kubeup -build -kcm
 	@echo "make test: Keycloak for the Keycloak tests (downloaded once, about 1 minute)"
 	$(GO) run ./internal/keycloaktest/prepare
+	@echo "make test: RabbitMQ for the event tests (Debian's rabbitmq-server, installed with apt-get once when missing; each test binary starts its own on loopback)"
+	$(GO) run ./internal/rabbittest/prepare
 	@echo "make test: go test -race over every package (a few minutes once compiled; the first run compiles everything with the race detector, about 10-15 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
@@ -54,6 +56,8 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./engine -run '^$$' -bench Sync10k -benchtime 3x -count 2 -timeout 30m
 	$(GO) test ./apply -run '^$$' -bench Apply1000 -benchtime 3x -count 1 -benchmem -timeout 30m
 	$(GO) test ./keycloak -run '^$$' -bench BenchmarkKeycloak -benchtime 1x -timeout 30m
+	$(GO) run ./internal/rabbittest/prepare
+	$(GO) test ./cli -run '^$$' -bench BenchmarkEventToCommit -benchtime 1x -timeout 30m
 
 fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 	$(GO) test ./render -run '^$$' -fuzz FuzzRender -fuzztime 60s
