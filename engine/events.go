@@ -78,3 +78,18 @@ func EventRequest(t events.Trigger, last *Outcome) (req Request, ok bool) {
 	req.Resources = ids
 	return req, true
 }
+
+// restrictTo returns a copy of st in which every offering holds only the
+// named resources.
+func restrictTo(st *waldur.State, ids []waldur.UUID) *waldur.State {
+	if st == nil {
+		return nil
+	}
+	out := *st
+	out.Offerings = make([]waldur.OfferingState, len(st.Offerings))
+	for i, o := range st.Offerings {
+		o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r waldur.Resource) bool { return !slices.Contains(ids, r.UUID) })
+		out.Offerings[i] = o
+	}
+	return &out
+}
