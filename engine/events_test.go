@@ -1,10 +1,14 @@
 package engine
 
 import (
+	"context"
 	"slices"
 	"testing"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -72,5 +76,45 @@ func TestEventOfferings(t *testing.T) {
 		if !slices.Equal(names, tc.want) {
 			t.Errorf("all=%v: %v, want %v", tc.all, names, tc.want)
 		}
+	}
+}
+
+// refreshSource reads a full state and refreshes without reading anything.
+type refreshSource struct{ st *waldur.State }
+
+func (s refreshSource) Read(context.Context) (*waldur.State, error) { return s.st, nil }
+func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur.UUID) (*waldur.State, error) {
+	return last, nil
+}
+
+// seenFeedback records the resources each run's feedback was given.
+type seenFeedback struct{ runs [][]waldur.UUID }
+
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ bool) (changeset.Set, map[string]int, error) {
+	var ids []waldur.UUID
+	for _, o := range st.Offerings {
+		for _, r := range o.Resources {
+			ids = append(ids, r.UUID)
+		}
+	}
+	f.runs = append(f.runs, ids)
+	return changeset.Set{}, nil, nil
+}
+
+// A targeted run's feedback speaks of the resources it read, a full run's of
+// every resource.
+func TestTargetedRunFeedback(t *testing.T) {
+	st := &waldur.State{Offerings: []waldur.OfferingState{{Name: "a", Resources: []waldur.Resource{{UUID: "r1"}, {UUID: "r2"}, {UUID: "r3"}}}}}
+	fb := &seenFeedback{}
+	e := New(Seams{Source: refreshSource{st}, Feedback: fb}, func(*waldur.State) (*render.Result, error) { return &render.Result{}, nil }, guard.DefaultOptions(), nil)
+	ctx := context.Background()
+	for _, req := range []Request{{Command: "serve"}, {Command: "serve", Resources: []waldur.UUID{"r2"}}, {Command: "serve"}} {
+		if out := e.Run(ctx, req); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	want := [][]waldur.UUID{{"r1", "r2", "r3"}, {"r2"}, {"r1", "r2", "r3"}}
+	if !slices.EqualFunc(fb.runs, want, slices.Equal) {
+		t.Errorf("feedback saw %v, want %v", fb.runs, want)
 	}
 }
