@@ -99,7 +99,13 @@ func BenchmarkEventToCommit(b *testing.B) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = root.ExecuteContext(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer func() {
+		cancel()
+		<-done
+		if p := os.Getenv("WALDUR_GITOPS_BENCH_LOG"); p != "" {
+			_ = os.WriteFile(p, []byte(stderr.String()), 0o600)
+		}
+	}()
 
 	waitFor := func(what string, within time.Duration, ok func() bool) {
 		deadline := time.Now().Add(within)

@@ -401,6 +401,9 @@ func (s *Server) SetTeam(project waldur.UUID, members []waldur.TeamMember) {
 	key := uuidKey(string(project))
 	s.data.teams[key] = list
 	// A role changed in the project: every offering with a resource there hears of it.
+	if s.ev.broker == nil || len(s.ev.queues) == 0 {
+		return
+	}
 	seen := map[string]bool{}
 	for _, r := range s.data.resources.items {
 		if off := uuidKey(r["offering_uuid"]); uuidKey(r["project_uuid"]) == key && !seen[off] {
