@@ -153,3 +153,32 @@ func TestServeEventsWrongPasscode(t *testing.T) {
 		t.Errorf("interval run: %+v", later.LastRun)
 	}
 }
+
+// An event storm: 500 orders created at once (1,000 events: each resource
+// and each order) give a handful of runs, and every order is done.
+func TestServeEventsStorm(t *testing.T) {
+	b, wsrv, _, _, cfg := eventsSetup(t, "")
+	s := startServe(t, "--config", cfg, "--events", "--events-window", "500ms", "--interval", "1h")
+	s.waitRun(time.Time{})
+	waitSubscribed(t, b, wsrv, 4)
+	runsBefore := strings.Count(s.stderr.String(), `"trigger":"events"`)
+	const n = 500
+	var orders []waldur.UUID
+	start := time.Now()
+	for i := range n {
+		_, ord := newPlainOrder(wsrv, 100+i)
+		orders = append(orders, ord)
+	}
+	t.Logf("%d orders (%d events) created in %s", n, 2*n, time.Since(start).Round(time.Millisecond))
+	for _, ord := range orders {
+		waitOrder(t, wsrv, ord, 90*time.Second, s.stderr)
+	}
+	took := time.Since(start)
+	// Let the run for the approvals' executing events end.
+	time.Sleep(2 * time.Second)
+	runs := strings.Count(s.stderr.String(), `"trigger":"events"`) - runsBefore
+	t.Logf("every order done %s after the first was created, in %d event runs", took.Round(time.Millisecond), runs)
+	if runs > 12 {
+		t.Errorf("%d event runs for %d events: not coalesced", runs, 2*n)
+	}
+}
