@@ -7,9 +7,9 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
-	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
