@@ -59,7 +59,12 @@ config's report file and logs a summary line.
 It serves /healthz and /livez (JSON, 200 or 503) and /metrics (Prometheus) on
 --listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
 finish for up to --shutdown-grace, then cancels it (nothing half-pushed: the
-push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
+push is atomic), stops the HTTP server and exits 0.
+
+With --events (or stomp_enabled on an offering) it also consumes Waldur's
+marketplace events over STOMP (RabbitMQ web-STOMP) and runs a sync of the
+named resources within seconds of an order; the interval runs stay the
+safety net. See docs/serve.md.`,
 		Example: `  # sync every 15 minutes, health and metrics on :9090
   waldur-gitops serve --config site.yaml
 

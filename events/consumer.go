@@ -38,10 +38,14 @@ type Offering struct {
 
 // Consumer consumes the events of every offering into a Coalescer.
 type Consumer struct {
+	// Offerings are the offerings to consume, one goroutine each.
 	Offerings []Offering
-	Sink      *Coalescer
-	Metrics   *Metrics
-	Log       *slog.Logger
+	// Sink gathers the events into triggers.
+	Sink *Coalescer
+	// Metrics, when set, are updated.
+	Metrics *Metrics
+	// Log gets the consumer's lines (nil: none).
+	Log *slog.Logger
 	// MinBackoff and MaxBackoff bound the wait before a reconnection
 	// (defaults 1 s and 60 s); it doubles per failure, with up to 25 % jitter.
 	MinBackoff, MaxBackoff time.Duration
@@ -56,12 +60,18 @@ type Consumer struct {
 
 // OfferingState is the health of one offering's consumer.
 type OfferingState struct {
-	Offering  string     `json:"offering"`
-	Connected bool       `json:"connected"`
-	Queues    []string   `json:"queues,omitempty"`
-	Since     *time.Time `json:"since,omitempty"`
-	LastError string     `json:"last_error,omitempty"`
-	Received  int        `json:"received"`
+	// Offering is the offering's config name.
+	Offering string `json:"offering"`
+	// Connected is true while a queue of the offering is subscribed.
+	Connected bool `json:"connected"`
+	// Queues are the queues Waldur handed out.
+	Queues []string `json:"queues,omitempty"`
+	// Since is when the consumer last subscribed.
+	Since *time.Time `json:"since,omitempty"`
+	// LastError is the last failure, cleared on a successful subscription.
+	LastError string `json:"last_error,omitempty"`
+	// Received counts the messages received.
+	Received int `json:"received"`
 	// Reconnects counts connections after the first.
 	Reconnects int `json:"reconnects"`
 

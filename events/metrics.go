@@ -8,11 +8,17 @@ import (
 
 // Metrics are the consumer's Prometheus collectors.
 type Metrics struct {
-	Received   *prometheus.CounterVec
-	Ignored    *prometheus.CounterVec
-	Syncs      prometheus.Counter
-	Latency    prometheus.Histogram
-	Connected  *prometheus.GaugeVec
+	// Received counts decoded events by object_type.
+	Received *prometheus.CounterVec
+	// Ignored counts events acked without a sync, by reason.
+	Ignored *prometheus.CounterVec
+	// Syncs counts the runs events started.
+	Syncs prometheus.Counter
+	// Latency is the time from a burst's first event to the end of its run.
+	Latency prometheus.Histogram
+	// Connected is 1 while an offering's consumer is subscribed.
+	Connected *prometheus.GaugeVec
+	// Reconnects counts an offering's connections after its first.
 	Reconnects *prometheus.CounterVec
 }
 

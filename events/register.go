@@ -11,6 +11,7 @@ import (
 // handed out with it, and its name. The passcode is the offering's API
 // token, kept by the Consumer.
 type Queue struct {
+	// Login is the RabbitMQ user, VHost its virtual host, Name the queue.
 	Login, VHost, Name string
 	// ObjectTypes are the object types Waldur routes to it.
 	ObjectTypes []string
