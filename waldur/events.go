@@ -22,14 +22,19 @@ type QueueRegistration struct {
 }
 
 // RegisterQueue registers (idempotently) the event queue of an identity for
-// objectTypes (8.1.0 and later).
+// objectTypes, every type when nil (8.1.0 and later).
 func (c *Client) RegisterQueue(ctx context.Context, identity UUID, objectTypes []string) (*QueueRegistration, error) {
 	id, err := canonical("agent identity", identity)
 	var out QueueRegistration
 	if err == nil {
+		// No types means every type; null is not a list Waldur accepts.
+		body := map[string]any{}
+		if objectTypes != nil {
+			body["object_types"] = objectTypes
+		}
 		var r *reply
 		r, err = c.do(ctx, call{kind: KindAgentQueue, method: http.MethodPost,
-			path: "marketplace-site-agent-identities/" + id.Hex() + "/register_queue/", body: map[string]any{"object_types": objectTypes}})
+			path: "marketplace-site-agent-identities/" + id.Hex() + "/register_queue/", body: body})
 		if err == nil {
 			err = decodeJSON(r, &out)
 		}
