@@ -31,6 +31,8 @@ test: ## run the whole test suite (what CI runs; the first run builds etcd and k
 	$(GO) run ./internal/keycloaktest/prepare
 	@echo "make test: Flux source-controller and kustomize-controller for e2e/flux (built from the Go module proxy into a cache: the first time about 10 CPU-minutes and 1.8 GB of memory, then found at once)"
 	$(GO) run ./internal/fluxtest/prepare
+	@echo "make test: RabbitMQ for the event tests (Debian's rabbitmq-server, installed with apt-get once when missing; each test binary starts its own on loopback)"
+	$(GO) run ./internal/rabbittest/prepare
 	@echo "make test: go test -race over every package (a few minutes once compiled; the first run compiles everything with the race detector, about 10-15 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
@@ -74,6 +76,8 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloakReal$$' -benchtime 1x -timeout 60m
 	$(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChange(OCI)?$$' -benchtime 3x -count 1 -timeout 30m
 	WALDUR_GITOPS_FLUX_BENCH=1000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 30m
+	$(GO) run ./internal/rabbittest/prepare
+	$(GO) test ./cli -run '^$$' -bench BenchmarkEventToCommit -benchtime 1x -timeout 30m
 
 fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 	$(GO) test ./render -run '^$$' -fuzz FuzzRender -fuzztime 60s

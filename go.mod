@@ -5,8 +5,10 @@ go 1.25.0
 require (
 	github.com/Nerzal/gocloak/v13 v13.9.0
 	github.com/ProtonMail/go-crypto v1.1.6
+	github.com/coder/websocket v1.8.15
 	github.com/getkin/kin-openapi v0.152.0
 	github.com/go-git/go-git/v5 v5.17.2
+	github.com/go-stomp/stomp/v3 v3.1.5
 	github.com/google/go-containerregistry v0.20.6
 	github.com/hashicorp/go-retryablehttp v0.7.8
 	github.com/prometheus/client_golang v1.23.2
@@ -62,6 +64,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/kevinburke/ssh_config v1.2.0 // indirect
 	github.com/klauspost/compress v1.18.0 // indirect
+	github.com/kylelemons/godebug v1.1.0 // indirect
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect

@@ -14,6 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
@@ -32,6 +33,8 @@ type serveFlags struct {
 	jitter         float64
 	grace          time.Duration
 	staleAfter     time.Duration
+	events         bool
+	eventsWindow   time.Duration
 }
 
 // tuneServeLoop adjusts the loop runServe built before it starts; tests gate
@@ -56,7 +59,12 @@ config's report file and logs a summary line.
 It serves /healthz and /livez (JSON, 200 or 503) and /metrics (Prometheus) on
 --listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
 finish for up to --shutdown-grace, then cancels it (nothing half-pushed: the
-push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
+push is atomic), stops the HTTP server and exits 0.
+
+With --events (or stomp_enabled on an offering) it also consumes Waldur's
+marketplace events over STOMP (RabbitMQ web-STOMP) and runs a sync of the
+named resources within seconds of an order; the interval runs stay the
+safety net. See docs/serve.md.`,
 		Example: `  # sync every 15 minutes, health and metrics on :9090
   waldur-gitops serve --config site.yaml
 
@@ -74,6 +82,8 @@ push is atomic), stops the HTTP server and exits 0. See docs/serve.md.`,
 	fl.StringVar(&f.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
 	fl.BoolVar(&f.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
 	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server")
+	fl.BoolVar(&f.events, "events", false, "consume Waldur's events (STOMP over WebSocket) for every offering and sync within seconds; offerings with stomp_enabled do without it (docs/serve.md)")
+	fl.DurationVar(&f.eventsWindow, "events-window", events.DefaultWindow, "gather a burst of events this long into one sync")
 	return cmd
 }
 
@@ -87,6 +97,10 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		return usageErr("--shutdown-grace must not be negative, got %s", f.grace)
 	case f.staleAfter < 0:
 		return usageErr("--stale-after must not be negative, got %s", f.staleAfter)
+	case f.eventsWindow <= 0:
+		return usageErr("--events-window must be above 0, got %s", f.eventsWindow)
+	case f.events && f.snapshot != "":
+		return usageErr("--events needs Waldur's API: it cannot be used with --snapshot")
 	case f.staleAfter > 0 && f.staleAfter <= time.Duration(float64(f.interval)*(1+f.jitter)):
 		// Health would fail between two healthy runs, and a liveness probe
 		// on /livez would restart the pod forever.
@@ -122,6 +136,11 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log,
 		Run: runs.run,
 	}
+	stopEvents, err := runs.startEvents(ctx, cfg, f, loop, health)
+	if err != nil {
+		return err
+	}
+	defer stopEvents()
 	tuneServeLoop(loop)
 	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
 		"shutdown_grace", f.grace.String(), "stale_after", stale.String())
@@ -142,6 +161,64 @@ type serveRuns struct {
 	wire engine.Options
 	eng  *engine.Engine
 	hash [sha256.Size]byte // of the config file eng was built from
+	ev   *events.Metrics
+}
+
+// startEvents starts the event consumer when --events or an offering's
+// stomp_enabled asks for it: its triggers become runs on loop.Wake. The
+// returned function stops it and waits for it.
+func (s *serveRuns) startEvents(ctx context.Context, cfg *config.Loaded, f serveFlags, loop *serve.Loop, health *serve.Health) (func(), error) {
+	if f.snapshot != "" {
+		return func() {}, nil
+	}
+	offs, err := engine.EventOfferings(cfg.Offerings, f.events, s.a.log, tuneWaldurClient)
+	if err != nil || len(offs) == 0 {
+		return func() {}, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	sink := &events.Coalescer{Window: f.eventsWindow}
+	s.ev = events.NewMetrics(metrics.Namespace, s.rec.Registry())
+	consumer := &events.Consumer{Offerings: offs, Sink: sink, Metrics: s.ev, Log: s.a.log}
+	health.ReportEvents(func() any { return consumer.State() })
+	wake := make(chan func(context.Context) serve.Outcome)
+	loop.Wake = wake
+	done := make(chan struct{}, 2)
+	go func() { _ = consumer.Run(ctx); done <- struct{}{} }()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		for t := range sink.Channel(ctx) {
+			select {
+			case wake <- s.eventRun(t):
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	names := make([]string, len(offs))
+	for i, o := range offs {
+		names[i] = o.Name
+	}
+	s.a.log.Info("consuming waldur events", "offerings", strings.Join(names, ","), "window", f.eventsWindow.String())
+	return func() { cancel(); <-done; <-done }, nil
+}
+
+// eventRun is the run a trigger asks for.
+func (s *serveRuns) eventRun(t events.Trigger) func(context.Context) serve.Outcome {
+	return func(ctx context.Context) serve.Outcome {
+		var last *engine.Outcome
+		if s.eng != nil {
+			last = s.eng.Last()
+		}
+		req, ok := engine.EventRequest(t, last)
+		if !ok {
+			s.a.log.Debug("waldur events name nothing this tool serves: no run", "events", t.Count())
+			now := time.Now()
+			return serve.Outcome{Started: now, Finished: now, Result: serve.ResultOK}
+		}
+		o := s.runRequest(ctx, req, "events", t.Count())
+		s.ev.SyncDone(t, o.Finished)
+		return o
+	}
 }
 
 // engine returns the engine for cfg, building it when the config file changed.
@@ -165,6 +242,12 @@ func (s *serveRuns) engine(cfg *config.Loaded) (*engine.Engine, error) {
 // run is one cycle of serve: a sync whose report, result and Waldur traffic
 // go to the metrics and a log line.
 func (s *serveRuns) run(ctx context.Context) serve.Outcome {
+	return s.runRequest(ctx, engine.Request{Command: "serve"}, "interval", 0)
+}
+
+// runRequest runs req; trigger (interval or events) and the number of events
+// go to the log line.
+func (s *serveRuns) runRequest(ctx context.Context, req engine.Request, trigger string, nEvents int) serve.Outcome {
 	a := s.a
 	s.rec.Started()
 	start := time.Now()
@@ -176,7 +259,7 @@ func (s *serveRuns) run(ctx context.Context) serve.Outcome {
 		eng, err = s.engine(cfg)
 	}
 	if err == nil {
-		out := eng.Run(ctx, engine.Request{Command: "serve"})
+		out := eng.Run(ctx, req)
 		err, rep = a.finish(cfg, out, verb{report: true, quiet: true}), out.Report
 	} else {
 		// The config or the templates could not be loaded: a failed run without stages.
@@ -186,7 +269,10 @@ func (s *serveRuns) run(ctx context.Context) serve.Outcome {
 	result := resultOf(rep.ExitCode)
 	s.rec.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
 	args := []any{"result", result, "exit_code", rep.ExitCode, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond).String(),
-		"changes", countsLine(rep)}
+		"changes", countsLine(rep), "trigger", trigger}
+	if trigger == "events" {
+		args = append(args, "events", nEvents, "resources", len(req.Resources))
+	}
 	if rep.Commit != "" {
 		args = append(args, "commit", rep.Commit)
 	}

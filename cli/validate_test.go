@@ -11,6 +11,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/internal/gittest"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/rabbittest"
 )
 
 // TestMain builds the real etcd and kube-apiserver the --validate-server test
@@ -24,7 +25,7 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	os.Exit(rabbittest.Main(m, &rmq))
 }
 
 // TestSyncValidateServer runs sync --validate-server against a real API

@@ -247,12 +247,18 @@ type Offering struct {
 	// backend_settings are resolved against.
 	configDir string
 
-	WebsocketUseTLS               Ignored `yaml:"websocket_use_tls"`
-	StompEnabled                  Ignored `yaml:"stomp_enabled"`
+	// StompEnabled makes serve consume the offering's Waldur events (STOMP
+	// over WebSocket), as serve --events does for every offering.
+	StompEnabled bool `yaml:"stomp_enabled"`
+	// StompWSHost, StompWSPort and StompWSPath locate RabbitMQ's web-STOMP
+	// (default: the Waldur API host, port 443 or 80, path /rmqws-stomp).
+	StompWSHost string `yaml:"stomp_ws_host"`
+	StompWSPort int    `yaml:"stomp_ws_port"`
+	StompWSPath string `yaml:"stomp_ws_path"`
+	// WebsocketUseTLS chooses wss (default: as waldur_api_url's scheme).
+	WebsocketUseTLS *bool `yaml:"websocket_use_tls"`
+
 	StompMembershipSyncEnabled    Ignored `yaml:"stomp_membership_sync_enabled"`
-	StompWSHost                   Ignored `yaml:"stomp_ws_host"`
-	StompWSPort                   Ignored `yaml:"stomp_ws_port"`
-	StompWSPath                   Ignored `yaml:"stomp_ws_path"`
 	OrderProcessingBackend        Ignored `yaml:"order_processing_backend"`
 	MembershipSyncBackend         Ignored `yaml:"membership_sync_backend"`
 	ReportingBackend              Ignored `yaml:"reporting_backend"`

@@ -285,7 +285,7 @@ func TestSiteAgentConfigs(t *testing.T) {
 			file:    "site-agent-k8s-ut.yaml",
 			backend: config.BackendK8sUTNamespace,
 			warnings: append([]string{"sentry_dsn", "reporting_periods", "log_shipping"}, o0(
-				"stomp_enabled", "websocket_use_tls", "order_processing_backend", "membership_sync_backend", "reporting_backend",
+				"order_processing_backend", "membership_sync_backend", "reporting_backend",
 				"backend_components.storage.description", "backend_components.gpu.min_value", "backend_components.gpu.max_value",
 				"backend_settings.check_backend_id_uniqueness")...),
 			check: func(t *testing.T, l *config.Loaded) {
@@ -314,7 +314,7 @@ func TestSiteAgentConfigs(t *testing.T) {
 			file:    "site-agent-rancher.yaml",
 			backend: config.BackendRancher,
 			warnings: append([]string{"sentry_dsn"}, o0(
-				"stomp_enabled", "order_processing_backend", "membership_sync_backend", "reporting_backend",
+				"order_processing_backend", "membership_sync_backend", "reporting_backend",
 				"backend_settings.backend_url", "backend_settings.username", "backend_settings.password", "backend_settings.verify_cert")...),
 			check: func(t *testing.T, l *config.Loaded) {
 				equal(t, "log_level", l.LogLevel, "DEBUG")
@@ -335,11 +335,15 @@ func TestSiteAgentConfigs(t *testing.T) {
 			file:    "site-agent-okd.yaml",
 			backend: config.BackendOKD,
 			warnings: append([]string{"sentry_dsn"}, o0(
-				"stomp_enabled", "stomp_ws_host", "stomp_ws_port", "stomp_ws_path",
 				"order_processing_backend", "membership_sync_backend", "reporting_backend",
 				"backend_settings.api_url", "backend_settings.token", "backend_settings.verify_cert", "backend_settings.token_config")...),
 			check: func(t *testing.T, l *config.Loaded) {
 				o := l.Offerings[0]
+				// The site agent's web-STOMP keys are read (serve's events).
+				equal(t, "stomp_enabled", o.StompEnabled, true)
+				equal(t, "stomp_ws_host", o.StompWSHost, "waldur.internal")
+				equal(t, "stomp_ws_port", o.StompWSPort, 15674)
+				equal(t, "stomp_ws_path", o.StompWSPath, "/rmqws-stomp")
 				equal(t, "verify_ssl", o.VerifiesSSL(), false)
 				s := o.Settings.OKD
 				equal(t, "allocation_prefix", s.AllocationPrefix, "alloc-")

@@ -141,6 +141,15 @@ func (o *Offering) applyOrderDefaults(all Orders) {
 // validateOrders checks the order and usage keys of an offering; it runs after
 // the backend settings are decoded.
 func (o *Offering) validateOrders(at string, r *report) {
+	if o.StompWSPort < 0 || o.StompWSPort > 65535 {
+		r.addf(at+".stomp_ws_port", nil, "must be a port between 1 and 65535, got %d", o.StompWSPort)
+	}
+	if o.StompWSPath != "" && !strings.HasPrefix(o.StompWSPath, "/") {
+		r.addf(at+".stomp_ws_path", nil, "must start with /, got %q", o.StompWSPath)
+	}
+	if strings.ContainsAny(o.StompWSHost, "/:@ ") {
+		r.addf(at+".stomp_ws_host", nil, "must be a host name or address without scheme, port or path, got %q", o.StompWSHost)
+	}
 	checkOneOf(at+".order_done_on", o.OrderDoneOn, []string{DoneOnCommit, "committed", DoneOnApplied}, r)
 	checkOneOf(at+".quota_shrink", o.QuotaShrink, QuotaShrinkPolicies, r)
 	if n := *o.OrderDoneTimeoutSeconds; n < 1 || n > 3600 {

@@ -115,3 +115,17 @@ func TestReviewForge(t *testing.T) {
 		}
 	}
 }
+
+// The site agent's web-STOMP keys are checked under their names.
+func TestStompKeys(t *testing.T) {
+	_, problems := mustFail(t, oneOffering("namespace", "", "    stomp_enabled: true\n    stomp_ws_port: 70000\n    stomp_ws_path: rmqws\n    stomp_ws_host: wss://mq.example.org\n"))
+	for path, want := range map[string]string{
+		"offerings[0].stomp_ws_port": "between 1 and 65535",
+		"offerings[0].stomp_ws_path": "must start with /",
+		"offerings[0].stomp_ws_host": "without scheme, port or path",
+	} {
+		if p := findProblem(t, problems, path); !strings.Contains(p.Message, want) {
+			t.Errorf("%s: %q, want %q", path, p.Message, want)
+		}
+	}
+}

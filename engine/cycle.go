@@ -157,7 +157,14 @@ func (e *Engine) stages(req Request) []stage {
 	}
 	if s.Feedback != nil {
 		list = append(list, stage{name: "feedback", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Feedback.Report(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
+			st := o.State
+			if len(req.Resources) > 0 {
+				// A targeted run speaks of the resources it read; the others'
+				// fields in the kept state (last_sync among them) are as old
+				// as the last full read.
+				st = restrictTo(st, req.Resources)
+			}
+			return s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, req.DryRun)
 		}})
 	}
 	return list

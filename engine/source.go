@@ -161,7 +161,7 @@ func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldu
 		if ost.Orders, err = c.ListOrders(ctx, prev.OfferingUUID); err != nil {
 			return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 		}
-		for _, id := range ids {
+		for _, id := range withOrderResources(ids, prev.Orders, ost.Orders) {
 			if err := refreshResource(ctx, c, &ost, id); err != nil {
 				return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 			}
@@ -169,6 +169,22 @@ func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldu
 		st.Offerings[i] = ost
 	}
 	return st, nil
+}
+
+// withOrderResources adds to ids the resources of the orders open at the last
+// read and of those open now: a run that moved an order (approved it, set it
+// done) changed its resource in Waldur, and a resource whose order was opened
+// or closed since renders differently, so the kept copy of it is stale.
+func withOrderResources(ids []waldur.UUID, before, now []waldur.Order) []waldur.UUID {
+	out := slices.Clone(ids)
+	for _, list := range [][]waldur.Order{before, now} {
+		for _, o := range list {
+			if o.MarketplaceResourceUUID != "" && !slices.Contains(out, o.MarketplaceResourceUUID) {
+				out = append(out, o.MarketplaceResourceUUID)
+			}
+		}
+	}
+	return out
 }
 
 // refreshResource reads one resource (and its team) into ost.

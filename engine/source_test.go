@@ -83,6 +83,54 @@ func TestRefreshReadsOnlyTheNamedResources(t *testing.T) {
 	}
 }
 
+// TestRefreshReadsTheResourcesOfMovedOrders: a resource whose order was open
+// at the last read is read again even when the run is not asked about it
+// (the run itself may have moved the order, and with it the resource), and so
+// is the resource of an order opened since.
+func TestRefreshReadsTheResourcesOfMovedOrders(t *testing.T) {
+	srv := waldurtest.New(t)
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	updating := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "upd", Created: created, State: waldur.ResourceUpdating,
+		ProjectUUID: "0aa00000000040008000000000000001", Limits: waldur.Limits{"cpu": "1"}})
+	ord := srv.AddOrder(offeringUUID, waldur.Order{Type: waldur.OrderUpdate, State: waldur.OrderExecuting, MarketplaceResourceUUID: updating,
+		Limits: waldur.Limits{"cpu": "8"}})
+	other := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "other", Created: created.Add(time.Hour),
+		ProjectUUID: "0aa00000000040008000000000000002", Limits: waldur.Limits{"cpu": "1"}})
+	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
+	src := &engine.APISource{Offerings: []config.Offering{o}}
+	ctx := context.Background()
+	last, err := src.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The order is done (the resource OK with the new limits); a new order
+	// opens on "other"; nothing names either.
+	c, err := src.Client(&src.Offerings[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.SetOrderDone(ctx, ord); err != nil {
+		t.Fatal(err)
+	}
+	srv.AddOrder(offeringUUID, waldur.Order{Type: waldur.OrderUpdate, State: waldur.OrderPendingProvider, MarketplaceResourceUUID: other,
+		Limits: waldur.Limits{"cpu": "2"}})
+	o2, _ := srv.Resource(other)
+	o2.State = waldur.ResourceUpdating
+	srv.AddResource(o2)
+	got, err := src.Refresh(ctx, last, []waldur.UUID{"e0000000000040008000000000000099"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	states := map[waldur.UUID]string{}
+	for _, r := range got.Offerings[0].Resources {
+		states[r.UUID] = r.State + ":" + string(r.Limits["cpu"])
+	}
+	if states[updating] != waldur.ResourceOK+":8" || states[other] != waldur.ResourceUpdating+":1" {
+		t.Errorf("refreshed %v: want %s OK with cpu 8 and %s Updating", states, updating, other)
+	}
+}
+
 // TestClientFollowsTheToken: every stage and run shares an offering's client,
 // and a rotated token gives a new one.
 func TestClientFollowsTheToken(t *testing.T) {

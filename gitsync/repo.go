@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"io"
 	"log/slog"
+	"maps"
 	"regexp"
 	"slices"
 	"strings"
@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
+	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/render"
 )
 
@@ -43,6 +44,7 @@ type Repo struct {
 	commit   plumbing.Hash            // made since the fetch, not pushed yet
 	newRoot  plumbing.Hash            // tree of commit
 	review   map[string]plumbing.Hash // review branches at the fetch, by name
+	keeps    int                      // fetches in a row that kept the store
 }
 
 // Open prepares a Repo; it does no I/O.
@@ -75,19 +77,24 @@ func Open(o Options) (*Repo, error) {
 // URL is the repository URL without credentials.
 func (r *Repo) URL() string { return r.url }
 
-// Fetch reads the branch tip, shallowly, into a new in-memory store.
+// Fetch reads the branch tip, shallowly, into a new in-memory store; when
+// the branch is still at the commit this Repo last fetched or pushed, it
+// keeps what it holds and downloads nothing.
 func (r *Repo) Fetch(ctx context.Context) error {
 	start := time.Now()
-	r.store = newStore()
-	r.objs = &objects{s: r.store}
-	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
-	r.review = nil
 	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
 	if err != nil {
+		r.reset()
 		return r.wrap("fetch", err)
 	}
 	defer sess.Close()
 	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err == nil && r.keep(ar) {
+		r.opts.Log.Debug("the branch has not moved: keeping the fetched tree", "repository", r.url, "branch", r.opts.Branch,
+			"commit", r.tip.String(), "duration", time.Since(start).Round(time.Millisecond).String())
+		return nil
+	}
+	r.reset()
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		r.opts.Log.Info("the repository is empty: the first commit creates the branch", "repository", r.url, "branch", r.opts.Branch)
 		return nil
@@ -136,6 +143,40 @@ func (r *Repo) Fetch(ctx context.Context) error {
 	r.tip, r.root = tip, c.TreeHash
 	r.opts.Log.Debug("fetched", "repository", r.url, "branch", r.opts.Branch, "commit", tip.String(), "duration", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// maxKeeps bounds how many fetches in a row keep the store: each keep adds
+// the objects of the commits pushed since, so a fresh fetch now and then
+// drops those no longer reachable.
+const maxKeeps = 100
+
+// keep reports whether the branch is where this Repo last saw it (fetched or
+// pushed), so that the in-memory store, tip and tree stay as they are: a
+// long-running serve then downloads the tree only when another writer moved
+// the branch. It drops a commit made but not pushed.
+func (r *Repo) keep(ar *packp.AdvRefs) bool {
+	if r.store.Storage == nil || r.tip.IsZero() || r.keeps >= maxKeeps {
+		return false
+	}
+	tip, err := advertised(ar, r.branch)
+	if err != nil || tip != r.tip {
+		return false
+	}
+	if review, err := reviewRefs(ar); err != nil || !maps.Equal(review, r.review) {
+		return false // a review branch moved: fetch its tip too
+	}
+	r.keeps++
+	r.commit, r.newRoot, r.objs = plumbing.ZeroHash, plumbing.ZeroHash, &objects{s: r.store}
+	return true
+}
+
+// reset starts a fetch from nothing.
+func (r *Repo) reset() {
+	r.keeps = 0
+	r.store = newStore()
+	r.objs = &objects{s: r.store}
+	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
+	r.review = nil
 }
 
 // Tip is the fetched commit, "" when the branch does not exist yet.

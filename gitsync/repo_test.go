@@ -485,3 +485,42 @@ func TestWholeRepository(t *testing.T) {
 		t.Errorf("err %v, want a refusal", err)
 	}
 }
+
+// TestFetchKeepsAnUnmovedBranch: a Repo that fetched or pushed the branch's
+// tip downloads nothing while the branch stays there, and syncs on what it
+// holds; when another writer moves the branch it downloads the new tip.
+func TestFetchKeepsAnUnmovedBranch(t *testing.T) {
+	ctx := t.Context()
+	srv, url, dir := httpRepo(t)
+	gittest.Commit(t, dir, "main", map[string]string{"README.md": "seed"}, "seed")
+	r := open(t, url, "waldur", auth(srv))
+	steps := []struct {
+		name      string
+		tree      render.Tree
+		external  bool // another writer commits first
+		downloads int  // pack downloads the step makes
+	}{
+		{name: "first sync", tree: tenantTree("v1", "o/c/a", "o/c/b"), downloads: 1},
+		{name: "after our push", tree: tenantTree("v2", "o/c/a", "o/c/b")},
+		{name: "no-op", tree: tenantTree("v2", "o/c/a", "o/c/b")},
+		{name: "another writer moved the branch", tree: tenantTree("v3", "o/c/a"), external: true, downloads: 1},
+		{name: "after our push again", tree: tenantTree("v4", "o/c/a")},
+	}
+	for _, st := range steps {
+		if st.external {
+			gittest.Commit(t, dir, "main", map[string]string{"README.md": st.name}, st.name)
+		}
+		before := srv.Fetches()
+		if _, err := Sync(ctx, r, planOf(st.tree, st.name+"\n"), 3); err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if got := srv.Fetches() - before; got != st.downloads {
+			t.Errorf("%s: %d pack downloads, want %d", st.name, got, st.downloads)
+		}
+		files := gittest.Files(t, dir, "main")
+		sameFiles(t, under(files, "waldur"), st.tree)
+		if st.external && files["README.md"] != st.name {
+			t.Errorf("%s: the other writer's file is gone", st.name)
+		}
+	}
+}

@@ -44,6 +44,16 @@ type Health struct {
 	runStarted  time.Time
 	last        *Outcome
 	lastSuccess time.Time
+	events      func() any
+}
+
+// ReportEvents makes the status carry f's answer as "events" (the event
+// consumer's state); it does not change healthy or live, because the
+// interval's runs go on without events.
+func (h *Health) ReportEvents(f func() any) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = f
 }
 
 // NewHealth starts following at since; staleAfter is how long the process may
@@ -89,6 +99,8 @@ type Status struct {
 	RunStarted        *time.Time `json:"run_started,omitempty"`
 	LastRun           *LastRun   `json:"last_run,omitempty"`
 	LastSuccess       *time.Time `json:"last_success,omitempty"`
+	// Events is the event consumer's state, when serve consumes events.
+	Events any `json:"events,omitempty"`
 }
 
 // LastRun describes the last run that ended.
@@ -120,6 +132,9 @@ func (h *Health) Check() Status {
 		ref = o.Finished
 		s.LastRun = &LastRun{Started: o.Started.UTC(), Finished: o.Finished.UTC(), Result: o.Result, ExitCode: o.ExitCode,
 			AgeSeconds: now.Sub(o.Finished).Seconds()}
+	}
+	if h.events != nil {
+		s.Events = h.events()
 	}
 	s.Live = now.Sub(ref) <= h.staleAfter
 	switch {

@@ -32,6 +32,10 @@ type Loop struct {
 	Log *slog.Logger
 	// Rand returns a number in [0, 1) for the jitter (nil: math/rand/v2).
 	Rand func() float64
+	// Wake, when set, carries extra runs (event-triggered syncs) that start
+	// as soon as no run is in progress, between the interval's runs; they
+	// do not move the interval's schedule.
+	Wake <-chan func(ctx context.Context) Outcome
 }
 
 // Wait is the jittered interval: Interval×(1 + Jitter×u) for u uniform in [-1, 1).
@@ -64,7 +68,7 @@ func (l *Loop) Start(ctx context.Context) error {
 			return nil
 		}
 		start := time.Now()
-		if !l.runOnce(ctx, start) {
+		if !l.runOnce(ctx, start, l.Run) {
 			return nil
 		}
 		next := start.Add(l.Wait())
@@ -75,25 +79,34 @@ func (l *Loop) Start(ctx context.Context) error {
 		}
 		l.log().Debug("next run", "at", next.UTC().Format(time.RFC3339), "in", wait.Round(time.Second).String())
 		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			l.log().Info("stopping: no run in progress")
-			return nil
-		case <-t.C:
+	waiting:
+		for {
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				l.log().Info("stopping: no run in progress")
+				return nil
+			case <-t.C:
+				break waiting
+			case run := <-l.Wake:
+				if !l.runOnce(ctx, time.Now(), run) {
+					t.Stop()
+					return nil
+				}
+			}
 		}
 	}
 }
 
 // runOnce runs one cycle; false when the Loop was stopped during it.
-func (l *Loop) runOnce(ctx context.Context, start time.Time) bool {
+func (l *Loop) runOnce(ctx context.Context, start time.Time, run func(context.Context) Outcome) bool {
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancel()
 	if l.Health != nil {
 		l.Health.Begin(start)
 	}
 	done := make(chan Outcome, 1)
-	go func() { done <- l.Run(runCtx) }()
+	go func() { done <- run(runCtx) }()
 	var o Outcome
 	stopped := false
 	select {

@@ -349,3 +349,47 @@ func TestServeEndpoints(t *testing.T) {
 func containsLine(text, line string) bool {
 	return slices.Contains(strings.Split(text, "\n"), line)
 }
+
+// A run sent on Wake starts between two interval runs, without waiting for
+// the interval and without moving its schedule; the health reports the
+// events state.
+func TestLoopWake(t *testing.T) {
+	wake := make(chan func(context.Context) Outcome)
+	var mu sync.Mutex
+	var kinds []string
+	record := func(kind string) func(context.Context) Outcome {
+		return func(context.Context) Outcome {
+			mu.Lock()
+			kinds = append(kinds, kind)
+			mu.Unlock()
+			return Outcome{Started: time.Now(), Finished: time.Now(), Result: ResultOK}
+		}
+	}
+	h := NewHealth(time.Now(), time.Hour, nil)
+	h.ReportEvents(func() any { return map[string]bool{"connected": true} })
+	l := &Loop{Interval: 600 * time.Millisecond, Run: record("interval"), Wake: wake, Health: h}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Start(ctx) }()
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	wake <- record("event")
+	wake <- record("event")
+	if d := time.Since(start); d > 300*time.Millisecond {
+		t.Errorf("the woken runs waited %s", d)
+	}
+	time.Sleep(800 * time.Millisecond)
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	want := []string{"interval", "event", "event", "interval"}
+	if !slices.Equal(kinds[:min(len(kinds), 4)], want) {
+		t.Errorf("runs %v, want %v", kinds, want)
+	}
+	if s := h.Check(); s.Events == nil {
+		t.Errorf("health without the events state: %+v", s)
+	}
+}

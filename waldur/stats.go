@@ -39,6 +39,9 @@ const (
 	KindAgentUpdate       = "agent_identities.update"
 	KindAgentService      = "agent_identities.register_service"
 	KindAgentProcessor    = "agent_services.register_processor"
+	KindAgentQueue        = "agent_identities.register_queue"
+	KindAgentSubscription = "agent_identities.register_event_subscription"
+	KindEventQueue        = "event_subscriptions.create_queue"
 )
 
 // CallStats counts the API traffic of a client, for the run report.

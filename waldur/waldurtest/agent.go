@@ -40,6 +40,8 @@ const (
 	tagAgentIdentity = iota + 100
 	tagAgentService
 	tagAgentProcessor
+	tagEventSubscription
+	tagEventQueue
 )
 
 // SetAgentCompatibility sets the compatibility answer of every agent identity

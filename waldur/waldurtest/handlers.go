@@ -49,6 +49,10 @@ var handlers = map[string]handler{
 	"marketplace_site_agent_identities_update":                          (*Server).updateAgentIdentity,
 	"marketplace_site_agent_identities_register_service":                (*Server).registerAgentService,
 	"marketplace_site_agent_services_register_processor":                (*Server).registerAgentProcessor,
+	"marketplace_site_agent_identities_register_queue":                  (*Server).registerQueue,
+	"marketplace_site_agent_identities_register_event_subscription":     (*Server).registerEventSubscription,
+	"event_subscriptions_create_queue":                                  (*Server).createEventQueue,
+	"event_subscriptions_destroy":                                       (*Server).deleteEventSubscription,
 }
 
 // handle authenticates the request and dispatches it by operationId.
@@ -61,6 +65,7 @@ func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
 		s.violation(r, "unimplemented", fmt.Errorf("operation %s is in the subset but waldurtest does not serve it", op.id()))
 		return detail(http.StatusNotImplemented, "Not implemented by waldurtest.")
 	}
+	defer s.flushEvents()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return h(s, r, body, op)
@@ -260,6 +265,7 @@ func (s *Server) approveOrder(_ *http.Request, body []byte, op *operation) *resp
 	}
 	o["state"] = waldur.OrderExecuting
 	o["provider_reviewed_at"], o["provider_reviewed_by"] = now(), "waldurtest.provider"
+	defer s.orderEvent(o)
 	switch o["type"] {
 	case waldur.OrderUpdate:
 		s.setResourceState(o, waldur.ResourceUpdating)
@@ -279,6 +285,7 @@ func (s *Server) rejectOrder(_ *http.Request, body []byte, op *operation) *respo
 		return bad
 	}
 	o["state"] = "rejected"
+	defer s.orderEvent(o)
 	if c, ok := b["provider_rejection_comment"].(string); ok {
 		o["provider_rejection_comment"] = c
 	}
@@ -304,6 +311,7 @@ func (s *Server) setOrderDone(_ *http.Request, _ []byte, op *operation) *respons
 		return bad
 	}
 	o["state"], o["completed_at"] = waldur.OrderDone, now()
+	defer s.orderEvent(o)
 	switch o["type"] {
 	case waldur.OrderCreate, waldur.OrderRestore:
 		s.setResourceState(o, waldur.ResourceOK)

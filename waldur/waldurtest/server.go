@@ -177,6 +177,7 @@ type Server struct {
 	violations  []Violation
 	resultCount bool // send X-Result-Count on lists
 	linkHeader  bool // send Link on lists
+	ev          eventState
 }
 
 // event is a request starting (+1) or ending (-1), for MaxInFlight.

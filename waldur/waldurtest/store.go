@@ -358,20 +358,24 @@ func (s *Server) Seed(st *waldur.State) {
 
 // AddResource stores a provider resource (state defaults to OK).
 func (s *Server) AddResource(r waldur.Resource) waldur.UUID {
+	defer s.flushEvents()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	o := s.data.resourceWire(r)
 	s.data.resources.put(o)
+	s.publishEvent(uuidKey(o["offering_uuid"]), "resource", object{"resource_uuid": o["uuid"], "offering_uuid": o["offering_uuid"]})
 	return waldur.UUID(o["uuid"].(string))
 }
 
 // AddOrder stores an order of the offering (type defaults to Create, state to
 // pending-provider).
 func (s *Server) AddOrder(offering waldur.UUID, o waldur.Order) waldur.UUID {
+	defer s.flushEvents()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w := s.data.orderWire(offering, o)
 	s.data.orders.put(w)
+	s.orderEvent(w)
 	return waldur.UUID(w["uuid"].(string))
 }
 
@@ -387,13 +391,26 @@ func (s *Server) AddOfferingUser(offering waldur.UUID, u waldur.OfferingUser) wa
 // SetTeam sets the users of a project, as returned by the team endpoint of every
 // resource of the project.
 func (s *Server) SetTeam(project waldur.UUID, members []waldur.TeamMember) {
+	defer s.flushEvents()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	list := make([]object, 0, len(members))
 	for _, m := range members {
 		list = append(list, s.data.teamMemberWire(m))
 	}
-	s.data.teams[uuidKey(string(project))] = list
+	key := uuidKey(string(project))
+	s.data.teams[key] = list
+	// A role changed in the project: every offering with a resource there hears of it.
+	if s.ev.broker == nil || len(s.ev.queues) == 0 {
+		return
+	}
+	seen := map[string]bool{}
+	for _, r := range s.data.resources.items {
+		if off := uuidKey(r["offering_uuid"]); uuidKey(r["project_uuid"]) == key && !seen[off] {
+			seen[off] = true
+			s.publishEvent(off, "user_role", object{"project_uuid": key, "project_name": r["project_name"], "offering_uuid": off})
+		}
+	}
 }
 
 // AddResourceJSON stores resources given as a JSON object or array, verbatim.

@@ -1,0 +1,120 @@
+package engine
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/events"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+func TestEventRequest(t *testing.T) {
+	last := &Outcome{State: &waldur.State{Offerings: []waldur.OfferingState{{Name: "a", Resources: []waldur.Resource{
+		{UUID: "r1", ProjectUUID: "p1"}, {UUID: "r2", ProjectUUID: "p1"}, {UUID: "r3", ProjectUUID: "p2"},
+	}}}}}
+	for _, tc := range []struct {
+		name    string
+		trigger events.Trigger
+		last    *Outcome
+		want    []waldur.UUID
+		full    bool
+		skip    bool
+	}{
+		{name: "resources", trigger: events.Trigger{Resources: []waldur.UUID{"r9"}}, last: last, want: []waldur.UUID{"r9"}},
+		{name: "a project's resources", trigger: events.Trigger{Resources: []waldur.UUID{"r3"}, Projects: []waldur.UUID{"p1"}}, last: last,
+			want: []waldur.UUID{"r1", "r2", "r3"}},
+		{name: "full", trigger: events.Trigger{Resources: []waldur.UUID{"r1"}, Full: true}, last: last, full: true},
+		{name: "no last run", trigger: events.Trigger{Resources: []waldur.UUID{"r1"}}, full: true},
+		{name: "a project without our resources", trigger: events.Trigger{Projects: []waldur.UUID{"p9"}}, last: last, skip: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, ok := EventRequest(tc.trigger, tc.last)
+			switch {
+			case ok == tc.skip:
+				t.Fatalf("ok = %v", ok)
+			case tc.skip:
+			case tc.full && req.Resources != nil:
+				t.Errorf("want a full run, got %v", req.Resources)
+			case !tc.full && !slices.Equal(req.Resources, tc.want):
+				t.Errorf("resources %v, want %v", req.Resources, tc.want)
+			}
+			if ok && req.Command != "serve" {
+				t.Errorf("command %q", req.Command)
+			}
+		})
+	}
+}
+
+func TestEventOfferings(t *testing.T) {
+	no := false
+	offs := []config.Offering{
+		{Name: "a", WaldurAPIURL: "https://waldur.example.org/api/", WaldurOfferingUUID: "66c0217f-031f-ec83-3da0-e057be1c007e", WaldurAPIToken: "t"},
+		{Name: "b", WaldurAPIURL: "https://waldur.example.org/", WaldurOfferingUUID: "775b5d31b8ba24c37607a83e4302085a", StompEnabled: true,
+			StompWSHost: "mq.example.org", StompWSPort: 15674, WebsocketUseTLS: &no, WaldurAPIToken: "t"},
+	}
+	for _, tc := range []struct {
+		all  bool
+		want []string
+	}{{all: true, want: []string{"a=wss://waldur.example.org:443/rmqws-stomp", "b=ws://mq.example.org:15674/rmqws-stomp"}},
+		{all: false, want: []string{"b=ws://mq.example.org:15674/rmqws-stomp"}}} {
+		got, err := EventOfferings(offs, tc.all, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, o := range got {
+			names = append(names, o.Name+"="+o.URL)
+			if pw, err := o.Passcode(); err != nil || pw != "t" {
+				t.Errorf("%s passcode %q %v", o.Name, pw, err)
+			}
+		}
+		if !slices.Equal(names, tc.want) {
+			t.Errorf("all=%v: %v, want %v", tc.all, names, tc.want)
+		}
+	}
+}
+
+// refreshSource reads a full state and refreshes without reading anything.
+type refreshSource struct{ st *waldur.State }
+
+func (s refreshSource) Read(context.Context) (*waldur.State, error) { return s.st, nil }
+func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur.UUID) (*waldur.State, error) {
+	return last, nil
+}
+
+// seenFeedback records the resources each run's feedback was given.
+type seenFeedback struct{ runs [][]waldur.UUID }
+
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ bool) (changeset.Set, map[string]int, error) {
+	var ids []waldur.UUID
+	for _, o := range st.Offerings {
+		for _, r := range o.Resources {
+			ids = append(ids, r.UUID)
+		}
+	}
+	f.runs = append(f.runs, ids)
+	return changeset.Set{}, nil, nil
+}
+
+// A targeted run's feedback speaks of the resources it read, a full run's of
+// every resource.
+func TestTargetedRunFeedback(t *testing.T) {
+	st := &waldur.State{Offerings: []waldur.OfferingState{{Name: "a", Resources: []waldur.Resource{{UUID: "r1"}, {UUID: "r2"}, {UUID: "r3"}}}}}
+	fb := &seenFeedback{}
+	e := New(Seams{Source: refreshSource{st}, Feedback: fb}, func(*waldur.State) (*render.Result, error) { return &render.Result{}, nil }, guard.DefaultOptions(), nil)
+	ctx := context.Background()
+	for _, req := range []Request{{Command: "serve"}, {Command: "serve", Resources: []waldur.UUID{"r2"}}, {Command: "serve"}} {
+		if out := e.Run(ctx, req); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	want := [][]waldur.UUID{{"r1", "r2", "r3"}, {"r2"}, {"r1", "r2", "r3"}}
+	if !slices.EqualFunc(fb.runs, want, slices.Equal) {
+		t.Errorf("feedback saw %v, want %v", fb.runs, want)
+	}
+}
