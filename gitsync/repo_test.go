@@ -498,6 +498,7 @@ func TestFetchKeepsAnUnmovedBranch(t *testing.T) {
 		name      string
 		tree      render.Tree
 		external  bool // another writer commits first
+		review    bool // a person pushes a review branch first
 		downloads int  // pack downloads the step makes
 	}{
 		{name: "first sync", tree: tenantTree("v1", "o/c/a", "o/c/b"), downloads: 1},
@@ -505,10 +506,15 @@ func TestFetchKeepsAnUnmovedBranch(t *testing.T) {
 		{name: "no-op", tree: tenantTree("v2", "o/c/a", "o/c/b")},
 		{name: "another writer moved the branch", tree: tenantTree("v3", "o/c/a"), external: true, downloads: 1},
 		{name: "after our push again", tree: tenantTree("v4", "o/c/a")},
+		{name: "a review branch appeared", tree: tenantTree("v4", "o/c/a"), review: true, downloads: 1},
+		{name: "no-op after it", tree: tenantTree("v4", "o/c/a")},
 	}
 	for _, st := range steps {
 		if st.external {
 			gittest.Commit(t, dir, "main", map[string]string{"README.md": st.name}, st.name)
+		}
+		if st.review {
+			gittest.Commit(t, dir, ReviewPrefix+"abc", map[string]string{"README.md": st.name}, st.name)
 		}
 		before := srv.Fetches()
 		if _, err := Sync(ctx, r, planOf(st.tree, st.name+"\n"), 3); err != nil {
@@ -521,6 +527,11 @@ func TestFetchKeepsAnUnmovedBranch(t *testing.T) {
 		sameFiles(t, under(files, "waldur"), st.tree)
 		if st.external && files["README.md"] != st.name {
 			t.Errorf("%s: the other writer's file is gone", st.name)
+		}
+		if st.review {
+			if b := r.ReviewBranches(); len(b) != 1 || b[0].Name != ReviewPrefix+"abc" || b[0].Time.IsZero() {
+				t.Errorf("%s: review branches %+v, want the new one with its commit time", st.name, b)
+			}
 		}
 	}
 }
