@@ -78,7 +78,11 @@ func TestApplyCommand(t *testing.T) {
 				if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
 					t.Fatalf("%v\n%s", err, stdout)
 				}
-				if rep.Command != "apply" || rep.Counts["apply"]["unchanged"] != 33 || len(rep.Stages) != 3 || rep.Stages[2].Calls["apply"] != 0 {
+				var names []string
+				for _, st := range rep.Stages {
+					names = append(names, st.Name)
+				}
+				if rep.Command != "apply" || rep.Counts["apply"]["unchanged"] != 33 || strings.Join(names, " ") != "waldur render quota apply" || rep.Stages[3].Calls["apply"] != 0 {
 					t.Errorf("report %+v", rep)
 				}
 			}},
