@@ -18,8 +18,6 @@ const DefaultWindow = time.Second
 type Coalescer struct {
 	// Window is how long a burst gathers (DefaultWindow when 0).
 	Window time.Duration
-	// Now is the clock (nil: time.Now).
-	Now func() time.Time
 
 	mu      sync.Mutex
 	pending *Trigger
@@ -31,13 +29,6 @@ func (c *Coalescer) init() {
 	if c.wake == nil {
 		c.wake = make(chan struct{}, 1)
 	}
-}
-
-func (c *Coalescer) now() time.Time {
-	if c.Now != nil {
-		return c.Now()
-	}
-	return time.Now()
 }
 
 // Add records an event received at at.

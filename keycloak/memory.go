@@ -197,14 +197,6 @@ func (m *Memory) put(r *realmMemory) error {
 	return m.save()
 }
 
-// forget drops the memory of t, so that the next pass reads everything.
-func (m *Memory) forget(t Target) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.realms, memoryKey(t))
-	return m.save()
-}
-
 // save writes the state file (m.mu held).
 func (m *Memory) save() error {
 	if m.path == "" {
