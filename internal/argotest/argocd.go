@@ -5,16 +5,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/kubetest"
@@ -43,16 +38,8 @@ type Instance struct {
 	// Dir holds the logs and working files; Stop removes it unless
 	// $WALDUR_GITOPS_ARGOCD_KEEP is set.
 	Dir   string
-	procs []*process
+	procs []*testproc.Process
 	once  sync.Once
-}
-
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
 }
 
 // Start registers c as a destination cluster (Argo CD runs outside it, where
@@ -193,85 +180,21 @@ func setupObjects(c *kubetest.Cluster, o Options) []byte {
 }
 
 // run starts a child with its output in <Dir>/<name>.log.
-func (in *Instance) run(name, bin string, env []string, args ...string) (*process, error) {
-	logPath := filepath.Join(in.Dir, name+".log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func (in *Instance) run(name, bin string, env []string, args ...string) (*testproc.Process, error) {
+	p, err := testproc.Start(name, bin, in.Dir, filepath.Join(in.Dir, name+".log"), env, args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = in.Dir
-	cmd.Env = append(os.Environ(), env...)
-	testproc.Detach(cmd)
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	in.procs = append(in.procs, p)
 	return p, nil
 }
 
-func waitTCP(ctx context.Context, p *process, addr string, timeout time.Duration) error {
-	return wait(ctx, p, addr, timeout, func() bool {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err != nil {
-			return false
-		}
-		conn.Close()
-		return true
-	})
+func waitTCP(ctx context.Context, p *testproc.Process, addr string, timeout time.Duration) error {
+	return p.WaitReady(ctx, addr, timeout, testproc.TCPOpen(addr))
 }
 
-func waitHTTP(ctx context.Context, p *process, url string, timeout time.Duration) error {
-	return wait(ctx, p, url, timeout, func() bool {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	})
-}
-
-// wait polls ready until it holds, the process exits or the time is up.
-func wait(ctx context.Context, p *process, what string, timeout time.Duration, ready func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if ready() {
-			return nil
-		}
-		select {
-		case <-p.done:
-			log := p.logTail()
-			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.name, p.err, log)
-			if strings.Contains(log, "address already in use") {
-				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
-			}
-			return err
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s after %s:\n%s", p.name, what, timeout, p.logTail())
-		case <-tick.C:
-		}
-	}
-}
-
-func (p *process) logTail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4<<10 {
-		b = b[len(b)-4<<10:]
-	}
-	return string(b)
+func waitHTTP(ctx context.Context, p *testproc.Process, url string, timeout time.Duration) error {
+	return p.WaitReady(ctx, url, timeout, testproc.HTTPOK(nil, url, ""))
 }
 
 // Usage is what a process has used so far, from /proc.
@@ -288,14 +211,12 @@ type Usage struct {
 func (in *Instance) Usage() map[string]Usage {
 	out := map[string]Usage{}
 	for _, p := range in.procs {
-		select {
-		case <-p.done:
+		if p.Exited() {
 			continue
-		default:
 		}
-		u, err := procUsage(p.cmd.Process.Pid)
+		u, err := procUsage(p.Cmd.Process.Pid)
 		if err == nil {
-			out[p.name] = u
+			out[p.Name] = u
 		}
 	}
 	return out
@@ -339,7 +260,7 @@ func procUsage(pid int) (Usage, error) {
 func (in *Instance) Logs() string {
 	var b strings.Builder
 	for _, p := range in.procs {
-		fmt.Fprintf(&b, "==> %s (%s)\n%s\n", p.name, p.log, p.logTail())
+		fmt.Fprintf(&b, "==> %s (%s)\n%s\n", p.Name, p.Log, p.LogTail())
 	}
 	return b.String()
 }
@@ -349,14 +270,7 @@ func (in *Instance) Logs() string {
 // than once.
 func (in *Instance) Stop() {
 	in.once.Do(func() {
-		for _, p := range slices.Backward(in.procs) {
-			select {
-			case <-p.done:
-			default:
-				_ = p.cmd.Process.Signal(syscall.SIGKILL)
-				<-p.done
-			}
-		}
+		testproc.KillAll(in.procs)
 		if os.Getenv("WALDUR_GITOPS_ARGOCD_KEEP") == "" {
 			_ = os.RemoveAll(in.Dir)
 		}

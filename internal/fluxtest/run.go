@@ -4,16 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/testproc"
@@ -29,16 +24,8 @@ type Controllers struct {
 	// StorageAddr is source-controller's artifact server, 127.0.0.1:<port>.
 	StorageAddr string
 
-	procs []*proc
+	procs []*testproc.Process
 	once  sync.Once
-}
-
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
 }
 
 // Start runs both controllers out of cluster against the API server of
@@ -81,7 +68,7 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controlle
 		return nil, err
 	}
 	for _, w := range []struct {
-		p    *proc
+		p    *testproc.Process
 		addr string
 	}{{src, addr(2)}, {kc, addr(4)}} {
 		if err := waitReady(ctx, w.p, "http://"+w.addr+"/readyz", 2*time.Minute); err != nil {
@@ -92,68 +79,20 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controlle
 }
 
 // run starts a controller with its output in <dir>/<name>.log.
-func (c *Controllers) run(name, bin, kubeconfig string, args ...string) (*proc, error) {
-	logPath := filepath.Join(c.Dir, name+".log")
-	f, err := os.Create(logPath)
+func (c *Controllers) run(name, bin, kubeconfig string, args ...string) (*testproc.Process, error) {
+	// The controllers have no --kubeconfig flag; leader election is off by
+	// default.
+	p, err := testproc.Start(name, bin, c.Dir, filepath.Join(c.Dir, name+".log"),
+		[]string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + Namespace}, args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = c.Dir
-	// The controllers have no --kubeconfig flag; leader election is off by
-	// default.
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "RUNTIME_NAMESPACE="+Namespace)
-	testproc.Detach(cmd)
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	c.procs = append(c.procs, p)
 	return p, nil
 }
 
-func waitReady(ctx context.Context, p *proc, url string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			log := tail(p.log)
-			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.name, p.err, log)
-			if strings.Contains(log, "address already in use") {
-				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
-			}
-			return err
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s after %s:\n%s", p.name, url, timeout, tail(p.log))
-		case <-tick.C:
-		}
-	}
-}
-
-func tail(path string) string {
-	b, _ := os.ReadFile(path)
-	if len(b) > 4<<10 {
-		b = b[len(b)-4<<10:]
-	}
-	return string(b)
+func waitReady(ctx context.Context, p *testproc.Process, url string, timeout time.Duration) error {
+	return p.WaitReady(ctx, url, timeout, testproc.HTTPOK(nil, url, ""))
 }
 
 // LogEntry is one line of a controller's JSON log.
@@ -171,7 +110,7 @@ type LogEntry struct {
 func (c *Controllers) Errors() ([]LogEntry, error) {
 	var out []LogEntry
 	for _, p := range c.procs {
-		b, err := os.ReadFile(p.log)
+		b, err := os.ReadFile(p.Log)
 		if err != nil {
 			return nil, err
 		}
@@ -182,7 +121,7 @@ func (c *Controllers) Errors() ([]LogEntry, error) {
 			if json.Unmarshal([]byte(line), &e) != nil || e.Level != "error" {
 				continue
 			}
-			out = append(out, LogEntry{Controller: p.name, Level: e.Level, Msg: e.Msg, Error: e.Error, Name: e.Name, Line: strings.TrimSpace(line)})
+			out = append(out, LogEntry{Controller: p.Name, Level: e.Level, Msg: e.Msg, Error: e.Error, Name: e.Name, Line: strings.TrimSpace(line)})
 		}
 	}
 	return out, nil
@@ -193,7 +132,7 @@ func (c *Controllers) Errors() ([]LogEntry, error) {
 func (c *Controllers) CPU() map[string]time.Duration {
 	out := map[string]time.Duration{}
 	for _, p := range c.procs {
-		out[p.name] = procCPU(p.cmd.Process.Pid)
+		out[p.Name] = procCPU(p.Cmd.Process.Pid)
 	}
 	return out
 }
@@ -224,14 +163,7 @@ func procCPU(pid int) time.Duration {
 // than once.
 func (c *Controllers) Stop() {
 	c.once.Do(func() {
-		for _, p := range slices.Backward(c.procs) {
-			select {
-			case <-p.done:
-			default:
-				_ = p.cmd.Process.Signal(syscall.SIGKILL)
-				<-p.done
-			}
-		}
+		testproc.KillAll(c.procs)
 		if os.Getenv("WALDUR_GITOPS_KUBE_KEEP") == "" {
 			_ = os.RemoveAll(c.Dir)
 		}

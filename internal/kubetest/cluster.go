@@ -18,13 +18,10 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -71,17 +68,8 @@ type Cluster struct {
 	Dir string
 
 	tokens map[string]string
-	procs  []*process
+	procs  []*testproc.Process
 	once   sync.Once
-}
-
-// process is one started child.
-type process struct {
-	name string
-	cmd  *exec.Cmd
-	log  string
-	done chan struct{}
-	err  error
 }
 
 // Start builds the binaries if needed and starts a cluster on free loopback
@@ -209,69 +197,18 @@ func (c *Cluster) startControllerManager(ctx context.Context, bins *Binaries, hc
 }
 
 // run starts a child with its output in <dir>/<name>.log.
-func (c *Cluster) run(name, bin string, args ...string) (*process, error) {
-	logPath := filepath.Join(c.Dir, name+".log")
-	f, err := os.Create(logPath)
+func (c *Cluster) run(name, bin string, args ...string) (*testproc.Process, error) {
+	p, err := testproc.Start(name, bin, c.Dir, filepath.Join(c.Dir, name+".log"), nil, args...)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Dir = c.Dir
-	testproc.Detach(cmd)
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, log: logPath, done: make(chan struct{})}
-	go func() {
-		p.err = cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
 	c.procs = append(c.procs, p)
 	return p, nil
 }
 
 // waitReady polls url until it answers 200, the process exits or the time is up.
-func waitReady(ctx context.Context, p *process, hc *http.Client, url, token string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		if resp, err := hc.Do(req); err == nil {
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-p.done:
-			log := p.logTail()
-			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.name, p.err, log)
-			if strings.Contains(log, "address already in use") {
-				err = fmt.Errorf("%w: %w", testproc.ErrAddrInUse, err)
-			}
-			return err
-		case <-ctx.Done():
-			return fmt.Errorf("%s not ready at %s after %s:\n%s", p.name, url, timeout, p.logTail())
-		case <-tick.C:
-		}
-	}
-}
-
-func (p *process) logTail() string {
-	b, _ := os.ReadFile(p.log)
-	if len(b) > 4<<10 {
-		b = b[len(b)-4<<10:]
-	}
-	return string(b)
+func waitReady(ctx context.Context, p *testproc.Process, hc *http.Client, url, token string, timeout time.Duration) error {
+	return p.WaitReady(ctx, url, timeout, testproc.HTTPOK(hc, url, token))
 }
 
 // Stop ends the processes (they hold nothing worth a graceful shutdown) and
@@ -279,14 +216,7 @@ func (p *process) logTail() string {
 // which keeps it for reading the logs. Stop is safe to call more than once.
 func (c *Cluster) Stop() {
 	c.once.Do(func() {
-		for _, p := range slices.Backward(c.procs) {
-			select {
-			case <-p.done:
-			default:
-				_ = p.cmd.Process.Signal(syscall.SIGKILL)
-				<-p.done
-			}
-		}
+		testproc.KillAll(c.procs)
 		if os.Getenv("WALDUR_GITOPS_KUBE_KEEP") == "" {
 			_ = os.RemoveAll(c.Dir)
 		}
