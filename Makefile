@@ -43,8 +43,9 @@ test-short: ## run the fast tests: no race detector, no real kube-apiserver
 # test. The first run builds Argo CD v3.2.11 and kustomize from the Go module
 # proxy and fetches Redis from Debian into ~/.cache/waldur-gitops/argocd
 # (about 7-8 minutes and 2 GB of memory on 2 free cores); afterwards the
-# target takes about 1-2 minutes. .ci/run calls it only with CI_ARGOCD=1, or with
-# CI_ARGOCD=auto when the run so far leaves time (BENCHMARKS.md).
+# target takes about 1-2 minutes. .ci/run calls it when the run so far leaves
+# time (CI_ARGOCD=auto, the default), always with CI_ARGOCD=1, never with 0
+# (BENCHMARKS.md).
 E2E_ARGOCD_TENANTS ?= 100
 e2e-argocd: ## Argo CD end to end over examples/argocd, 100 tenants (first run builds Argo CD, ~8 min; then ~1-2 min); not in make test
 	$(GO) run ./internal/kubetest/kubeup -build -kcm
