@@ -88,7 +88,7 @@ func TestAnswersOutsideTheDescriptionAreViolations(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := http.Header{"Content-Type": {"application/json"}}
+			h := http.Header{"Content-Type": {"application/json; charset=utf-8"}}
 			err = c.checkResponse(context.Background(), r, nil, op, tc.status, h, bytes.NewBufferString(tc.body).Bytes())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want an error naming %q", err, tc.want)
