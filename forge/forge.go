@@ -2,15 +2,18 @@
 // (GitLab) for a review branch through the hosting service's REST API, and
 // never a second one for the same branch: it first looks for an open request
 // from the branch. The endpoints and fields are those of the services'
-// published API descriptions:
+// published API descriptions (the subsets in forgetest/testdata, which the
+// stand-in forgetest enforces on every request and answer):
 //
-//   - GitHub: GET and POST /repos/{owner}/{repo}/pulls (head, base, title,
-//     body; html_url), token as "Authorization: Bearer";
-//   - Gitea: the same paths under /api/v1 (state=open; head.ref), token as
-//     "Authorization: token";
-//   - GitLab: GET and POST /projects/{id}/merge_requests (source_branch,
-//     target_branch, title, description, state=opened; web_url), token as
-//     PRIVATE-TOKEN.
+//   - GitHub: GET and POST /repos/{owner}/{repo}/pulls (list filtered by
+//     state=open and head=owner:branch; create with head, base, title, body;
+//     html_url), token as "Authorization: Bearer";
+//   - Gitea: the same paths under /api/v1 (state=open, paged with page and
+//     limit; its list has no head filter, so the client reads pages until an
+//     empty one and matches head.ref), token as "Authorization: token";
+//   - GitLab: GET and POST /projects/{id}/merge_requests (state=opened,
+//     source_branch; create with source_branch, target_branch, title,
+//     description; web_url), token as PRIVATE-TOKEN.
 package forge
 
 import (
@@ -69,6 +72,9 @@ func (c *Client) repoPath() string {
 	return "/repos/" + url.PathEscape(owner) + "/" + url.PathEscape(name)
 }
 
+// maxPages bounds the open requests find reads (at 50 a page).
+const maxPages = 40
+
 // find returns the web address of an open request from branch, "" for none.
 func (c *Client) find(ctx context.Context, branch string) (string, error) {
 	q := url.Values{}
@@ -86,7 +92,7 @@ func (c *Client) find(ctx context.Context, branch string) (string, error) {
 			q.Set("head", owner+":"+branch)
 		}
 	}
-	for page := 1; page <= 20; page++ {
+	for page := 1; page <= maxPages; page++ {
 		q.Set("page", fmt.Sprint(page))
 		q.Set(map[bool]string{true: "per_page", false: "limit"}[c.cfg.Type != config.ForgeGitea], "50")
 		var list []struct {
@@ -105,11 +111,13 @@ func (c *Client) find(ctx context.Context, branch string) (string, error) {
 				return pr.HTMLURL + pr.WebURL, nil
 			}
 		}
-		if len(list) < 50 {
+		// A service may cap the page size below what was asked (Gitea's
+		// MAX_RESPONSE_ITEMS): only an empty page ends the list.
+		if len(list) == 0 {
 			return "", nil
 		}
 	}
-	return "", nil
+	return "", fmt.Errorf("%s %s%s: more than %d pages of open requests", http.MethodGet, c.cfg.APIURL, path, maxPages)
 }
 
 func (c *Client) open(ctx context.Context, r Request) (string, error) {
@@ -145,6 +153,11 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		return fmt.Errorf("%s forge request: %w", c.cfg.Type, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if c.cfg.Type == config.ForgeGitHub {
+		// GitHub's documented media type and REST API version.
+		req.Header.Set("Accept", "application/vnd.github+json")
+		req.Header.Set("X-GitHub-Api-Version", "2022-11-28")
+	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

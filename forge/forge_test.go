@@ -2,6 +2,7 @@ package forge_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -45,6 +46,31 @@ func TestEnsureOpensOneRequestPerBranch(t *testing.T) {
 			bad := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: repo}, "wrong", nil)
 			if _, _, err := bad.Ensure(ctx, req); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "wrong") {
 				t.Errorf("bad token: %v", err)
+			}
+		})
+	}
+}
+
+// A request opened earlier for the branch is found though it lies past the
+// first page and the service caps the page size below what the client asks
+// (Gitea's MAX_RESPONSE_ITEMS): no second request is opened.
+func TestEnsureFindsARequestPastACappedPage(t *testing.T) {
+	for _, typ := range []string{config.ForgeGitHub, config.ForgeGitea, config.ForgeGitLab} {
+		t.Run(typ, func(t *testing.T) {
+			srv := forgetest.New(t, typ, "site/tenants", "s3cret")
+			srv.MaxPage = 10
+			for i := range 25 {
+				srv.Add(fmt.Sprintf("feature/%02d", i), "main", "other work")
+			}
+			branch := "waldur-gitops/review/00aa00aa00aa"
+			srv.Add(branch, "main", "opened before")
+			c := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: "site/tenants"}, "s3cret", nil)
+			u, created, err := c.Ensure(context.Background(), forge.Request{Branch: branch, Base: "main", Title: "t"})
+			if err != nil || created || !strings.HasSuffix(u, "/26") {
+				t.Fatalf("got %q created=%v err=%v; want the existing request 26 (requests %q)", u, created, err, srv.Requests())
+			}
+			if srv.Posts() != 0 {
+				t.Errorf("%d create calls", srv.Posts())
 			}
 		})
 	}

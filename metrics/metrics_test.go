@@ -216,6 +216,13 @@ func TestSkipClass(t *testing.T) {
 		{"usage", `invalid resource limits: ram="-1" is negative`, metrics.SkipInvalidLimits},
 		{"apply", "not applied: an earlier object of the tenant failed", metrics.SkipApplyFailed},
 		{"apply", "kept: the tenant failed to apply", metrics.SkipApplyFailed},
+		{"git", "waits on review branch waldur-gitops/review/3f2a9c0d1e2f until a person merges it (risky: tenant removed)", metrics.SkipAwaitingReview},
+		{"orders", "left executing: waits on review branch waldur-gitops/review/3f2a9c0d1e2f until a person merges it (risky: tenant removed)", metrics.SkipAwaitingReview},
+		{"git", "no pull or merge request: GET https://gitlab.example/api/v4/projects/1/merge_requests: 401 Unauthorized", metrics.SkipForgeFailure},
+		{"quota", "sent for review: quota cut below usage (quota_shrink: review): requests.storage used 6Gi, new 4Gi, in place 10Gi", metrics.SkipAwaitingReview},
+		{"quota", "held: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", metrics.SkipQuotaHeld},
+		{"orders", "left executing: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", metrics.SkipQuotaHeld},
+		{"quota", "the quota cut is not checked against usage and is made: cannot read the cluster /k: forbidden", metrics.SkipQuotaUnchecked},
 		// A render-looking reason in another stage is not a render class.
 		{"keycloak", "invalid resource limits: x", metrics.SkipOther},
 	}

@@ -33,6 +33,11 @@ const (
 	SkipNotMeasured   = "not_measured"   // the cluster gave no measurement
 	// apply
 	SkipApplyFailed = "apply_failed" // an object was not applied, deleted or kept because of a failure
+	// review and quota safety (git, quota, orders)
+	SkipAwaitingReview = "awaiting_review" // the change waits on a review branch for a person to merge it
+	SkipForgeFailure   = "forge_failure"   // the review branch's pull or merge request could not be ensured
+	SkipQuotaHeld      = "quota_held"      // a quota cut below usage is held (quota_shrink: hold)
+	SkipQuotaUnchecked = "quota_unchecked" // a quota cut was made without reading the usage
 	// SkipOther is every reason not listed above.
 	SkipOther = "other"
 )
@@ -68,6 +73,8 @@ var skipRules = []skipRule{
 
 	{prefix: "pending provider approval", class: SkipAwaitingApproval},
 	{prefix: "pending: waldur-gitops does not handle", class: SkipUnsupportedOrder},
+	{prefix: "left executing: waits on review branch", class: SkipAwaitingReview},
+	{prefix: "left executing: waiting for usage to drop", class: SkipQuotaHeld},
 	{prefix: "left executing:", class: SkipNotApplied},
 	{prefix: "failed to ", class: SkipAPIFailure},
 	{prefix: "Waldur refused", class: SkipAPIFailure},
@@ -75,6 +82,12 @@ var skipRules = []skipRule{
 	{stage: "usage", prefix: "Waldur takes usage only", class: SkipResourceState},
 	{stage: "usage", prefix: "the resource has no limit", class: SkipNoLimit},
 	{stage: "usage", prefix: "not measured", class: SkipNotMeasured},
+
+	{stage: "git", prefix: "waits on review branch", class: SkipAwaitingReview},
+	{stage: "git", prefix: "no pull or merge request:", class: SkipForgeFailure},
+	{stage: "quota", prefix: "sent for review:", class: SkipAwaitingReview},
+	{stage: "quota", prefix: "held:", class: SkipQuotaHeld},
+	{stage: "quota", prefix: "the quota cut is not checked against usage", class: SkipQuotaUnchecked},
 
 	{stage: "apply", prefix: "not applied", class: SkipApplyFailed},
 	{stage: "apply", prefix: "not deleted", class: SkipApplyFailed},

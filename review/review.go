@@ -63,7 +63,10 @@ func Classify(e changeset.Entry, prev, next render.Tree) (Class, string) {
 }
 
 // compare finds what a changed file of a tenant takes away: quota keys
-// lowered (a ResourceQuota's spec.hard, a ManagedNamespace's spec.quota),
+// lowered (a ResourceQuota's spec.hard, a ManagedNamespace's spec.quota, a
+// Rancher Project's spec.resourceQuota.limit and
+// spec.namespaceDefaultResourceQuota.limit, the Rancher namespace's
+// field.cattle.io/resourceQuota annotation),
 // members removed (a RoleBinding's subjects, a ManagedNamespace's user lists).
 func compare(name string, prev, next []byte) []string {
 	var why []string
@@ -72,6 +75,16 @@ func compare(name string, prev, next []byte) []string {
 		return nil
 	}
 	switch {
+	case isRancherProject(p):
+		// The Rancher profile's Project (management cluster): its project
+		// limit and the default limit of each of its namespaces.
+		for _, field := range []string{"resourceQuota", "namespaceDefaultResourceQuota"} {
+			why = append(why, loweredAt("Project "+field+".limit.", dig(p, "spec", field, "limit"), dig(n, "spec", field, "limit"))...)
+		}
+	case strings.HasPrefix(name, "namespace-"):
+		// The Rancher profile's namespace carries the project quota as JSON
+		// in an annotation that Rancher applies.
+		why = append(why, loweredAt(rancherQuotaAnnotation+" limit.", annotationQuota(p), annotationQuota(n))...)
 	case strings.HasPrefix(name, "resourcequota-"):
 		why = append(why, lowered(dig(p, "spec", "hard"), dig(n, "spec", "hard"))...)
 	case strings.HasPrefix(name, "managednamespace-"):
@@ -93,8 +106,32 @@ func dig(m map[string]any, keys ...string) map[string]any {
 	return m
 }
 
+// rancherQuotaAnnotation is the namespace annotation in which Rancher reads a
+// namespace's share of its project's quota.
+const rancherQuotaAnnotation = "field.cattle.io/resourceQuota"
+
+// isRancherProject tells a Rancher management Project object.
+func isRancherProject(m map[string]any) bool {
+	api, _ := m["apiVersion"].(string)
+	return m["kind"] == "Project" && strings.HasPrefix(api, "management.cattle.io/")
+}
+
+// annotationQuota is the limit map of a namespace's Rancher quota
+// annotation, nil when there is none or it is not JSON.
+func annotationQuota(m map[string]any) map[string]any {
+	v, _ := dig(m, "metadata", "annotations")[rancherQuotaAnnotation].(string)
+	var q map[string]any
+	if v == "" || yaml.Unmarshal([]byte(v), &q) != nil {
+		return nil
+	}
+	return dig(q, "limit")
+}
+
 // lowered names the keys whose quantity next lowers.
-func lowered(prev, next map[string]any) []string {
+func lowered(prev, next map[string]any) []string { return loweredAt("", prev, next) }
+
+// loweredAt is lowered with the keys named after prefix.
+func loweredAt(prefix string, prev, next map[string]any) []string {
 	var why []string
 	for _, k := range slices.Sorted(maps.Keys(prev)) {
 		pq, err1 := resource.ParseQuantity(fmt.Sprint(prev[k]))
@@ -104,7 +141,7 @@ func lowered(prev, next map[string]any) []string {
 		}
 		nq, err2 := resource.ParseQuantity(fmt.Sprint(nv))
 		if err2 == nil && nq.Cmp(pq) < 0 {
-			why = append(why, fmt.Sprintf("quota lowered: %s %s → %s", k, pq.String(), nq.String()))
+			why = append(why, fmt.Sprintf("quota lowered: %s%s %s → %s", prefix, k, pq.String(), nq.String()))
 		}
 	}
 	return why

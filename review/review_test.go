@@ -76,3 +76,60 @@ func TestCarryAndBranch(t *testing.T) {
 		t.Error("the branch depends on other directories")
 	}
 }
+
+// The Rancher profile's tenant is two directories: the Project on the
+// management cluster and the namespace on the downstream one. A lowered
+// project quota is risky in either.
+func TestClassifyRancherProjectQuota(t *testing.T) {
+	const mgmt, down = "o/management/waldur-a", "o/downstream/waldur-a"
+	project := func(cpu, defCPU string) render.Tree {
+		return render.Tree{mgmt + "/kustomization.yaml": []byte("k"), mgmt + "/project-p-1.yaml": []byte(`apiVersion: management.cattle.io/v3
+kind: Project
+metadata:
+  name: p-1
+spec:
+  displayName: waldur-a
+  resourceQuota:
+    limit:
+      limitsCpu: ` + cpu + `
+      limitsMemory: 1536Mi
+  namespaceDefaultResourceQuota:
+    limit:
+      limitsCpu: ` + defCPU + `
+      limitsMemory: 1536Mi
+`)}
+	}
+	namespace := func(cpu string) render.Tree {
+		return render.Tree{down + "/kustomization.yaml": []byte("k"), down + "/namespace-waldur-a.yaml": []byte(`apiVersion: v1
+kind: Namespace
+metadata:
+  name: waldur-a
+  annotations:
+    field.cattle.io/resourceQuota: '{"limit":{"limitsCpu":"` + cpu + `","limitsMemory":"1536Mi"}}'
+`)}
+	}
+	for _, tc := range []struct {
+		name       string
+		dir        string
+		prev, next render.Tree
+		class      Class
+		why        string
+	}{
+		{"project quota raised", mgmt, project("2500m", "2500m"), project("4", "4"), Additive, ""},
+		{"project quota written otherwise", mgmt, project("2", "2"), project("2000m", "2000m"), Additive, ""},
+		{"project quota lowered", mgmt, project("2500m", "2500m"), project("2", "2"), Risky,
+			"quota lowered: Project resourceQuota.limit.limitsCpu 2500m → 2; quota lowered: Project namespaceDefaultResourceQuota.limit.limitsCpu 2500m → 2"},
+		{"namespace default lowered only", mgmt, project("4", "4"), project("4", "1"), Risky,
+			"quota lowered: Project namespaceDefaultResourceQuota.limit.limitsCpu 4 → 1"},
+		{"namespace annotation raised", down, namespace("2"), namespace("3"), Additive, ""},
+		{"namespace annotation lowered", down, namespace("2"), namespace("500m"), Risky,
+			"quota lowered: field.cattle.io/resourceQuota limit.limitsCpu 2 → 500m"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, why := Classify(changeset.Entry{Kind: "Tenant", Subject: tc.dir, Action: changeset.Update}, tc.prev, tc.next)
+			if c != tc.class || why != tc.why {
+				t.Errorf("%s %q, want %s %q", c, why, tc.class, tc.why)
+			}
+		})
+	}
+}
