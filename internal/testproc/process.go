@@ -152,4 +152,3 @@ func TCPOpen(addr string) func(context.Context) bool {
 		return true
 	}
 }
-
