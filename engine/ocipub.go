@@ -78,22 +78,25 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 	return cs, nil
 }
 
-// hold keeps the orders of the tenants a shard lists executing, with why.
+// hold keeps executing, with why, the orders of the tenants a shard lists
+// before or after the commit (a removed tenant's namespace is not pruned
+// before the artifact is pushed either).
 func (p *GitPublisher) hold(pub *Published, shardDir, why string) {
-	files := ociship.ShardFiles(pub.After, shardDir)
-	dirs := map[string]bool{}
-	for f := range files {
-		if parts := strings.SplitN(f, "/", 4); len(parts) == 4 && parts[0] != gitsync.FluxDir {
-			dirs[strings.Join(parts[:3], "/")] = true
-		}
-	}
 	if pub.Held == nil {
 		pub.Held = map[waldur.UUID]string{}
 	}
-	for id, ds := range pub.After.TenantDirs() {
-		for _, d := range ds {
-			if dirs[d] {
-				pub.Held[id] = why
+	for _, tree := range []render.Tree{pub.Before, pub.After} {
+		dirs := map[string]bool{}
+		for f := range ociship.ShardFiles(tree, shardDir) {
+			if parts := strings.SplitN(f, "/", 4); len(parts) == 4 && parts[0] != gitsync.FluxDir {
+				dirs[strings.Join(parts[:3], "/")] = true
+			}
+		}
+		for id, ds := range tree.TenantDirs() {
+			for _, d := range ds {
+				if dirs[d] {
+					pub.Held[id] = why
+				}
 			}
 		}
 	}
