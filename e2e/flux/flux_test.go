@@ -89,8 +89,9 @@ func (m memSource) Read(context.Context) (*waldur.State, error) { return m.st, n
 func start(t testing.TB, tenants, shards int) *site { return startWith(t, tenants, shards, true) }
 
 // startWith is start; shardRoot false leaves out waldur-shards, for a layout
-// whose shard objects the test applies itself.
-func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
+// whose shard objects the test applies itself; gitKeys are more lines of the
+// config's git: block ("key: value").
+func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...string) *site {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -165,7 +166,7 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
 	}
 	yml := strings.Replace(string(synth.ConfigYAML(opts)),
 		"git:\n  url: https://git.example.org/platform/tenants.git\n  path: waldur\n",
-		fmt.Sprintf("git:\n  url: %s\n  path: waldur\n  username: %s\n  password_file: %s\n  flux_shards: %d\n  flux_name_prefix: %s\n", repoURL, s.git.User(), pw, shards, namePrefix), 1)
+		fmt.Sprintf("git:\n  url: %s\n  path: waldur\n  username: %s\n  password_file: %s\n  flux_shards: %d\n  flux_name_prefix: %s\n", repoURL, s.git.User(), pw, shards, namePrefix)+gitLines(gitKeys), 1)
 	s.cfg, err = config.Parse([]byte(yml), filepath.Join(dir, "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +179,14 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
 	s.engine = engine.New(engine.Seams{Source: memSource{s.state}, Publisher: &engine.GitPublisher{Config: s.cfg.Config}},
 		render.New(s.cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
 	return s
+}
+
+func gitLines(keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString("  " + k + "\n")
+	}
+	return b.String()
 }
 
 type testLog struct{ t testing.TB }
