@@ -42,6 +42,11 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 	}
 	layout := Layout(p.Config)
 	names, dirs := layout.ShardDirs()
+	// A shard no longer generated gets an artifact without its directory
+	// (ShardFiles of After finds none), so that it reports its path missing
+	// rather than go on applying the tenants that moved away from it.
+	on, od := layout.Orphans(pub.Before)
+	names, dirs = append(names, on...), append(dirs, od...)
 	shards := make([]ociship.Shard, len(names))
 	for i := range names {
 		shards[i] = ociship.Shard{Name: names[i], Dir: dirs[i]}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http/httptest"
 	"slices"
 	"strconv"
@@ -67,8 +68,10 @@ func (s *site) syncOCI() (*engine.Outcome, int) {
 func (s *site) waitOCIApplied(revs map[string]string) {
 	s.t.Helper()
 	names, _ := engine.Layout(s.cfg.Config).ShardDirs()
-	if len(revs) != len(names) {
-		s.t.Fatalf("revisions of %d shards, %d generated", len(revs), len(names))
+	for _, n := range names {
+		if revs[n] == "" {
+			s.t.Fatalf("no revision of shard %s in %v", n, revs)
+		}
 	}
 	s.waitFor("OCI shards Ready", func() (bool, string) {
 		for _, n := range names {
@@ -144,6 +147,28 @@ func TestFluxOCILayout(t *testing.T) {
 
 	if _, pushed := s.syncOCI(); pushed != 0 {
 		t.Errorf("a run with nothing new pushed %d artifacts", pushed)
+	}
+
+	// Lowering the count: the shard no longer generated gets an artifact
+	// without its directory, so it reports its path missing instead of
+	// applying the tenants that moved to the others (docs/gitops.md).
+	uids := s.uids()
+	names, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	orphan := names[len(names)-1]
+	s.cfg.Git.FluxShards = shards - 1
+	out, pushed = s.syncOCI()
+	if pushed < 2 {
+		t.Errorf("lowering the count pushed %d artifacts: the orphan's and at least one receiving shard's", pushed)
+	}
+	s.waitOCIApplied(out.Published.FluxRevisions)
+	s.waitFor(orphan+" path missing", func() (bool, string) {
+		st, msg, _, err := s.ready(orphan)
+		return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
+	})
+	want, owner = s.rendered()
+	s.checkMatches(want, owner)
+	if got := s.uids(); !maps.Equal(got, uids) {
+		t.Errorf("lowering the count changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
 	}
 	errs, err := s.flux.Errors()
 	if err != nil {
