@@ -139,14 +139,18 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...str
 	}
 	add("0-namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n")
 	add("1-secret.yaml", fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: waldur-tenants-git\n  namespace: flux-system\nstringData:\n  username: %s\n  password: %s\n", s.git.User(), s.git.Password()))
-	gr := read(t, "../../examples/flux/gitrepository.yaml")
+	example := "../../examples/flux/"
+	if slices.ContainsFunc(gitKeys, func(k string) bool { return strings.HasPrefix(k, "flux_oci_repository:") }) {
+		example = "../../examples/flux-oci/" // the OCI layout's
+	}
+	gr := read(t, example+"gitrepository.yaml")
 	edited := regexp.MustCompile(`(?m)^  url: .*$`).ReplaceAllString(gr, "  url: "+repoURL)
 	if edited == gr {
-		t.Fatal("examples/flux/gitrepository.yaml has no spec.url line to edit")
+		t.Fatal(example + "gitrepository.yaml has no spec.url line to edit")
 	}
 	add("2-gitrepository.yaml", edited)
 	if shardRoot {
-		add("3-waldur-shards.yaml", read(t, "../../examples/flux/waldur-shards.yaml"))
+		add("3-waldur-shards.yaml", read(t, example+"waldur-shards.yaml"))
 	}
 	if _, err := cluster.ApplyFiles(ctx, files...); err != nil {
 		t.Fatal(err)

@@ -108,6 +108,12 @@ func TestFluxOCILayout(t *testing.T) {
 		t.Fatalf("first sync pushed %d artifacts, want %d", pushed, shards)
 	}
 	s.waitOCIApplied(out.Published.FluxRevisions)
+	// examples/flux-oci: the Git artifact holds the shard objects only.
+	for _, f := range s.artifactFiles() {
+		if !strings.HasPrefix(f, s.cfg.Git.Path+"/_flux/") {
+			t.Errorf("the GitRepository's artifact holds %s", f)
+		}
+	}
 	want, owner := s.rendered()
 	s.checkMatches(want, owner)
 
