@@ -136,7 +136,7 @@ func (p *GitPublisher) requestOCIReconcile(ctx context.Context, pub *Published, 
 	now := time.Now()
 	for _, n := range pushed {
 		if err := kube.RequestFluxOCIReconcile(ctx, p.flux, g.FluxNamespace, n, now); err != nil {
-			logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the new artifact now; it comes at the next poll", "error", err.Error())
+			logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the new artifacts now; they come at the next poll", "ocirepository", n, "error", err.Error())
 			return
 		}
 	}
