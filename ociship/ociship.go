@@ -66,24 +66,33 @@ func ShardFiles(tree render.Tree, shardDir string) map[string][]byte {
 		return files
 	}
 	files[shardDir+"/"+render.KustomizationFile] = kz
-	var dirs []string
+	dirs := map[string]bool{}
 	for line := range strings.Lines(string(kz)) {
 		if rel, ok := strings.CutPrefix(strings.TrimSpace(line), "- ../../"); ok && rel != "" {
-			dirs = append(dirs, path.Clean(rel)+"/")
+			dirs[path.Clean(rel)] = true
 		}
 	}
 	if len(dirs) == 0 {
 		return files
 	}
+	// One look-up per parent directory of every file, not per listed tenant.
 	for p, c := range tree {
-		for _, d := range dirs {
-			if strings.HasPrefix(p, d) {
+		for i := strings.IndexByte(p, '/'); i > 0; i = nextSlash(p, i) {
+			if dirs[p[:i]] {
 				files[p] = c
 				break
 			}
 		}
 	}
 	return files
+}
+
+func nextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 // Archive builds the tar.gz of files deterministically: paths sorted, fixed
