@@ -2,10 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -18,6 +21,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -121,5 +125,61 @@ func TestSyncShipsChangedShardArtifacts(t *testing.T) {
 	out = e.Run(ctx, engine.Request{Command: "sync"})
 	if got := artifacts(out); out.Err != nil || len(got[changeset.Create]) != 0 || len(got[changeset.Unchanged]) != len(names) {
 		t.Fatalf("idle run: %v, artifacts %v", out.Err, got)
+	}
+}
+
+// The registry password of git.flux_oci_password_file authenticates the
+// pushes; when the registry refuses it, neither the run's error, its report
+// nor its log carries it.
+func TestSyncOCICredentials(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	const user, pw = "pusher", "registry-pass-9f3e1c7a"
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pw {
+			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
+			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
+			return
+		}
+		reg.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	pwFile := filepath.Join(t.TempDir(), "registry-password")
+	if err := os.WriteFile(pwFile, []byte("wrong-"+pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
+	cfg.Git.FluxOCIRepository, cfg.Git.FluxOCIInsecure = strings.TrimPrefix(srv.URL, "http://")+"/site/tenants", true
+	cfg.Git.FluxOCIUsername, cfg.Git.FluxOCIPasswordFile = user, pwFile
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: redact.ReplaceAttr}))
+	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: lg}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), lg)
+	out := e.Run(context.Background(), engine.Request{Command: "sync"})
+	if engine.ClassOf(out.Err) != engine.ClassGit || !strings.Contains(out.Err.Error(), "UNAUTHORIZED") {
+		t.Fatalf("a refused login: %v", out.Err)
+	}
+	js, err := json.Marshal(out.Report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, text := range map[string]string{"error": out.Err.Error(), "report": string(js), "log": logs.String()} {
+		if strings.Contains(text, pw) {
+			t.Errorf("the %s carries the registry password", what)
+		}
+	}
+
+	if err := os.WriteFile(pwFile, []byte(pw+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = e.Run(context.Background(), engine.Request{Command: "sync"})
+	names, _ := engine.Layout(cfg.Config).ShardDirs()
+	if got := artifacts(out); out.Err != nil || len(got[changeset.Create]) != len(names) {
+		t.Fatalf("with the right password: %v, artifacts %v", out.Err, got)
 	}
 }
