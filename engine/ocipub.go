@@ -36,10 +36,6 @@ func OCIRegistry(g config.Git) (*ociship.Registry, error) {
 // ClassGit error naming it.
 func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit string) (changeset.Set, error) {
 	var cs changeset.Set
-	reg, err := OCIRegistry(p.Config.Git)
-	if err != nil {
-		return cs, Contained(Errorf(ClassConfig, "flux artifacts not pushed, commit %s was pushed: %w", commit, err))
-	}
 	layout := Layout(p.Config)
 	names, dirs := layout.ShardDirs()
 	// A shard no longer generated gets an artifact without its directory
@@ -50,6 +46,14 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 	shards := make([]ociship.Shard, len(names))
 	for i := range names {
 		shards[i] = ociship.Shard{Name: names[i], Dir: dirs[i]}
+	}
+	reg, err := OCIRegistry(p.Config.Git)
+	if err != nil {
+		// The registry password cannot be read: no shard is shipped.
+		for _, d := range dirs {
+			p.hold(pub, d, "the Flux shard artifacts are not pushed yet: "+err.Error())
+		}
+		return cs, Contained(Errorf(ClassConfig, "flux shard artifacts not pushed; commit %s was pushed, the next run pushes them: %w", commit, err))
 	}
 	results := reg.Publish(ctx, pub.After, shards, commit, p.repo.URL())
 	pub.FluxRevisions = map[string]string{}
@@ -73,12 +77,12 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 		}
 		cs.Add(e)
 	}
+	if p.Config.Git.FluxReconcile {
+		p.requestOCIReconcile(ctx, pub, results)
+	}
 	if firstErr != nil {
 		return cs, Contained(Errorf(ClassGit, "%d flux shard artifact(s) not pushed (%s); commit %s was pushed, the next run pushes them: %w",
 			len(failed), strings.Join(failed, ", "), commit, firstErr))
-	}
-	if p.Config.Git.FluxReconcile {
-		p.requestOCIReconcile(ctx, pub, results)
 	}
 	return cs, nil
 }

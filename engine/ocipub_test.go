@@ -129,8 +129,9 @@ func TestSyncShipsChangedShardArtifacts(t *testing.T) {
 }
 
 // The registry password of git.flux_oci_password_file authenticates the
-// pushes; when the registry refuses it, neither the run's error, its report
-// nor its log carries it.
+// pushes; when it cannot be read, or the registry refuses it, the commit
+// stands, the orders wait, and neither the run's error, its report nor its
+// log carries the password.
 func TestSyncOCICredentials(t *testing.T) {
 	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
 	dir := filepath.Join(t.TempDir(), "tenants.git")
@@ -160,7 +161,16 @@ func TestSyncOCICredentials(t *testing.T) {
 	var logs strings.Builder
 	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: redact.ReplaceAttr}))
 	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: lg}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), lg)
+	// The password file cannot be read: the commit is pushed, no artifact,
+	// every tenant's order held, a config error naming the key.
+	cfg.Git.FluxOCIPasswordFile = pwFile + ".missing"
 	out := e.Run(context.Background(), engine.Request{Command: "sync"})
+	if engine.ClassOf(out.Err) != engine.ClassConfig || !strings.Contains(out.Err.Error(), "git.flux_oci_password_file") || out.Report.Commit == "" ||
+		len(out.Published.Held) != len(out.Published.After.ResourceUUIDs()) {
+		t.Fatalf("unreadable password: %v (commit %q, %d of %d held)", out.Err, out.Report.Commit, len(out.Published.Held), len(out.Published.After.ResourceUUIDs()))
+	}
+	cfg.Git.FluxOCIPasswordFile = pwFile
+	out = e.Run(context.Background(), engine.Request{Command: "sync"})
 	if engine.ClassOf(out.Err) != engine.ClassGit || !strings.Contains(out.Err.Error(), "UNAUTHORIZED") {
 		t.Fatalf("a refused login: %v", out.Err)
 	}
