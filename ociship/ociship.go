@@ -300,3 +300,53 @@ func hasCode(te *transport.Error, codes ...transport.ErrorCode) bool {
 	}
 	return false
 }
+
+// Check tells whether the registry can be reached with the credentials and
+// would accept a push to a shard's repository: it reads the shard's tag (a
+// missing one is fine) and opens an upload session, which it cancels at once,
+// as a push begins. The detail says what the tag holds.
+func (g Registry) Check(ctx context.Context, shard string) (string, error) {
+	ref, err := g.Ref(shard)
+	if err != nil {
+		return "", err
+	}
+	detail := ref.String() + " does not exist yet (sync pushes it)"
+	if desc, err := remote.Get(ref, g.options(ctx)...); err == nil {
+		detail = ref.String() + " at " + desc.Digest.String()
+	} else if te := (*transport.Error)(nil); !errors.As(err, &te) || (te.StatusCode != http.StatusNotFound && !hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)) {
+		return "", redact.Error(fmt.Errorf("read %s: %w", ref, err))
+	}
+	auth := authn.Anonymous
+	if g.Username != "" || g.Password != "" {
+		auth = authn.FromConfig(authn.AuthConfig{Username: g.Username, Password: g.Password})
+	}
+	repo := ref.Context()
+	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, http.DefaultTransport, []string{repo.Scope(transport.PushScope)})
+	if err != nil {
+		return "", redact.Error(fmt.Errorf("push to %s: %w", repo, err))
+	}
+	client := &http.Client{Transport: tr}
+	u := fmt.Sprintf("%s://%s/v2/%s/blobs/uploads/", repo.Scheme(), repo.RegistryStr(), repo.RepositoryStr())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", redact.Error(fmt.Errorf("push to %s: %w", repo, err))
+	}
+	resp.Body.Close()
+	if err := transport.CheckError(resp, http.StatusAccepted); err != nil {
+		return "", redact.Error(fmt.Errorf("push to %s: %w", repo, err))
+	}
+	if loc := resp.Header.Get("Location"); loc != "" {
+		if l, err := req.URL.Parse(loc); err == nil {
+			if del, err := http.NewRequestWithContext(ctx, http.MethodDelete, l.String(), nil); err == nil {
+				if r, err := client.Do(del); err == nil {
+					r.Body.Close()
+				}
+			}
+		}
+	}
+	return detail + "; push accepted", nil
+}

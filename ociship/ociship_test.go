@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -268,5 +269,43 @@ func BenchmarkShardArtifacts10k(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+// Check passes with credentials that may push, before and after the first
+// push, and fails, without the password in its error, with ones that may
+// not.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	const user, pw = "bot", "check-pass-51d0e2"
+	var readOnly atomic.Bool
+	readOnly.Store(true)
+	host := startRegistry(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			u, p, ok := r.BasicAuth()
+			if !ok || u != user || p != pw || readOnly.Load() && r.Method != http.MethodGet && r.Method != http.MethodHead {
+				w.Header().Set("WWW-Authenticate", `Basic realm="test"`)
+				http.Error(w, `{"errors":[{"code":"DENIED","message":"requested access to the resource is denied"}]}`, http.StatusUnauthorized)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	reg := ociship.Registry{Repository: host + "/w", Insecure: true, Username: user, Password: pw}
+	if _, err := reg.Check(ctx, shards[0].Name); err == nil || strings.Contains(err.Error(), pw) || !strings.Contains(err.Error(), "push to") {
+		t.Errorf("read-only credentials: %v", err)
+	}
+	readOnly.Store(false)
+	if d, err := reg.Check(ctx, shards[0].Name); err != nil || !strings.Contains(d, "does not exist yet") || !strings.Contains(d, "push accepted") {
+		t.Errorf("before the first push: %q, %v", d, err)
+	}
+	reg.Publish(ctx, site(), shards[:1], "c1", "")
+	if d, err := reg.Check(ctx, shards[0].Name); err != nil || !strings.Contains(d, "@sha256:") && !strings.Contains(d, " at sha256:") {
+		t.Errorf("after the first push: %q, %v", d, err)
+	}
+	bad := reg
+	bad.Password = "wrong-" + pw
+	if _, err := bad.Check(ctx, shards[0].Name); err == nil || strings.Contains(err.Error(), pw) {
+		t.Errorf("a wrong password: %v", err)
 	}
 }
