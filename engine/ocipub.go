@@ -6,26 +6,12 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
-
-// OCIRegistry is the registry of the OCI layout the config asks for
-// (git.flux_oci_repository), its credentials read now; nil without one.
-func OCIRegistry(g config.Git) (*ociship.Registry, error) {
-	if g.FluxOCIRepository == "" {
-		return nil, nil
-	}
-	user, pw, err := g.FluxOCICredentials()
-	if err != nil {
-		return nil, err
-	}
-	return &ociship.Registry{Repository: g.FluxOCIRepository, Insecure: g.FluxOCIInsecure, Username: user, Password: string(pw)}, nil
-}
 
 // shipShards publishes the shard artifacts of the pushed tree pub.After
 // (the OCI layout), at commit: only the shards whose content differs from
@@ -47,7 +33,7 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 	for i := range names {
 		shards[i] = ociship.Shard{Name: names[i], Dir: dirs[i]}
 	}
-	reg, err := OCIRegistry(p.Config.Git)
+	reg, err := ociship.FromConfig(p.Config.Git)
 	if err != nil {
 		// The registry password cannot be read: no shard is shipped.
 		for _, d := range dirs {

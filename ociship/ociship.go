@@ -33,6 +33,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/internal/parallel"
 	"github.com/waldur/waldur-gitops/internal/redact"
@@ -186,6 +187,19 @@ func (r Result) Revision() string {
 		return ""
 	}
 	return Tag + "@" + r.Digest
+}
+
+// FromConfig is the registry of the OCI layout the config asks for
+// (git.flux_oci_repository), its credentials read now; nil without one.
+func FromConfig(g config.Git) (*Registry, error) {
+	if g.FluxOCIRepository == "" {
+		return nil, nil
+	}
+	user, pw, err := g.FluxOCICredentials()
+	if err != nil {
+		return nil, err
+	}
+	return &Registry{Repository: g.FluxOCIRepository, Insecure: g.FluxOCIInsecure, Username: user, Password: string(pw)}, nil
 }
 
 // Ref returns the reference of a shard's tag.
