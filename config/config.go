@@ -197,6 +197,24 @@ type Git struct {
 	FluxReconcile         bool   `yaml:"flux_reconcile"`
 	FluxKubeconfigPath    string `yaml:"flux_kubeconfig_path"`
 	FluxKubeconfigContext string `yaml:"flux_kubeconfig_context"`
+	// FluxOCIRepository, set, chooses the OCI layout (docs/gitops.md): after
+	// every push each shard's files go to the registry as an OCI artifact,
+	// "<FluxOCIRepository>/<shard name>:latest", and the shard Kustomizations
+	// build from one OCIRepository each, so a commit costs Flux only the
+	// shards it changed. A repository prefix without scheme, e.g.
+	// "registry.example.org/site/waldur-tenants".
+	FluxOCIRepository string `yaml:"flux_oci_repository"`
+	// FluxOCIInsecure talks plain HTTP to the registry, and makes the
+	// OCIRepositories do so (a test registry only).
+	FluxOCIInsecure bool `yaml:"flux_oci_insecure"`
+	// FluxOCIUsername and FluxOCIPasswordFile or FluxOCIPasswordEnv (a
+	// password or token) authenticate the pushes; none: anonymous.
+	FluxOCIUsername     string `yaml:"flux_oci_username"`
+	FluxOCIPasswordFile string `yaml:"flux_oci_password_file"`
+	FluxOCIPasswordEnv  string `yaml:"flux_oci_password_env"`
+	// FluxOCISecretName names the Secret (in FluxNamespace) the generated
+	// OCIRepositories pull with; none: anonymous pulls.
+	FluxOCISecretName string `yaml:"flux_oci_secret_name"`
 	// ArgoCDNamespace, set when Argo CD consumes the repository (one
 	// Application per tenant directory, examples/argocd), is where its
 	// Applications live: order_done_on: applied then also waits for the

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/google/go-containerregistry/pkg/name"
+
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -95,6 +97,28 @@ func (g *Git) HTTPCredentials() (string, Secret, error) {
 	return user, secret, nil
 }
 
+// FluxOCICredentials returns the user name and password (or token) the shard
+// artifacts are pushed with, read from git.flux_oci_password_file or
+// git.flux_oci_password_env; both empty when none is configured.
+func (g *Git) FluxOCICredentials() (string, Secret, error) {
+	var (
+		secret Secret
+		err    error
+	)
+	switch {
+	case g.FluxOCIPasswordFile != "":
+		secret, err = readSecretFile("git.flux_oci_password_file", g.FluxOCIPasswordFile)
+	case g.FluxOCIPasswordEnv != "":
+		secret, err = readSecretEnv("git.flux_oci_password_env", g.FluxOCIPasswordEnv)
+	default:
+		return g.FluxOCIUsername, "", nil
+	}
+	if err != nil {
+		return "", "", err
+	}
+	return g.FluxOCIUsername, secret, nil
+}
+
 func readSecretFile(key, file string) (Secret, error) {
 	b, err := os.ReadFile(file)
 	if err != nil {
@@ -144,7 +168,7 @@ func (g *Git) applyDefaults(dir string) {
 	if g.FluxSourceNamespace == "" {
 		g.FluxSourceNamespace = g.FluxNamespace
 	}
-	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile, &g.FluxKubeconfigPath} {
+	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile, &g.FluxKubeconfigPath, &g.FluxOCIPasswordFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -240,8 +264,57 @@ func (g *Git) validate(r *report) {
 	if g.FluxShards == 0 && (g.FluxReconcile || g.FluxKubeconfigPath != "" || g.FluxKubeconfigContext != "") {
 		r.addf("git.flux_reconcile", nil, "flux_reconcile, flux_kubeconfig_path and flux_kubeconfig_context are only used with git.flux_shards above 0")
 	}
+	g.validateOCI(r)
 	if p := g.FluxNamePrefix; p != "" && (len(p) > 30 || !namePrefix.MatchString(p)) {
 		r.addf("git.flux_name_prefix", nil, "%q cannot start a Kubernetes name: lower-case letters, digits and '-', at most 30 characters, starting with a letter", p)
+	}
+}
+
+// validateOCI checks the keys of the OCI layout.
+func (g *Git) validateOCI(r *report) {
+	repo := g.FluxOCIRepository
+	if repo == "" {
+		for _, k := range []struct {
+			key string
+			set bool
+		}{
+			{"flux_oci_insecure", g.FluxOCIInsecure}, {"flux_oci_username", g.FluxOCIUsername != ""},
+			{"flux_oci_password_file", g.FluxOCIPasswordFile != ""}, {"flux_oci_password_env", g.FluxOCIPasswordEnv != ""},
+			{"flux_oci_secret_name", g.FluxOCISecretName != ""},
+		} {
+			if k.set {
+				r.addf("git."+k.key, nil, "only used with git.flux_oci_repository")
+			}
+		}
+		return
+	}
+	if g.FluxShards == 0 {
+		r.addf("git.flux_oci_repository", nil, "only used with git.flux_shards above 0: the artifacts are the shards")
+	}
+	switch {
+	case strings.Contains(repo, "://"):
+		r.addf("git.flux_oci_repository", nil, "%q: give the repository without a scheme, e.g. registry.example.org/site/waldur-tenants (the OCIRepositories get oci://)", redact.URL(repo))
+	case strings.Contains(repo, "@"):
+		r.addf("git.flux_oci_repository", nil, "must not contain user information or a digest: put the user in git.flux_oci_username and the password in git.flux_oci_password_file or git.flux_oci_password_env")
+	default:
+		host, _, _ := strings.Cut(repo, "/")
+		if !strings.ContainsAny(host, ".:") && host != "localhost" {
+			r.addf("git.flux_oci_repository", nil, "%q does not start with a registry host (a name with a dot or a port, or localhost)", repo)
+		} else if _, err := name.NewRepository(strings.TrimSuffix(repo, "/")+"/"+g.FluxNamePrefix+"x-cluster-00", name.StrictValidation); err != nil {
+			r.addf("git.flux_oci_repository", nil, "%q is not an OCI repository: a registry host, then lower-case path components, e.g. registry.example.org/site/waldur-tenants", repo)
+		}
+	}
+	if g.FluxOCIPasswordFile != "" && g.FluxOCIPasswordEnv != "" {
+		r.addf("git.flux_oci_password_env", nil, "set only one of flux_oci_password_file and flux_oci_password_env")
+	}
+	if (g.FluxOCIPasswordFile != "" || g.FluxOCIPasswordEnv != "") && g.FluxOCIUsername == "" {
+		r.addf("git.flux_oci_username", nil, "required with a registry password")
+	}
+	if g.FluxOCIPasswordEnv != "" && !envName.MatchString(g.FluxOCIPasswordEnv) {
+		r.addf("git.flux_oci_password_env", nil, "%q is not an environment variable name", g.FluxOCIPasswordEnv)
+	}
+	if g.FluxOCISecretName != "" && !dnsLabel.MatchString(g.FluxOCISecretName) {
+		r.addf("git.flux_oci_secret_name", nil, "%q is not a Kubernetes name", g.FluxOCISecretName)
 	}
 }
 

@@ -22,6 +22,8 @@ func TestGitKeys(t *testing.T) {
 		{"signing and retries", "{url: /srv/t.git, signing_key_file: key, signing_key_type: ssh, push_retries: 0, flux_shards: 16}", config.GitFile},
 		{"flux reconcile", "{url: /srv/t.git, flux_shards: 4, flux_reconcile: true, flux_kubeconfig_path: kc, flux_kubeconfig_context: mgmt}", config.GitFile},
 		{"flux objects", "{url: /srv/t.git, flux_shards: 4, flux_namespace: tenants-a, flux_source_name: repo-a, flux_source_namespace: sources, flux_name_prefix: site-a-}", config.GitFile},
+		{"flux OCI layout", "{url: /srv/t.git, flux_shards: 4, flux_oci_repository: registry.example.org/site/waldur-tenants, flux_oci_username: bot, flux_oci_password_file: pw, flux_oci_secret_name: registry}", config.GitFile},
+		{"flux OCI test registry", "{url: /srv/t.git, flux_shards: 4, flux_oci_repository: '127.0.0.1:5000/w', flux_oci_insecure: true}", config.GitFile},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,7 +33,7 @@ func TestGitKeys(t *testing.T) {
 				t.Errorf("transport %q, want %q", got, tc.transport)
 			}
 			dir := filepath.Dir(path)
-			for _, f := range []string{l.Git.TokenFile, l.Git.SSHKeyFile, l.Git.KnownHostsFile, l.Git.SigningKeyFile, l.Git.FluxKubeconfigPath} {
+			for _, f := range []string{l.Git.FluxOCIPasswordFile, l.Git.TokenFile, l.Git.SSHKeyFile, l.Git.KnownHostsFile, l.Git.SigningKeyFile, l.Git.FluxKubeconfigPath} {
 				if f != "" && filepath.Dir(f) != dir {
 					t.Errorf("%s is not resolved against the config's directory", f)
 				}
@@ -70,6 +72,15 @@ func TestGitProblems(t *testing.T) {
 		{"flux source not a name", "{flux_shards: 2, flux_source_name: 'repo.a'}", "git.flux_source_name", "is not a Kubernetes name"},
 		{"flux source namespace too long", "{flux_shards: 2, flux_source_namespace: " + strings.Repeat("a", 64) + "}", "git.flux_source_namespace", "is not a Kubernetes name"},
 		{"flux reconcile without shards", "{flux_reconcile: true}", "git.flux_reconcile", "only used with git.flux_shards above 0"},
+		{"OCI without shards", "{flux_oci_repository: registry.example.org/w}", "git.flux_oci_repository", "only used with git.flux_shards above 0"},
+		{"OCI with a scheme", "{flux_shards: 2, flux_oci_repository: 'oci://registry.example.org/w'}", "git.flux_oci_repository", "without a scheme"},
+		{"OCI upper case", "{flux_shards: 2, flux_oci_repository: registry.example.org/Site}", "git.flux_oci_repository", "is not an OCI repository"},
+		{"OCI without a host", "{flux_shards: 2, flux_oci_repository: site/waldur}", "git.flux_oci_repository", "does not start with a registry host"},
+		{"OCI user in the address", "{flux_shards: 2, flux_oci_repository: 'bot@registry.example.org/w'}", "git.flux_oci_repository", "must not contain user information"},
+		{"OCI password without user", "{flux_shards: 2, flux_oci_repository: registry.example.org/w, flux_oci_password_env: PW}", "git.flux_oci_username", "required with a registry password"},
+		{"OCI two passwords", "{flux_shards: 2, flux_oci_repository: registry.example.org/w, flux_oci_username: u, flux_oci_password_env: PW, flux_oci_password_file: pw}", "git.flux_oci_password_env", "set only one of"},
+		{"OCI insecure without repository", "{flux_shards: 2, flux_oci_insecure: true}", "git.flux_oci_insecure", "only used with git.flux_oci_repository"},
+		{"OCI secret not a name", "{flux_shards: 2, flux_oci_repository: registry.example.org/w, flux_oci_secret_name: Reg_Cred}", "git.flux_oci_secret_name", "is not a Kubernetes name"},
 		{"flux prefix upper case", "{flux_shards: 2, flux_name_prefix: Site-}", "git.flux_name_prefix", "cannot start a Kubernetes name"},
 		{"flux prefix too long", "{flux_shards: 2, flux_name_prefix: " + strings.Repeat("a", 31) + "}", "git.flux_name_prefix", "at most 30"},
 		{"argocd namespace not a name", "{argocd_namespace: Argo_CD}", "git.argocd_namespace", "is not a Kubernetes name"},

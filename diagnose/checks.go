@@ -15,6 +15,8 @@ import (
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/ociship"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -78,6 +80,9 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 	if cfg.Git.URL != "" {
 		remote, err := d.Git(cfg.Git)
 		out = append(out, GitChecks(cfg.Git, remote, err)...)
+	}
+	if cfg.Git.FluxOCIRepository != "" {
+		out = append(out, RegistryCheck(cfg))
 	}
 	type realm struct {
 		k         config.KeycloakSettings
@@ -197,6 +202,56 @@ func GitCredential(g config.Git) string {
 		return user + "git.token_env $" + g.TokenEnv
 	}
 	return "none"
+}
+
+// RegistryCredential names the credential the Flux shard artifacts are
+// pushed with (git.flux_oci_*).
+func RegistryCredential(g config.Git) string {
+	user := ""
+	if g.FluxOCIUsername != "" {
+		user = "git.flux_oci_username " + g.FluxOCIUsername + ", "
+	}
+	switch {
+	case g.FluxOCIPasswordFile != "":
+		return user + "git.flux_oci_password_file " + g.FluxOCIPasswordFile
+	case g.FluxOCIPasswordEnv != "":
+		return user + "git.flux_oci_password_env $" + g.FluxOCIPasswordEnv
+	}
+	return "none"
+}
+
+// RegistryCheck checks, in the OCI layout (git.flux_oci_repository), that
+// the registry can be read and would accept a push of the first shard's
+// artifact.
+func RegistryCheck(cfg *config.Config) Check {
+	g := cfg.Git
+	c := Check{Name: "flux registry", Target: g.FluxOCIRepository, Credential: RegistryCredential(g)}
+	c.Run = func(ctx context.Context) (string, error) {
+		reg, err := ociship.FromConfig(g)
+		if err != nil {
+			return "", err
+		}
+		shard := registryShard(cfg)
+		if shard == "" {
+			return "", Skip("no offering, so no shard")
+		}
+		return reg.Check(ctx, shard)
+	}
+	return c
+}
+
+// registryShard names the first shard of the first offering target, whose
+// repository the registry check tries.
+func registryShard(cfg *config.Config) string {
+	if len(cfg.Offerings) == 0 {
+		return ""
+	}
+	o := &cfg.Offerings[0]
+	target := render.TargetCluster
+	if o.BackendType == config.BackendRancher {
+		target = render.TargetManagement
+	}
+	return gitsync.FluxLayout{NamePrefix: cfg.Git.FluxNamePrefix}.ShardName(gitsync.FluxTarget{Offering: o.DirName(), Target: target}, 0)
 }
 
 // KeycloakCredential names the Keycloak credential: the user and where the

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -153,6 +154,18 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	}
 	tenants.Add(e)
 	pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
+	if p.Config.Git.FluxOCIRepository != "" {
+		// Also when nothing was committed: a shard a failed run left out
+		// is pushed now.
+		cs, err := p.shipShards(ctx, pub, cmp.Or(r.Commit, r.Parent))
+		tenants.Merge(cs)
+		for _, e := range cs.Entries {
+			if e.Action == changeset.Create {
+				calls["oci_push"]++
+			}
+		}
+		return pub, tenants, calls, err
+	}
 	if pub.Wrote && p.Config.Git.FluxReconcile {
 		p.requestReconcile(ctx)
 		calls["flux_reconcile"] = 1
@@ -211,6 +224,7 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 		Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path,
 		Namespace: cfg.Git.FluxNamespace, SourceName: cfg.Git.FluxSourceName,
 		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix,
+		OCIRepository: cfg.Git.FluxOCIRepository, OCIInsecure: cfg.Git.FluxOCIInsecure, OCISecretName: cfg.Git.FluxOCISecretName,
 	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -16,7 +17,8 @@ import (
 // TestOrderStageAgainstWaldur: the order seam over the in-repo Waldur, as the
 // cycle runs it: read, approve (the pending Create), render, publish (here:
 // the render is what the destination holds), finish — once with the tenant
-// waiting for its identities, then for real.
+// waiting for its identities, once with its shard's artifact not pushed
+// (Published.Held), then for real.
 func TestOrderStageAgainstWaldur(t *testing.T) {
 	srv := waldurtest.New(t)
 	t.Setenv("WALDUR_API_TOKEN", srv.Token())
@@ -61,6 +63,16 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	}
 	if o, _ := srv.Order(ord); o.State != waldur.OrderExecuting {
 		t.Errorf("order %s while its tenant waits", o.State)
+	}
+
+	// The OCI layout: committed, but the shard's artifact not pushed yet.
+	held := &engine.Published{After: pub.After, Held: map[waldur.UUID]string{res: "its Flux shard artifact waldur-plain-cluster-00 is not pushed yet: DENIED"}}
+	cs, _, err = stage.Finish(ctx, st, result, held, nil, false)
+	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip || !strings.Contains(cs.Entries[0].Reason, held.Held[res]) {
+		t.Fatalf("finish while its artifact is not pushed: %v %v", err, cs.Entries)
+	}
+	if o, _ := srv.Order(ord); o.State != waldur.OrderExecuting {
+		t.Errorf("order %s while its shard artifact is not pushed", o.State)
 	}
 
 	cs, calls, err = stage.Finish(ctx, st, result, pub, nil, false)

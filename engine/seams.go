@@ -113,6 +113,15 @@ type Published struct {
 	// Review maps the resources whose change waits on a review branch
 	// (config review:) to why; their orders stay executing with it.
 	Review map[waldur.UUID]string
+	// FluxRevisions maps every shard (its Kustomization's name) to the
+	// revision Flux reports once it has the shard's pushed artifact,
+	// "latest@sha256:…", in the OCI layout (git.flux_oci_repository); nil
+	// otherwise (every shard then applies "<branch>@sha1:<Ref>").
+	FluxRevisions map[string]string
+	// Held maps the resources whose change is committed but not yet where
+	// the consumer reads it (their shard's artifact failed to push) to why;
+	// their orders stay executing, and the next run pushes it.
+	Held map[waldur.UUID]string
 	// ReviewBranches are the review branches open after the publish.
 	ReviewBranches []report.ReviewBranch
 	// Incomplete is set when the publish failed as a whole somewhere (a

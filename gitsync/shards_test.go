@@ -404,3 +404,65 @@ func TestFluxObjectsConfigurable(t *testing.T) {
 		}
 	}
 }
+
+// The OCI layout generates, per shard, an OCIRepository following the
+// shard's artifact and a Kustomization of the same name building the shard
+// directory from it (a path inside the artifact, which holds the owned
+// directory); the index still builds with kustomize.
+func TestFluxObjectsOCI(t *testing.T) {
+	cfg, _, tree := exampleTree(t)
+	for _, tc := range []struct {
+		name     string
+		insecure bool
+		secret   string
+	}{{"registry with a pull secret", false, "registry-creds"}, {"plain-HTTP test registry", true, ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := exampleLayout(cfg, 2)
+			l.OCIRepository, l.OCIInsecure, l.OCISecretName = "registry.example.org/site/tenants/", tc.insecure, tc.secret
+			out := l.Apply(maps.Clone(tree))
+			fs := writeFS(t, out, "/repo/"+cfg.Git.Path)
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/repo/"+cfg.Git.Path+"/"+FluxDir)
+			if err != nil {
+				t.Fatalf("kustomize build %s: %v", FluxDir, err)
+			}
+			names, dirs := l.ShardDirs()
+			if rm.Size() != 2*len(names) || len(names) != 2*len(l.Targets) {
+				t.Fatalf("%d objects for %d shards", rm.Size(), len(names))
+			}
+			repos, kzs := map[string]map[string]any{}, map[string]map[string]any{}
+			for _, r := range rm.Resources() {
+				m, _ := r.Map()
+				spec := m["spec"].(map[string]any)
+				switch r.GetKind() {
+				case "OCIRepository":
+					repos[r.GetName()] = spec
+				case "Kustomization":
+					kzs[r.GetName()] = spec
+				default:
+					t.Errorf("unexpected %s %s", r.GetKind(), r.GetName())
+				}
+			}
+			for i, n := range names {
+				repo, kz := repos[n], kzs[n]
+				if repo == nil || kz == nil {
+					t.Fatalf("shard %s: OCIRepository %v, Kustomization %v", n, repo != nil, kz != nil)
+				}
+				if repo["url"] != "oci://registry.example.org/site/tenants/"+n || fmt.Sprint(repo["ref"]) != "map[tag:"+DefaultFluxOCITag+"]" {
+					t.Errorf("OCIRepository %s: url %v, ref %v", n, repo["url"], repo["ref"])
+				}
+				if ins, _ := repo["insecure"].(bool); ins != tc.insecure {
+					t.Errorf("OCIRepository %s: insecure %v", n, repo["insecure"])
+				}
+				if got := fmt.Sprint(repo["secretRef"]); (tc.secret == "") != (repo["secretRef"] == nil) || tc.secret != "" && got != "map[name:"+tc.secret+"]" {
+					t.Errorf("OCIRepository %s: secretRef %s", n, got)
+				}
+				if fmt.Sprint(kz["sourceRef"]) != "map[kind:OCIRepository name:"+n+"]" || kz["path"] != "./"+dirs[i] {
+					t.Errorf("Kustomization %s: sourceRef %v, path %v", n, kz["sourceRef"], kz["path"])
+				}
+				if _, ok := out[dirs[i]+"/kustomization.yaml"]; !ok {
+					t.Errorf("shard directory %s missing", dirs[i])
+				}
+			}
+		})
+	}
+}

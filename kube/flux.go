@@ -15,6 +15,21 @@ import (
 // FluxGitRepositoriesGVR are Flux's GitRepositories (source-controller).
 var FluxGitRepositoriesGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "gitrepositories"}
 
+// FluxOCIRepositoriesGVR are Flux's OCIRepositories (source-controller).
+var FluxOCIRepositoriesGVR = schema.GroupVersionResource{Group: "source.toolkit.fluxcd.io", Version: "v1", Resource: "ocirepositories"}
+
+// RequestFluxOCIReconcile asks source-controller to fetch the OCIRepository
+// namespace/name now, as RequestFluxReconcile does for a GitRepository. It
+// needs patch on ocirepositories.
+func RequestFluxOCIReconcile(ctx context.Context, dyn dynamic.Interface, namespace, name string, at time.Time) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, FluxReconcileAnnotation, at.UTC().Format(time.RFC3339Nano))
+	_, err := dyn.Resource(FluxOCIRepositoriesGVR).Namespace(namespace).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: "waldur-gitops"})
+	if err != nil {
+		return fmt.Errorf("request a reconcile of Flux OCIRepository %s/%s: %w", namespace, name, err)
+	}
+	return nil
+}
+
 // FluxReconcileAnnotation is the annotation whose new value makes a Flux
 // controller reconcile an object at once (what `flux reconcile` sets).
 const FluxReconcileAnnotation = "reconcile.fluxcd.io/requestedAt"

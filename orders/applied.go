@@ -44,6 +44,10 @@ type Flux struct {
 	// Revision is the pushed tree's revision as Flux names it,
 	// "<branch>@sha1:<commit>".
 	Revision string
+	// Revisions, in the OCI layout, maps each shard Kustomization to the
+	// revision of its own artifact ("latest@sha256:…"), which it applies
+	// instead of Revision.
+	Revisions map[string]string
 }
 
 // FluxShard is one shard Kustomization an expectation waits for.
@@ -230,7 +234,12 @@ func (f *Flux) expect(plan []Executing, pushed render.Tree) {
 				continue
 			}
 			if shard, ok := placed[tg.Offering+"/"+tg.Target][e.Expect.tenant]; ok {
-				e.Expect.Flux = append(e.Expect.Flux, FluxShard{Namespace: ns, Name: f.Layout.ShardName(tg, shard), Revision: f.Revision})
+				name := f.Layout.ShardName(tg, shard)
+				rev := f.Revision
+				if r, ok := f.Revisions[name]; ok {
+					rev = r
+				}
+				e.Expect.Flux = append(e.Expect.Flux, FluxShard{Namespace: ns, Name: name, Revision: rev})
 			}
 		}
 	}

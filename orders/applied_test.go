@@ -146,14 +146,27 @@ func TestAppliedTerminateWaitsForNamespaceRemoval(t *testing.T) {
 // With Flux consuming the repository, an order_done_on: applied order is done
 // only once its tenant's shard Kustomization reports the pushed commit
 // applied, even when the objects already look right; until then the reason
-// names the shard and both revisions.
+// names the shard and both revisions. In the OCI layout the revision is the
+// shard's own artifact's, not the commit's.
 func TestAppliedWaitsForFluxShard(t *testing.T) {
+	for _, oci := range []bool{false, true} {
+		t.Run(map[bool]string{false: "git layout", true: "oci layout"}[oci], func(t *testing.T) { appliedWaitsForFluxShard(t, oci) })
+	}
+}
+
+func appliedWaitsForFluxShard(t *testing.T, oci bool) {
 	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
 	target := gitsync.FluxTarget{Offering: h.cfg.Offerings[0].DirName(), Target: render.TargetCluster}
 	layout := gitsync.FluxLayout{Shards: 2, RepoPath: "waldur", Targets: []gitsync.FluxTarget{target}, NamePrefix: "site-"}
 	h.layout = &layout
-	const rev = "main@sha1:0123456789abcdef0123456789abcdef01234567"
+	rev := "main@sha1:0123456789abcdef0123456789abcdef01234567"
 	h.stage.Flux = &orders.Flux{Layout: layout, Revision: rev}
+	shard := layout.ShardName(target, gitsync.ShardOf("waldur-nu", 2))
+	if oci {
+		// The other shard's revision is not this tenant's business.
+		rev = "latest@sha256:" + strings.Repeat("ab", 32)
+		h.stage.Flux.Revisions = map[string]string{shard: rev, layout.ShardName(target, 1-gitsync.ShardOf("waldur-nu", 2)): "latest@sha256:other"}
+	}
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.FluxKustomizationsGVR: "KustomizationList",
 	})
@@ -165,7 +178,6 @@ func TestAppliedWaitsForFluxShard(t *testing.T) {
 	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-nu", nil), metav1.CreateOptions{})
 	_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-nu").Create(ctx,
 		quota("waldur-nu", "waldur-quota", map[string]any{"limits.cpu": "2", "limits.memory": "2Gi"}), metav1.CreateOptions{})
-	shard := layout.ShardName(target, gitsync.ShardOf("waldur-nu", 2))
 	ks := func(applied string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",

@@ -78,6 +78,9 @@ type site struct {
 	cfg     *config.Loaded
 	state   *waldur.State
 	engine  *engine.Engine
+	// limit, when set, replaces waitLimit (a benchmark's first sync of
+	// thousands of tenants takes longer).
+	limit time.Duration
 	// expected are the controller log errors the scenario provokes.
 	expected []func(fluxtest.LogEntry) bool
 }
@@ -89,8 +92,9 @@ func (m memSource) Read(context.Context) (*waldur.State, error) { return m.st, n
 func start(t testing.TB, tenants, shards int) *site { return startWith(t, tenants, shards, true) }
 
 // startWith is start; shardRoot false leaves out waldur-shards, for a layout
-// whose shard objects the test applies itself.
-func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
+// whose shard objects the test applies itself; gitKeys are more lines of the
+// config's git: block ("key: value").
+func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...string) *site {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -138,14 +142,18 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
 	}
 	add("0-namespace.yaml", "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: flux-system\n")
 	add("1-secret.yaml", fmt.Sprintf("apiVersion: v1\nkind: Secret\nmetadata:\n  name: waldur-tenants-git\n  namespace: flux-system\nstringData:\n  username: %s\n  password: %s\n", s.git.User(), s.git.Password()))
-	gr := read(t, "../../examples/flux/gitrepository.yaml")
+	example := "../../examples/flux/"
+	if slices.ContainsFunc(gitKeys, func(k string) bool { return strings.HasPrefix(k, "flux_oci_repository:") }) {
+		example = "../../examples/flux-oci/" // the OCI layout's
+	}
+	gr := read(t, example+"gitrepository.yaml")
 	edited := regexp.MustCompile(`(?m)^  url: .*$`).ReplaceAllString(gr, "  url: "+repoURL)
 	if edited == gr {
-		t.Fatal("examples/flux/gitrepository.yaml has no spec.url line to edit")
+		t.Fatal(example + "gitrepository.yaml has no spec.url line to edit")
 	}
 	add("2-gitrepository.yaml", edited)
 	if shardRoot {
-		add("3-waldur-shards.yaml", read(t, "../../examples/flux/waldur-shards.yaml"))
+		add("3-waldur-shards.yaml", read(t, example+"waldur-shards.yaml"))
 	}
 	if _, err := cluster.ApplyFiles(ctx, files...); err != nil {
 		t.Fatal(err)
@@ -165,7 +173,7 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
 	}
 	yml := strings.Replace(string(synth.ConfigYAML(opts)),
 		"git:\n  url: https://git.example.org/platform/tenants.git\n  path: waldur\n",
-		fmt.Sprintf("git:\n  url: %s\n  path: waldur\n  username: %s\n  password_file: %s\n  flux_shards: %d\n  flux_name_prefix: %s\n", repoURL, s.git.User(), pw, shards, namePrefix), 1)
+		fmt.Sprintf("git:\n  url: %s\n  path: waldur\n  username: %s\n  password_file: %s\n  flux_shards: %d\n  flux_name_prefix: %s\n", repoURL, s.git.User(), pw, shards, namePrefix)+gitLines(gitKeys), 1)
 	s.cfg, err = config.Parse([]byte(yml), filepath.Join(dir, "config.yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -178,6 +186,14 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool) *site {
 	s.engine = engine.New(engine.Seams{Source: memSource{s.state}, Publisher: &engine.GitPublisher{Config: s.cfg.Config}},
 		render.New(s.cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
 	return s
+}
+
+func gitLines(keys []string) string {
+	var b strings.Builder
+	for _, k := range keys {
+		b.WriteString("  " + k + "\n")
+	}
+	return b.String()
 }
 
 type testLog struct{ t testing.TB }
@@ -221,14 +237,18 @@ func (s *site) trigger() {
 // waitFor polls cond until it holds; on timeout it fails with cond's last word.
 func (s *site) waitFor(what string, cond func() (bool, string)) {
 	s.t.Helper()
-	deadline := time.Now().Add(waitLimit)
+	limit := waitLimit
+	if s.limit > 0 {
+		limit = s.limit
+	}
+	deadline := time.Now().Add(limit)
 	for {
 		ok, why := cond()
 		if ok {
 			return
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("%s: not after %s: %s", what, waitLimit, why)
+			s.t.Fatalf("%s: not after %s: %s", what, limit, why)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
