@@ -382,7 +382,7 @@ func TestServeStop(t *testing.T) {
 		maxStop    time.Duration
 	}{
 		{"idle", 0, "5s", true, true, "stopping: no run in progress", 2 * time.Second},
-		{"run finishes within the grace", 100 * time.Millisecond, "10s", false, true, "stopping: letting the run in progress finish", 5 * time.Second},
+		{"run finishes within the grace", 100 * time.Millisecond, "10s", false, true, "stopping: letting the run in progress finish", 9 * time.Second},
 		{"run cancelled after the grace", 20 * time.Second, "300ms", false, false, "cancelling it", 3 * time.Second},
 	}
 	for _, tt := range tests {

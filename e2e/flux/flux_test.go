@@ -119,6 +119,11 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...str
 	// after lowering the count, report their path missing.
 	s.expected = append(s.expected, func(e fluxtest.LogEntry) bool {
 		return e.Controller == "kustomize-controller" && strings.Contains(e.Error, "kustomization path not found")
+	}, func(e fluxtest.LogEntry) bool {
+		// A reconcile cut short (its context ended while the API server
+		// was answering, seen under load) is retried by the controller; the
+		// states the test waits for prove the retry worked.
+		return e.Msg == "Unexpected error when reading response body" && e.Error == "context canceled"
 	})
 	s.dc, err = dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
 	if err != nil {
