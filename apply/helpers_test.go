@@ -54,14 +54,7 @@ type testCluster struct {
 
 func startCluster(t testing.TB, crds []string, users ...string) *testCluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
-	c, err := kubetest.Start(context.Background(), kubetest.Options{Users: users})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := kubetest.StartForTest(t, kubetest.Options{Users: users})
 	if len(crds) > 0 {
 		if _, err := c.ApplyFiles(context.Background(), crds...); err != nil {
 			t.Fatal(err)

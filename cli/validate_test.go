@@ -63,13 +63,5 @@ func TestSyncValidateServer(t *testing.T) {
 // startCluster starts a throwaway API server for one test (skipped with -short).
 func startCluster(t *testing.T) *kubetest.Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
-	cluster, err := kubetest.Start(context.Background(), kubetest.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	return cluster
+	return kubetest.StartForTest(t, kubetest.Options{})
 }

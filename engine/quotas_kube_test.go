@@ -38,16 +38,9 @@ var pvcsGVR = schema.GroupVersionResource{Version: "v1", Resource: "persistentvo
 // 10Gi and its order stays executing with the reason; once the claim is
 // gone, the next run renders 4Gi and the order is done.
 func TestQuotaShrinkHoldsOnARealCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver and kube-controller-manager; skipped with -short")
-	}
+	c := kubetest.StartForTest(t, kubetest.Options{ControllerManager: true, Log: os.Stderr})
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := kubetest.Start(ctx, kubetest.Options{ControllerManager: true, Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
 	dyn, err := dynamic.NewForConfig(c.RESTConfig(kubetest.Admin))
 	if err != nil {
 		t.Fatal(err)

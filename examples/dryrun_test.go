@@ -127,15 +127,8 @@ func (r *dryRunner) create(ctx context.Context, obj *unstructured.Unstructured, 
 // startCluster starts a cluster with the example CRDs installed.
 func startCluster(t *testing.T) (*kubetest.Cluster, *dryRunner) {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
 	ctx := context.Background()
-	c, err := kubetest.Start(ctx, kubetest.Options{Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
+	c := kubetest.StartForTest(t, kubetest.Options{Log: os.Stderr})
 	if _, err := c.ApplyFiles(ctx, crdFiles(t)...); err != nil {
 		t.Fatalf("install the CRDs: %v", err)
 	}

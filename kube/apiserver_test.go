@@ -35,15 +35,7 @@ func TestMain(m *testing.M) {
 // startAPIServer starts a real etcd and kube-apiserver; -short skips.
 func startAPIServer(t *testing.T, users ...string) *kubetest.Cluster {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver; skipped with -short")
-	}
-	c, err := kubetest.Start(context.Background(), kubetest.Options{Users: users})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	return c
+	return kubetest.StartForTest(t, kubetest.Options{Users: users})
 }
 
 // Against a real API server: the kubeconfig loads, namespaces and quotas

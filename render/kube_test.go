@@ -26,16 +26,9 @@ import (
 // reason the LimitRange is there. Nothing schedules the Pod; creation is what
 // admission decides.
 func TestNamespacePodWithoutResourcesIsAdmitted(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs a real kube-apiserver and kube-controller-manager; skipped with -short")
-	}
+	c := kubetest.StartForTest(t, kubetest.Options{ControllerManager: true, Log: os.Stderr})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	c, err := kubetest.Start(ctx, kubetest.Options{ControllerManager: true, Log: os.Stderr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
 	dyn, err := dynamic.NewForConfig(c.RESTConfig(kubetest.Admin))
 	if err != nil {
 		t.Fatal(err)

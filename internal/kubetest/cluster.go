@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -87,6 +88,21 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 		o.ReadyTimeout = 3 * time.Minute
 	}
 	return testproc.Retry(ctx, 3, func() (*Cluster, error) { return start(ctx, bins, o) })
+}
+
+// StartForTest starts a cluster for t, which -short skips, and stops it
+// when t ends; a cluster that cannot start fails t.
+func StartForTest(t testing.TB, o Options) *Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a real kube-apiserver; skipped with -short")
+	}
+	c, err := Start(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Stop)
+	return c
 }
 
 func start(ctx context.Context, bins *Binaries, o Options) (_ *Cluster, err error) {
