@@ -288,47 +288,35 @@ func (s *Server) Stop() {
 //	func TestSomething(t *testing.T) { s := kc.Need(t); … }
 //
 // A run that selects no such test (-run, -bench, -short) starts nothing.
-type Shared struct {
-	once sync.Once
-	s    *Server
-	err  error
-}
+type Shared struct{ sh testproc.Shared[*Server] }
 
-// Need returns the package's server, starting it on first use. With -short
-// the test is skipped; otherwise a server that cannot be had (no JDK, no
-// download, no start) fails the test, in CI and out of it, and every later
-// test that needs it fails with the same error without trying again.
-// Progress goes to standard error, so that a cold start is not two silent
-// minutes.
-func (sh *Shared) Need(t testing.TB) *Server {
+// Need returns the package's server, starting it on first use (testproc.Shared
+// says what -short and a failed start do). Progress goes to standard error,
+// so that a cold start is not two silent minutes. $WALDUR_GITOPS_KEYCLOAK_URL
+// (URLEnv) names a server someone keeps running instead, for quick
+// iterations.
+func (s *Shared) Need(t testing.TB) *Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real Keycloak; skipped with -short")
-	}
-	sh.once.Do(func() {
+	return s.sh.Need(t, "Keycloak "+Version, func() (*Server, func(), error) {
 		if u := os.Getenv(URLEnv); u != "" {
-			// A server someone keeps running, for quick iterations.
 			pw := os.Getenv(PasswordEnv)
 			if pw == "" {
-				sh.err = fmt.Errorf("$%s is set but $%s, the password of its %s user in realm %s, is not", URLEnv, PasswordEnv, AdminUser, AdminRealm)
+				return nil, nil, fmt.Errorf("$%s is set but $%s, the password of its %s user in realm %s, is not", URLEnv, PasswordEnv, AdminUser, AdminRealm)
 			}
-			sh.s = &Server{URL: strings.TrimRight(u, "/"), AdminPassword: pw, external: true}
-			return
+			return &Server{URL: strings.TrimRight(u, "/"), AdminPassword: pw, external: true}, nil, nil
 		}
-		sh.s, sh.err = Start(context.Background(), Options{Log: os.Stderr})
+		srv, err := Start(context.Background(), Options{Log: os.Stderr})
+		if err != nil {
+			return nil, nil, err
+		}
+		return srv, srv.Stop, nil
 	})
-	if sh.err != nil {
-		t.Fatalf("this test needs a real Keycloak %s (go test -short skips it): %v", Version, sh.err)
-	}
-	return sh.s
 }
 
 // Main runs a test package's tests and stops sh's server, if one was
 // started, before returning m.Run's exit code.
 func Main(m *testing.M, sh *Shared) int {
 	code := m.Run()
-	if sh.s != nil {
-		sh.s.Stop()
-	}
+	sh.sh.Stop()
 	return code
 }

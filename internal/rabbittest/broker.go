@@ -514,46 +514,34 @@ func (b *Broker) Queue(ctx context.Context, vhost, queue string) (QueueInfo, err
 //	var rmq rabbittest.Shared
 //	func TestMain(m *testing.M) { os.Exit(rabbittest.Main(m, &rmq)) }
 //	func TestSomething(t *testing.T) { b := rmq.Need(t); … }
-type Shared struct {
-	once sync.Once
-	b    *Broker
-	dir  string
-	err  error
-}
+type Shared struct{ sh testproc.Shared[*Broker] }
 
 // Need returns the package's broker, starting it on first use (installing
-// the Debian package first when missing and root). With -short the test is
-// skipped; a broker that cannot start fails the test.
-func (sh *Shared) Need(t testing.TB) *Broker {
+// the Debian package first when missing and root); testproc.Shared says what
+// -short and a failed start do.
+func (s *Shared) Need(t testing.TB) *Broker {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a real RabbitMQ; skipped with -short")
-	}
-	sh.once.Do(func() {
+	return s.sh.Need(t, "RabbitMQ", func() (*Broker, func(), error) {
 		ctx := context.Background()
-		if sh.err = Install(ctx, os.Stderr); sh.err != nil {
-			return
+		if err := Install(ctx, os.Stderr); err != nil {
+			return nil, nil, err
 		}
-		if sh.dir, sh.err = os.MkdirTemp("", "rabbittest-"); sh.err != nil {
-			return
+		dir, err := os.MkdirTemp("", "rabbittest-")
+		if err != nil {
+			return nil, nil, err
 		}
-		sh.b, sh.err = Start(ctx, sh.dir, os.Stderr)
+		b, err := Start(ctx, dir, os.Stderr)
+		if err != nil {
+			return nil, func() { _ = os.RemoveAll(dir) }, err
+		}
+		return b, func() { b.Stop(); _ = os.RemoveAll(dir) }, nil
 	})
-	if sh.err != nil {
-		t.Fatalf("this test needs a real RabbitMQ (go test -short skips it): %v", sh.err)
-	}
-	return sh.b
 }
 
 // Main runs the package's tests, then stops the broker if one was started
 // and removes its directory.
 func Main(m *testing.M, sh *Shared) int {
 	code := m.Run()
-	if sh.b != nil {
-		sh.b.Stop()
-	}
-	if sh.dir != "" {
-		_ = os.RemoveAll(sh.dir)
-	}
+	sh.sh.Stop()
 	return code
 }

@@ -51,3 +51,20 @@ func TestProcess(t *testing.T) {
 		}
 	})
 }
+
+func TestSharedStartsOnceAndStops(t *testing.T) {
+	var sh Shared[int]
+	starts, stops := 0, 0
+	start := func() (int, func(), error) { starts++; return 7, func() { stops++ }, nil }
+	for range 3 {
+		if v := sh.Need(t, "thing", start); v != 7 {
+			t.Fatalf("Need = %d", v)
+		}
+	}
+	sh.Stop()
+	if starts != 1 || stops != 1 {
+		t.Errorf("started %d, stopped %d times; want once each", starts, stops)
+	}
+	var never Shared[int]
+	never.Stop() // nothing started: nothing to stop
+}
