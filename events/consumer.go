@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-stomp/stomp/v3"
@@ -129,19 +130,6 @@ func (c *Consumer) Run(ctx context.Context) error {
 	return nil
 }
 
-// atomicFlag is a flag set from several goroutines.
-type atomicFlag struct {
-	mu sync.Mutex
-	v  bool
-}
-
-func (f *atomicFlag) set() { f.mu.Lock(); f.v = true; f.mu.Unlock() }
-func (f *atomicFlag) get() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.v
-}
-
 // errReregister marks a failure that needs the queues registered again.
 var errReregister = errors.New("the queue must be registered again")
 
@@ -168,7 +156,7 @@ func (c *Consumer) runOffering(ctx context.Context, o Offering) {
 		qctx, cancel := context.WithCancel(ctx)
 		reregister := make(chan struct{}, len(queues))
 		var wg sync.WaitGroup
-		var subscribed atomicFlag
+		var subscribed atomic.Bool
 		for _, q := range queues {
 			wg.Add(1)
 			go func() {
@@ -185,7 +173,7 @@ func (c *Consumer) runOffering(ctx context.Context, o Offering) {
 		}
 		cancel()
 		wg.Wait()
-		if subscribed.get() {
+		if subscribed.Load() {
 			failures = 0
 		}
 		failures++
@@ -195,7 +183,7 @@ func (c *Consumer) runOffering(ctx context.Context, o Offering) {
 
 // consumeQueue connects and consumes q until ctx ends (false) or the queue
 // must be registered again (true), reconnecting with back-off.
-func (c *Consumer) consumeQueue(ctx context.Context, o Offering, q Queue, subscribed *atomicFlag) bool {
+func (c *Consumer) consumeQueue(ctx context.Context, o Offering, q Queue, subscribed *atomic.Bool) bool {
 	failures := 0
 	for ctx.Err() == nil {
 		got, err := c.session(ctx, o, q)
@@ -205,7 +193,7 @@ func (c *Consumer) consumeQueue(ctx context.Context, o Offering, q Queue, subscr
 		}
 		if got {
 			failures = 0
-			subscribed.set()
+			subscribed.Store(true)
 		}
 		if err != nil {
 			c.fail(o, err)

@@ -4,13 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
+
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // DefaultPath is the web-STOMP path Waldur serves (the site agent's
@@ -47,7 +51,7 @@ func Dial(ctx context.Context, wsURL string, hc *http.Client, login, passcode, v
 	)
 	if err != nil {
 		nc.Close()
-		msg := strings.ReplaceAll(describe(err).Error(), passcode, "[redacted]")
+		msg := redact.Default().With(passcode).String(describe(err).Error())
 		if isAuthFailure(err) {
 			return nil, fmt.Errorf("STOMP login refused by RabbitMQ at %s for user %q on vhost %q (the passcode is the offering's Waldur API token): %s",
 				where, login, vhost, msg)
@@ -112,12 +116,5 @@ func URL(apiURL, host string, port int, path string, tls *bool) (string, error) 
 	if !strings.HasPrefix(path, "/") {
 		path = "/" + path
 	}
-	return fmt.Sprintf("%s://%s%s", scheme, joinHostPort(host, p), path), nil
-}
-
-func joinHostPort(h string, p int) string {
-	if strings.Contains(h, ":") {
-		h = "[" + h + "]"
-	}
-	return fmt.Sprintf("%s:%d", h, p)
+	return fmt.Sprintf("%s://%s%s", scheme, net.JoinHostPort(host, strconv.Itoa(p)), path), nil
 }

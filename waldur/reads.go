@@ -81,18 +81,6 @@ func (c *Client) listResources(ctx context.Context, offering UUID) ([]Resource, 
 	return out, bad, nil
 }
 
-// ListTerminated returns the uuids, sorted, of the offering's resources in
-// state Terminated, modified after since (all of them for the zero time). It
-// asks only for the uuid and state of each, so a long history stays cheap.
-func (c *Client) ListTerminated(ctx context.Context, offering UUID, since time.Time) ([]UUID, error) {
-	out, bad, err := c.listTerminated(ctx, offering, since)
-	if err != nil {
-		return nil, fmt.Errorf("list terminated resources of offering %s: %w", offering, err)
-	}
-	c.logBad(bad)
-	return out, nil
-}
-
 func (c *Client) listTerminated(ctx context.Context, offering UUID, since time.Time) ([]UUID, []BadRecord, error) {
 	offering, err := canonical("offering", offering)
 	if err != nil {
