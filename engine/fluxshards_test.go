@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
@@ -155,5 +156,52 @@ func TestFluxReconcileFailureIsAWarning(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "cannot ask Flux to fetch the commit now") || !strings.Contains(logs.String(), "missing-kubeconfig") {
 		t.Errorf("no warning naming the kubeconfig:\n%s", logs.String())
+	}
+}
+
+// A risky change routed to a review branch leaves main with the same shard
+// placement as a direct publish: raising the count while a removal waits on
+// review moves no placed tenant, the removed one included.
+func TestReviewRoutingKeepsShardPlacement(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &answers{st: st, drop: map[waldur.UUID]bool{}}
+	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	sync := func() map[string]map[string]int {
+		t.Helper()
+		// The removal waiting on review is a skip: exit 3, the rest done.
+		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil && engine.ExitCode(out.Err) != engine.ExitPartial {
+			t.Fatal(out.Err)
+		}
+		return placement(t, dir, cfg.Git.Path)
+	}
+	first := sync()
+
+	cfg.Git.FluxShards, cfg.Review.Risky = 7, config.ReviewBranch
+	var gone waldur.UUID
+	for _, o := range st.Offerings {
+		if o.Name == "Plain namespaces" {
+			gone = o.Resources[0].UUID
+		}
+	}
+	src.drop[gone] = true
+	raised := sync()
+	n := 0
+	for key, m := range first {
+		for tenant, was := range m {
+			n++
+			if s, ok := raised[key][tenant]; !ok || s != was {
+				t.Errorf("%s/%s: shard %d (present %v) after the raise with a removal under review, was %d", key, tenant, s, ok, was)
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d tenants placed: %v", n, first)
 	}
 }

@@ -108,7 +108,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		tenants = res.Compare(cur, next)
 		routed, pub.Review = nil, nil
 		if useReview {
-			if routed = route(p.Config, res, cur, next, tenants); routed != nil {
+			if routed = route(p.Config, res, layout, cur, next, tenants); routed != nil {
 				next, tenants = routed.main, res.Compare(cur, routed.main)
 				tenants.Merge(routed.entries)
 				pub.Review = routed.waiting

@@ -40,8 +40,8 @@ type routing struct {
 
 // route classifies the tenant entries of a publish from cur to next and
 // splits off those whose class config review: sends to a branch; nil when
-// none is.
-func route(cfg *config.Config, res *render.Result, cur, next render.Tree, tenants changeset.Set) *routing {
+// none is. layout is the one that made next.
+func route(cfg *config.Config, res *render.Result, layout gitsync.FluxLayout, cur, next render.Tree, tenants changeset.Set) *routing {
 	policy := map[review.Class]string{review.Additive: cfg.Review.Additive, review.Risky: cfg.Review.Risky}
 	var dirs []string
 	whys := map[string]string{}
@@ -67,7 +67,10 @@ func route(cfg *config.Config, res *render.Result, cur, next render.Tree, tenant
 		return nil
 	}
 	rt.branch = review.Branch(gitsync.ReviewPrefix, cur, next, dirs)
-	rt.main = Layout(cfg).Apply(review.Carry(res.Tree(cur), cur, dirs))
+	// The same layout as next (Previous included), so that main keeps every
+	// tenant in the shard it is in; Apply writes into the tree it gets, so
+	// the routed tree is rendered afresh rather than taken from next.
+	rt.main = layout.Apply(review.Carry(res.Tree(cur), cur, dirs))
 	rt.tree = next
 	for _, e := range rt.changes.Entries {
 		reason := fmt.Sprintf("waits on review branch %s until a person merges it (%s)", rt.branch, whys[e.Subject])
