@@ -36,6 +36,9 @@ func registerSecrets(c *Config) {
 	if user, secret, err := c.Metrics.BasicAuth(); err == nil {
 		redact.RegisterBasic(user, secret.Reveal())
 	}
+	if user, secret, err := c.Git.FluxOCICredentials(); err == nil && secret != "" {
+		redact.RegisterBasic(user, secret.Reveal())
+	}
 }
 
 // walkSecrets registers every Secret reachable from v.

@@ -56,6 +56,7 @@ func TestLoadRegistersSecrets(t *testing.T) {
 	files := map[string]string{
 		"waldur.token": "waldur-file-token-0b7c", "kc.pw": "kc-file-password-5d21",
 		"git.token": "git-file-token-a9e3", "pg.pw": "pg-file-password-77f0",
+		"oci.pw": "oci-file-password-61c2",
 	}
 	for name, v := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(v+"\n"), 0o600); err != nil {
@@ -63,7 +64,8 @@ func TestLoadRegistersSecrets(t *testing.T) {
 		}
 	}
 	t.Setenv("CS_ENV", "client-env-secret-3e88")
-	text := `git: {url: 'https://git.example.org/t.git', username: bot, token_file: git.token}
+	text := `git: {url: 'https://git.example.org/t.git', username: bot, token_file: git.token,
+  flux_shards: 2, flux_oci_repository: registry.example.org/site/tenants, flux_oci_username: pusher, flux_oci_password_file: oci.pw}
 metrics: {pushgateway_url: 'http://pg:9091', username: pusher, password_file: pg.pw}
 offerings:
   - name: a
@@ -101,5 +103,9 @@ offerings:
 	basic := base64.StdEncoding.EncodeToString([]byte("bot:git-file-token-a9e3"))
 	if got := redact.String("Authorization: Basic " + basic); got != "Authorization: Basic "+redact.Mask {
 		t.Errorf("the Git Basic header is not masked whole: %q", got)
+	}
+	oci := base64.StdEncoding.EncodeToString([]byte("pusher:oci-file-password-61c2"))
+	if got := redact.String("Authorization: Basic " + oci); got != "Authorization: Basic "+redact.Mask {
+		t.Errorf("the registry's Basic header is not masked whole: %q", got)
 	}
 }

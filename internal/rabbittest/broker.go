@@ -300,7 +300,7 @@ func (b *Broker) startServer(ctx context.Context) error {
 	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = b.Dir, b.env(), f, f
 	// Its own process group, so that Stop reaches the Erlang VM too; SIGTERM
 	// to the start script when the test process dies stops the node cleanly.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	testproc.DetachGroup(cmd)
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start rabbitmq-server: %w", err)

@@ -13,3 +13,10 @@ import (
 func Detach(cmd *exec.Cmd) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
+
+// DetachGroup puts the child in a process group of its own, so that a signal
+// to the group reaches what it starts too, and sends it SIGTERM when the test
+// process dies, so that it can stop what it started.
+func DetachGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+}

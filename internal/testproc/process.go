@@ -103,7 +103,7 @@ func (p *Process) WaitReady(ctx context.Context, what string, timeout time.Durat
 		case <-p.done:
 			log := p.LogTail()
 			err := fmt.Errorf("%s exited while starting (%v):\n%s", p.Name, p.err, log)
-			if strings.Contains(log, "address already in use") {
+			if strings.Contains(strings.ToLower(log), "address already in use") { // Java says "Address"
 				err = fmt.Errorf("%w: %w", ErrAddrInUse, err)
 			}
 			return err
