@@ -189,7 +189,7 @@ func TestPublishReplacesAForeignTag(t *testing.T) {
 func TestPublishCredentials(t *testing.T) {
 	ctx := context.Background()
 	const user, pw = "bot", "s3cret-registry-pass"
-	var sawAuth bool
+	var sawAuth atomic.Bool // the registry serves blobs concurrently
 	host := startRegistry(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			u, p, ok := r.BasicAuth()
@@ -198,13 +198,13 @@ func TestPublishCredentials(t *testing.T) {
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}
-			sawAuth = true
+			sawAuth.Store(true)
 			h.ServeHTTP(w, r)
 		})
 	})
 	good := ociship.Registry{Repository: host + "/w", Insecure: true, Username: user, Password: pw}
-	if r := good.Publish(ctx, site(), shards[:1], "c1", "")[0]; r.Err != nil || !r.Pushed || !sawAuth {
-		t.Fatalf("push with credentials: %+v, auth seen %v", r, sawAuth)
+	if r := good.Publish(ctx, site(), shards[:1], "c1", "")[0]; r.Err != nil || !r.Pushed || !sawAuth.Load() {
+		t.Fatalf("push with credentials: %+v, auth seen %v", r, sawAuth.Load())
 	}
 	bad := ociship.Registry{Repository: host + "/w", Insecure: true, Username: user, Password: "wrong-" + pw}
 	r := bad.Publish(ctx, site(), shards, "c1", "")
