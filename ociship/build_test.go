@@ -6,9 +6,11 @@ import (
 	"compress/gzip"
 	"io"
 	"path"
+	"slices"
 	"testing"
 
 	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/resmap"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/waldur/waldur-gitops/config"
@@ -20,7 +22,8 @@ import (
 
 // Every shard artifact of the bundled example builds with kustomize on its
 // own, at the path its Kustomization names, as kustomize-controller builds
-// the unpacked artifact; together the shards give every tenant's objects.
+// the unpacked artifact; together the shards give exactly the objects the
+// tenant directories build, byte for byte.
 func TestArtifactsBuildAlone(t *testing.T) {
 	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
 	res := exampletest.Render(t, cfg.Config, st)
@@ -36,7 +39,7 @@ func TestArtifactsBuildAlone(t *testing.T) {
 	}
 	tree := l.Apply(res.Tree(nil))
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
-	want := 0
+	var want []string
 	whole := filesys.MakeFsInMemory()
 	for p, b := range tree {
 		_ = whole.WriteFile(path.Join("/site", p), b)
@@ -46,12 +49,12 @@ func TestArtifactsBuildAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want += rm.Size()
+		want = append(want, objects(t, rm)...)
 	}
-	got := 0
+	var got []string
 	_, dirs := l.ShardDirs()
 	for _, dir := range dirs {
-		data, err := ociship.Archive(ociship.ShardFiles(tree, dir))
+		data, err := ociship.Archive(ociship.ArtifactFiles(tree, dir))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,9 +81,25 @@ func TestArtifactsBuildAlone(t *testing.T) {
 		if err != nil {
 			t.Fatalf("kustomize build of the artifact of %s: %v", dir, err)
 		}
-		got += rm.Size()
+		got = append(got, objects(t, rm)...)
 	}
-	if got != want || want == 0 {
-		t.Errorf("the artifacts build %d objects, the tenants %d", got, want)
+	slices.Sort(got)
+	slices.Sort(want)
+	if len(want) == 0 || !slices.Equal(got, want) {
+		t.Errorf("the artifacts build %d objects, the tenants %d; they differ", len(got), len(want))
 	}
+}
+
+// objects returns every object of a build as YAML.
+func objects(t *testing.T, rm resmap.ResMap) []string {
+	t.Helper()
+	var out []string
+	for _, r := range rm.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(y))
+	}
+	return out
 }

@@ -1,7 +1,8 @@
 // Package ociship publishes the Flux shards of a pushed tree as OCI
-// artifacts: one artifact per shard, holding the shard's entry point and the
-// tenant directories it lists, built deterministically so that a shard whose
-// files did not change keeps its content digest and is not pushed again.
+// artifacts: one artifact per shard, holding the shard's entry point and a
+// flattened file of objects per tenant it lists (ArtifactFiles), built
+// deterministically so that a shard whose files did not change keeps its
+// content digest and is not pushed again.
 //
 // A Flux OCIRepository per shard (gitsync.FluxLayout with OCIRepository set)
 // follows the tag of its artifact; its revision is "<tag>@sha256:<digest>",
@@ -59,7 +60,8 @@ const Tag = gitsync.DefaultFluxOCITag
 
 // ShardFiles returns the files of one shard of tree (the owned tree, paths
 // relative to git.path): the shard directory's kustomization.yaml and every
-// file of the tenant directories it lists.
+// file of the tenant directories it lists, as they are in Git. The artifact
+// is built from them by ArtifactFiles.
 func ShardFiles(tree render.Tree, shardDir string) map[string][]byte {
 	files := map[string][]byte{}
 	kz, ok := tree[shardDir+"/"+render.KustomizationFile]
@@ -247,7 +249,7 @@ func (g Registry) publish(ctx context.Context, tree render.Tree, s Shard, commit
 		return r
 	}
 	r.Ref = ref.String()
-	data, err := Archive(ShardFiles(tree, s.Dir))
+	data, err := Archive(ArtifactFiles(tree, s.Dir))
 	if err != nil {
 		r.Err = fmt.Errorf("build the artifact of shard %s: %w", s.Name, err)
 		return r

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -23,17 +24,30 @@ import (
 	"github.com/waldur/waldur-gitops/render"
 )
 
-// site is an owned tree with two shards of one target.
+// site is an owned tree with two shards of one target: tenants a and b as
+// render writes them, ab with a hand-edited kustomization (a patch).
 func site() render.Tree {
 	return render.Tree{
-		"_flux/o.cluster.00/kustomization.yaml": []byte("resources:\n- ../../o/cluster/a\n"),
+		"_flux/o.cluster.00/kustomization.yaml": []byte("# Flux shard 0 of 2 of o/cluster: 1 tenant(s).\nresources:\n- ../../o/cluster/a\n"),
 		"_flux/o.cluster.01/kustomization.yaml": []byte("resources:\n- ../../o/cluster/ab\n- ../../o/cluster/b\n"),
 		"_flux/flux-kustomizations.yaml":        []byte("kind: Kustomization\n"),
-		"o/cluster/a/kustomization.yaml":        []byte("resources: [ns.yaml]\n"),
-		"o/cluster/a/ns.yaml":                   []byte("kind: Namespace\n"),
+		"o/cluster/a/kustomization.yaml":        plainKustomization("a", "ns.yaml", "quota.yaml"),
+		"o/cluster/a/ns.yaml":                   []byte("kind: Namespace\nmetadata:\n  name: a\n"),
+		"o/cluster/a/quota.yaml":                []byte("kind: ResourceQuota\nmetadata:\n  name: q\n  namespace: a"),
+		"o/cluster/ab/kustomization.yaml":       []byte("resources:\n- ns.yaml\npatches:\n- path: p.yaml\n"),
 		"o/cluster/ab/ns.yaml":                  []byte("kind: Namespace\nmetadata: {name: ab}\n"),
+		"o/cluster/b/kustomization.yaml":        plainKustomization("b", "ns.yaml"),
 		"o/cluster/b/ns.yaml":                   []byte("kind: Namespace\nmetadata: {name: b}\n"),
 	}
+}
+
+// plainKustomization is a tenant kustomization as render writes it.
+func plainKustomization(name string, files ...string) []byte {
+	k := "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata:\n  annotations:\n    waldur.io/resource-uuid: 0123\n  name: " + name + "\nresources:\n"
+	for _, f := range files {
+		k += "- " + f + "\n"
+	}
+	return []byte(k)
 }
 
 var shards = []ociship.Shard{{Name: "waldur-o-cluster-00", Dir: "_flux/o.cluster.00"}, {Name: "waldur-o-cluster-01", Dir: "_flux/o.cluster.01"}}
@@ -65,16 +79,17 @@ func names(t *testing.T, archive []byte) []string {
 }
 
 // The same shard files give the same bytes, so an unchanged shard keeps its
-// digest; the artifact holds the shard entry point and exactly its tenants'
-// files (o/cluster/ab is not o/cluster/a).
+// digest; the artifact holds the shard entry point listing a stream of
+// objects per plain tenant (o/cluster/ab is not o/cluster/a), and a
+// hand-edited tenant as its directory.
 func TestArchiveIsDeterministic(t *testing.T) {
 	tree := site()
-	a, err := ociship.Archive(ociship.ShardFiles(tree, "_flux/o.cluster.00"))
+	a, err := ociship.Archive(ociship.ArtifactFiles(tree, "_flux/o.cluster.00"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 5 {
-		b, err := ociship.Archive(ociship.ShardFiles(tree, "_flux/o.cluster.00"))
+		b, err := ociship.Archive(ociship.ArtifactFiles(tree, "_flux/o.cluster.00"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -82,17 +97,67 @@ func TestArchiveIsDeterministic(t *testing.T) {
 			t.Fatal("two builds of the same shard differ")
 		}
 	}
-	want := []string{"_flux/o.cluster.00/kustomization.yaml", "o/cluster/a/kustomization.yaml", "o/cluster/a/ns.yaml"}
+	want := []string{"_flux/o.cluster.00/kustomization.yaml", "_flux/o.cluster.00/tenants/a.yaml"}
 	if got := names(t, a); !slices.Equal(got, want) {
 		t.Errorf("artifact holds %v, want %v", got, want)
 	}
-	want = []string{"_flux/o.cluster.01/kustomization.yaml", "o/cluster/ab/ns.yaml", "o/cluster/b/ns.yaml"}
-	b, _ := ociship.Archive(ociship.ShardFiles(tree, "_flux/o.cluster.01"))
+	want = []string{"_flux/o.cluster.01/kustomization.yaml", "_flux/o.cluster.01/tenants/b.yaml", "o/cluster/ab/kustomization.yaml", "o/cluster/ab/ns.yaml"}
+	b, _ := ociship.Archive(ociship.ArtifactFiles(tree, "_flux/o.cluster.01"))
 	if got := names(t, b); !slices.Equal(got, want) {
 		t.Errorf("artifact holds %v, want %v", got, want)
 	}
-	if got := ociship.ShardFiles(tree, "_flux/o.cluster.09"); len(got) != 0 {
+	if got := ociship.ArtifactFiles(tree, "_flux/o.cluster.09"); len(got) != 0 {
 		t.Errorf("a shard that does not exist holds %v", got)
+	}
+}
+
+// A plain tenant's objects go into its stream in the order its kustomization
+// lists them, each headed by the file it comes from; the shard's
+// kustomization lists the stream where the tenant's directory was and keeps
+// every other entry and comment. Anything render does not write keeps the
+// tenant a directory.
+func TestArtifactFiles(t *testing.T) {
+	tree := site()
+	got := ociship.ArtifactFiles(tree, "_flux/o.cluster.00")
+	wantKz := "# Flux shard 0 of 2 of o/cluster: 1 tenant(s).\nresources:\n- tenants/a.yaml\n"
+	wantStream := "---\n# o/cluster/a/ns.yaml\nkind: Namespace\nmetadata:\n  name: a\n" +
+		"---\n# o/cluster/a/quota.yaml\nkind: ResourceQuota\nmetadata:\n  name: q\n  namespace: a\n"
+	if k := string(got["_flux/o.cluster.00/kustomization.yaml"]); k != wantKz {
+		t.Errorf("kustomization:\n%s\nwant:\n%s", k, wantKz)
+	}
+	if s := string(got["_flux/o.cluster.00/tenants/a.yaml"]); s != wantStream {
+		t.Errorf("stream:\n%s\nwant:\n%s", s, wantStream)
+	}
+	got = ociship.ArtifactFiles(tree, "_flux/o.cluster.01")
+	if k := string(got["_flux/o.cluster.01/kustomization.yaml"]); k != "resources:\n- ../../o/cluster/ab\n- tenants/b.yaml\n" {
+		t.Errorf("a shard with a hand-edited tenant lists %q", k)
+	}
+
+	for _, tc := range []struct{ name, kz string }{
+		{"patch", "kind: Kustomization\nresources:\n- ns.yaml\npatches:\n- path: ns.yaml\n"},
+		{"flow list", "kind: Kustomization\nresources: [ns.yaml]\n"},
+		{"file elsewhere", "kind: Kustomization\nresources:\n- ../b/ns.yaml\n"},
+		{"missing file", "kind: Kustomization\nresources:\n- gone.yaml\n"},
+		{"quoted name", "kind: Kustomization\nresources:\n- \"ns.yaml\"\n"},
+		{"a directory", "kind: Kustomization\nresources:\n- sub\n"},
+		{"not a kustomization", "kind: Component\nresources:\n- ns.yaml\n"},
+		{"indented resources", "kind: Kustomization\nresources:\n  - ns.yaml\n"},
+		{"no kustomization", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tree := site()
+			tree["o/cluster/a/kustomization.yaml"] = []byte(tc.kz)
+			if tc.kz == "" {
+				delete(tree, "o/cluster/a/kustomization.yaml")
+			}
+			got := ociship.ArtifactFiles(tree, "_flux/o.cluster.00")
+			if _, ok := got["_flux/o.cluster.00/tenants/a.yaml"]; ok {
+				t.Errorf("tenant a was flattened: %q", got["_flux/o.cluster.00/tenants/a.yaml"])
+			}
+			if string(got["o/cluster/a/ns.yaml"]) != string(tree["o/cluster/a/ns.yaml"]) || !strings.Contains(string(got["_flux/o.cluster.00/kustomization.yaml"]), "- ../../o/cluster/a\n") {
+				t.Errorf("tenant a not carried as its directory: %v", slices.Sorted(maps.Keys(got)))
+			}
+		})
 	}
 }
 
@@ -251,9 +316,11 @@ func BenchmarkShardArtifacts10k(b *testing.B) {
 	lists := make([]strings.Builder, shardsN)
 	for i := range 10000 {
 		dir := fmt.Sprintf("o/cluster/waldur-tenant-%05d", i)
-		for _, f := range []string{"kustomization.yaml", "namespace.yaml", "quota.yaml", "rolebinding.yaml"} {
+		files := []string{"namespace.yaml", "quota.yaml", "rolebinding.yaml"}
+		for _, f := range files {
 			tree[dir+"/"+f] = []byte(strings.Repeat("x: "+dir+"\n", 12))
 		}
+		tree[dir+"/kustomization.yaml"] = plainKustomization(dir, files...)
 		fmt.Fprintf(&lists[i%shardsN], "- ../../%s\n", dir)
 	}
 	var sh []ociship.Shard
@@ -265,7 +332,7 @@ func BenchmarkShardArtifacts10k(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		for _, s := range sh {
-			if _, err := ociship.Archive(ociship.ShardFiles(tree, s.Dir)); err != nil {
+			if _, err := ociship.Archive(ociship.ArtifactFiles(tree, s.Dir)); err != nil {
 				b.Fatal(err)
 			}
 		}

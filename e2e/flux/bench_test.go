@@ -1,14 +1,12 @@
 package flux_test
 
 import (
+	"cmp"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -48,18 +46,7 @@ func BenchmarkFluxOneTenantChange(b *testing.B) {
 		commit := s.sync()
 		pushed := time.Now()
 		s.trigger()
-		s.waitFor("quota changed", func() (bool, string) {
-			l, err := s.dc.Resource(tenantKinds["ResourceQuota"]).Namespace(ns).List(s.ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			for _, q := range l.Items {
-				if v, _, _ := unstructured.NestedString(q.Object, "spec", "hard", "limits.cpu"); v == strconv.Itoa(cpu) {
-					return true, ""
-				}
-			}
-			return false, "quota of " + ns + " not changed"
-		})
+		s.waitFor("quota changed", func() (bool, string) { return quotaIs(s, ns, strconv.Itoa(cpu)) })
 		toQuota += time.Since(pushed)
 		s.waitApplied(commit)
 		toReady += time.Since(pushed)
@@ -70,6 +57,29 @@ func BenchmarkFluxOneTenantChange(b *testing.B) {
 	b.ReportMetric(per(toReady), "s-to-ready")
 	b.ReportMetric(per(cpu1["kustomize-controller"]-cpu0["kustomize-controller"]), "kustomize-cpu-s/op")
 	b.ReportMetric(per(cpu1["source-controller"]-cpu0["source-controller"]), "source-cpu-s/op")
+}
+
+// profile starts, when $WALDUR_GITOPS_FLUX_PPROF names a file, a CPU profile
+// of kustomize-controller over the next $WALDUR_GITOPS_FLUX_PPROF_SECONDS
+// (default 60) and returns a function that waits for it to be written.
+func (s *site) profile(b *testing.B) (wait func()) {
+	path := os.Getenv("WALDUR_GITOPS_FLUX_PPROF")
+	if path == "" {
+		return func() {}
+	}
+	secs, err := strconv.Atoi(cmp.Or(os.Getenv("WALDUR_GITOPS_FLUX_PPROF_SECONDS"), "60"))
+	if err != nil {
+		b.Fatalf("WALDUR_GITOPS_FLUX_PPROF_SECONDS: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- s.flux.Profile(s.ctx, "kustomize-controller", time.Duration(secs)*time.Second, path) }()
+	return func() {
+		if err := <-done; err != nil {
+			b.Errorf("kustomize-controller profile: %v", err)
+		} else {
+			b.Logf("kustomize-controller CPU profile in %s (go tool pprof %s)", path, path)
+		}
+	}
 }
 
 // benchSize reads $WALDUR_GITOPS_FLUX_BENCH, "tenants/shards" (default 1000/4).

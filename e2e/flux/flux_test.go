@@ -814,7 +814,8 @@ func TestFluxEndToEnd(t *testing.T) {
 	})
 }
 
-func differ(a, b map[string]types.UID) int {
+// differ counts the keys of b whose value in a differs.
+func differ[V comparable](a, b map[string]V) int {
 	n := 0
 	for k, v := range b {
 		if a[k] != v {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -21,6 +22,8 @@ import (
 	"github.com/waldur/waldur-gitops/internal/fluxtest"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/ociship"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -155,6 +158,22 @@ func TestFluxOCILayout(t *testing.T) {
 		t.Errorf("a run with nothing new pushed %d artifacts", pushed)
 	}
 
+	// Artifacts of the layout before tenants were flattened (a directory and
+	// kustomization per tenant), then the flattened ones again: the same
+	// objects either way, so the switch moves no resourceVersion and prunes
+	// nothing in either direction.
+	before = versions(s.live())
+	s.waitOCIApplied(s.pushNested(out.Published.After))
+	if out, pushed = s.syncOCI(); pushed != shards {
+		t.Errorf("going back to flattened artifacts pushed %d, want %d", pushed, shards)
+	}
+	s.waitOCIApplied(out.Published.FluxRevisions)
+	if after := versions(s.live()); !maps.Equal(after, before) {
+		t.Errorf("switching the artifact layout moved %d of %d objects", differ(after, before), len(before))
+	}
+	want, owner = s.rendered()
+	s.checkMatches(want, owner)
+
 	// Lowering the count: the shard no longer generated gets an artifact
 	// without its directory, so it reports its path missing instead of
 	// applying the tenants that moved to the others (docs/gitops.md).
@@ -187,6 +206,46 @@ func TestFluxOCILayout(t *testing.T) {
 	}
 }
 
+// pushNested pushes every shard's artifact as the layout before flattening
+// built it (the shard's kustomization and its tenant directories, as
+// ociship.ShardFiles returns them), asks Flux to fetch them, and returns
+// their revisions.
+func (s *site) pushNested(tree render.Tree) map[string]string {
+	s.t.Helper()
+	reg, err := ociship.FromConfig(s.cfg.Git)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	revs := map[string]string{}
+	names, dirs := engine.Layout(s.cfg.Config).ShardDirs()
+	for i, n := range names {
+		data, err := ociship.Archive(ociship.ShardFiles(tree, dirs[i]))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		img, err := ociship.Image(data, "nested", "")
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		ref, err := reg.Ref(n)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		if err := remote.Write(ref, img, remote.WithContext(s.ctx)); err != nil {
+			s.t.Fatalf("push the nested artifact of %s: %v", n, err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		revs[n] = ociship.Tag + "@" + d.String()
+		if err := kube.RequestFluxOCIReconcile(s.ctx, s.dc, fluxtest.Namespace, n, time.Now()); err != nil {
+			s.t.Fatal(err)
+		}
+	}
+	return revs
+}
+
 // BenchmarkFluxOneTenantChangeOCI is BenchmarkFluxOneTenantChange with the
 // OCI layout, as waldur-gitops runs it (git.flux_oci_repository,
 // git.flux_reconcile): the times count from the end of the run, which pushed
@@ -206,6 +265,7 @@ func BenchmarkFluxOneTenantChangeOCI(b *testing.B) {
 	ns := s.namespaceOf(r.UUID)
 	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
 	var toQuota, toReady, run time.Duration
+	profiled := s.profile(b)
 	cpu0 := s.flux.CPU()
 	n, touched := 0, 0
 	for b.Loop() {
@@ -223,6 +283,7 @@ func BenchmarkFluxOneTenantChangeOCI(b *testing.B) {
 		toReady += time.Since(at)
 	}
 	cpu1 := s.flux.CPU()
+	profiled()
 	per := func(d time.Duration) float64 { return d.Seconds() / float64(n) }
 	b.ReportMetric(per(run), "s-run")
 	b.ReportMetric(per(toQuota), "s-to-quota")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +25,9 @@ type Controllers struct {
 	Dir string
 	// StorageAddr is source-controller's artifact server, 127.0.0.1:<port>.
 	StorageAddr string
+	// Metrics is each controller's metrics address by name, 127.0.0.1:<port>;
+	// it also serves Go's /debug/pprof handlers (see Profile).
+	Metrics map[string]string
 
 	procs []*testproc.Process
 	once  sync.Once
@@ -52,6 +57,7 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controlle
 	}
 	addr := func(i int) string { return "127.0.0.1:" + strconv.Itoa(ports[i]) }
 	c.StorageAddr = addr(0)
+	c.Metrics = map[string]string{"source-controller": addr(1), "kustomize-controller": addr(3)}
 	storage := filepath.Join(dir, "storage")
 	if err := os.MkdirAll(storage, 0o755); err != nil {
 		return nil, err
@@ -93,6 +99,37 @@ func (c *Controllers) run(name, bin, kubeconfig string, args ...string) (*testpr
 
 func waitReady(ctx context.Context, p *testproc.Process, url string, timeout time.Duration) error {
 	return p.WaitReady(ctx, url, timeout, testproc.HTTPOK(nil, url, ""))
+}
+
+// Profile writes a CPU profile of the named controller over the next d to
+// path (go tool pprof reads it); it returns when the profile is written.
+func (c *Controllers) Profile(ctx context.Context, controller string, d time.Duration, path string) error {
+	addr, ok := c.Metrics[controller]
+	if !ok {
+		return fmt.Errorf("profile: no controller %q", controller)
+	}
+	url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, max(1, int(d.Seconds())))
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profile %s: %w", controller, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profile %s: %s", controller, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return fmt.Errorf("profile %s: %w", controller, err)
+	}
+	return f.Close()
 }
 
 // LogEntry is one line of a controller's JSON log.
