@@ -79,8 +79,9 @@ type FluxLayout struct {
 	// DefaultFluxOCITag (package ociship pushes them), through an
 	// OCIRepository of the shard's name generated beside its Kustomization,
 	// instead of from the GitRepository SourceName. The artifact holds the
-	// owned directory's shard and tenant files, so the Kustomization's path
-	// is the shard directory alone. OCIInsecure makes the OCIRepositories
+	// shard directory and its tenants (ociship.ArtifactFiles), paths relative
+	// to the owned directory, so the Kustomization's path is the shard
+	// directory alone. OCIInsecure makes the OCIRepositories
 	// talk plain HTTP; OCISecretName names the Secret they pull with.
 	OCIRepository, OCISecretName string
 	OCIInsecure                  bool
