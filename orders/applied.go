@@ -133,6 +133,12 @@ func stringMap(obj manifest.Object, fields ...string) map[string]string {
 // Applied reports whether the cluster shows the expectation; detail says what
 // is missing when it does not.
 func Applied(ctx context.Context, c Cluster, e *Expectation) (ok bool, detail string, err error) {
+	return appliedIn(ctx, c, e, nil)
+}
+
+// appliedIn is Applied within a polling round whose Argo CD lists argo
+// holds (nil: list for this call alone).
+func appliedIn(ctx context.Context, c Cluster, e *Expectation, argo *argoLists) (ok bool, detail string, err error) {
 	if e == nil {
 		return true, "", nil
 	}
@@ -163,12 +169,12 @@ func Applied(ctx context.Context, c Cluster, e *Expectation) (ok bool, detail st
 	if ok, detail, err := fluxApplied(ctx, c, e.Flux); !ok || err != nil {
 		return ok, detail, err
 	}
-	return argoApplied(ctx, c, e)
+	return argoApplied(ctx, c, e, argo)
 }
 
 // argoApplied reports whether the tenant's Argo CD Applications show every
 // target applied.
-func argoApplied(ctx context.Context, c Cluster, e *Expectation) (bool, string, error) {
+func argoApplied(ctx context.Context, c Cluster, e *Expectation, lists *argoLists) (bool, string, error) {
 	if len(e.Argo) == 0 || e.argo == nil {
 		return true, "", nil
 	}
@@ -176,8 +182,11 @@ func argoApplied(ctx context.Context, c Cluster, e *Expectation) (bool, string, 
 	if !ok {
 		return false, "the cluster reader cannot read Argo CD Applications", nil
 	}
+	if lists == nil {
+		lists = listOnce(apps)
+	}
 	a := *e.argo
-	a.Apps = apps
+	a.Apps = lists
 	for _, t := range e.Argo {
 		if ok, detail, err := a.AppliedAt(ctx, t); !ok || err != nil {
 			return ok, detail, err

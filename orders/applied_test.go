@@ -255,3 +255,67 @@ func TestAppliedWaitsForArgoApplication(t *testing.T) {
 		t.Errorf("order %s after the Application synced the commit and turned healthy", h.orderState(ord))
 	}
 }
+
+// However many orders wait for Argo CD, a polling round lists the
+// Applications once: at 10,000 tenants a list per order would read the whole
+// namespace ten thousand times every few seconds.
+func TestAppliedListsArgoApplicationsOncePerRound(t *testing.T) {
+	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
+	const repo, commit = "https://git.example.org/site/tenants.git", "0123456789abcdef0123456789abcdef01234567"
+	h.stage.Argo, h.stage.ArgoCommit = &orders.ArgoCD{Namespace: "argocd", RepoURL: repo, Path: "waldur"}, commit
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.ArgoApplicationsGVR: "ApplicationList",
+	})
+	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	ctx := context.Background()
+	app := func(name, revision string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": name, "namespace": "argocd"},
+			"spec":     map[string]any{"source": map[string]any{"repoURL": repo + "/", "path": "waldur/" + h.cfg.Offerings[0].DirName() + "/" + render.TargetCluster + "/" + name}},
+			"status": map[string]any{
+				"sync":   map[string]any{"status": "Synced", "revision": revision},
+				"health": map[string]any{"status": "Healthy"},
+			},
+		}}
+	}
+	slugs := []string{"nu", "xi", "omicron", "pi", "rho"}
+	var ords []waldur.UUID
+	for _, slug := range slugs {
+		ns := "waldur-" + slug
+		_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace(ns, nil), metav1.CreateOptions{})
+		_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace(ns).Create(ctx,
+			quota(ns, "waldur-quota", map[string]any{"limits.cpu": "2", "limits.memory": "2Gi"}), metav1.CreateOptions{})
+		_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Create(ctx, app(ns, "fedcba9876543210fedcba9876543210fedcba98"), metav1.CreateOptions{})
+		ords = append(ords, h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource(slug, waldur.ResourceCreating, limits("cpu", "2", "ram", "2")), nil))
+	}
+	lists := func() int {
+		n := 0
+		for _, a := range dyn.Actions() {
+			if a.GetVerb() == "list" && a.GetResource() == kube.ArgoApplicationsGVR {
+				n++
+			}
+		}
+		return n
+	}
+	const syncedAt = 3
+	clock.onPoll = func(n int) {
+		if n == syncedAt {
+			for _, slug := range slugs {
+				_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app("waldur-"+slug, commit), metav1.UpdateOptions{})
+			}
+		}
+	}
+	h.cycle(true, true)
+	for _, ord := range ords {
+		if h.orderState(ord) != waldur.OrderDone {
+			t.Errorf("order %s is %s after every Application synced the commit", ord, h.orderState(ord))
+		}
+	}
+	// Rounds 0..syncedAt: the last one finds every order applied.
+	if got, want := lists(), syncedAt+1; got != want {
+		t.Errorf("%d orders over %d rounds listed the Applications %d times, want %d (once a round)", len(slugs), syncedAt+1, got, want)
+	}
+}

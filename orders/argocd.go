@@ -62,20 +62,17 @@ type ArgoCD struct {
 
 var _ Consumer = (*ArgoCD)(nil)
 
-// AppliedAt implements Consumer.
+// AppliedAt implements Consumer. When Apps comes from listOnce (the
+// order_done_on: applied wait) its Applications are listed once per round.
 func (a *ArgoCD) AppliedAt(ctx context.Context, t Target) (bool, string, error) {
-	apps, err := a.Apps.ArgoApplications(ctx, a.Namespace)
-	if err != nil {
-		return false, "", err
+	lists, ok := a.Apps.(*argoLists)
+	if !ok {
+		lists = listOnce(a.Apps)
 	}
 	dir := path.Join(a.Path, t.Dir)
-	var mine []kube.ArgoApplication
-	for _, app := range apps {
-		if slices.ContainsFunc(app.Sources, func(s kube.ArgoSource) bool {
-			return sameRepo(s.RepoURL, a.RepoURL) && path.Clean(s.Path) == dir
-		}) {
-			mine = append(mine, app)
-		}
+	mine, err := lists.reading(ctx, a.Namespace, a.RepoURL, dir)
+	if err != nil {
+		return false, "", err
 	}
 	if t.Gone {
 		if len(mine) > 0 {
@@ -110,18 +107,69 @@ func (a *ArgoCD) AppliedAt(ctx context.Context, t Target) (bool, string, error) 
 	return true, "", nil
 }
 
-// sameRepo compares repository URLs the way people write them: with or
-// without .git or a trailing slash, the host in any case.
-func sameRepo(a, b string) bool {
-	norm := func(u string) string {
-		u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
-		if scheme, rest, ok := strings.Cut(u, "://"); ok {
-			host, p, _ := strings.Cut(rest, "/")
-			u = strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
-		}
-		return u
+// listOnce returns apps listing each namespace's Applications only once,
+// and finding those that read a directory by look-up rather than by a scan:
+// the order_done_on: applied wait makes one per offering and polling round,
+// so a round costs one list whether one order waits or ten thousand. A failed
+// list fails the round's every look-up in that namespace.
+func listOnce(apps ArgoApplications) *argoLists {
+	return &argoLists{apps: apps, byNS: map[string]*argoIndex{}}
+}
+
+type argoLists struct {
+	apps ArgoApplications
+	byNS map[string]*argoIndex
+}
+
+// argoIndex is one namespace's list: every Application, and the
+// Applications by each source's repository and path (argoKey).
+type argoIndex struct {
+	all    []kube.ArgoApplication
+	byPath map[string][]kube.ArgoApplication
+	err    error
+}
+
+func (l *argoLists) ArgoApplications(ctx context.Context, namespace string) ([]kube.ArgoApplication, error) {
+	ix := l.list(ctx, namespace)
+	return ix.all, ix.err
+}
+
+func (l *argoLists) list(ctx context.Context, namespace string) *argoIndex {
+	if ix, ok := l.byNS[namespace]; ok {
+		return ix
 	}
-	return norm(a) == norm(b)
+	ix := &argoIndex{byPath: map[string][]kube.ArgoApplication{}}
+	ix.all, ix.err = l.apps.ArgoApplications(ctx, namespace)
+	for _, app := range ix.all {
+		seen := map[string]bool{}
+		for _, s := range app.Sources {
+			if k := argoKey(s.RepoURL, s.Path); !seen[k] {
+				seen[k] = true
+				ix.byPath[k] = append(ix.byPath[k], app)
+			}
+		}
+	}
+	l.byNS[namespace] = ix
+	return ix
+}
+
+// reading returns the Applications of namespace with a source reading dir
+// of repo, in the order of the list.
+func (l *argoLists) reading(ctx context.Context, namespace, repo, dir string) ([]kube.ArgoApplication, error) {
+	ix := l.list(ctx, namespace)
+	return ix.byPath[argoKey(repo, dir)], ix.err
+}
+
+// argoKey is a source's repository and path as compared: the repository the
+// way people write it (with or without .git or a trailing slash, the host in
+// any case), the path cleaned.
+func argoKey(repo, dir string) string {
+	u := strings.TrimSuffix(strings.TrimSuffix(repo, "/"), ".git")
+	if scheme, rest, ok := strings.Cut(u, "://"); ok {
+		host, p, _ := strings.Cut(rest, "/")
+		u = strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
+	}
+	return u + "\x00" + path.Clean(dir)
 }
 
 func orUnknown(s string) string {

@@ -348,8 +348,12 @@ func (r *run) waitApplied(ctx context.Context, plan []Executing) {
 		deadline := r.s.now().Add(o.DoneTimeout)
 		for attempt := 1; ; attempt++ {
 			var still []*check
+			var argo *argoLists // Argo CD's Applications, listed once a round
+			if apps, ok := o.Cluster.(ArgoApplications); ok {
+				argo = listOnce(apps)
+			}
 			for _, c := range pending {
-				ok, detail, err := Applied(ctx, o.Cluster, c.e.Expect)
+				ok, detail, err := appliedIn(ctx, o.Cluster, c.e.Expect, argo)
 				switch {
 				case err != nil:
 					c.detail = "cannot read the cluster: " + err.Error()
