@@ -205,19 +205,33 @@ func appliedWaitsForFluxShard(t *testing.T, oci bool) {
 	}
 }
 
-// With Argo CD as the consumer, an order is done only once the tenant's
-// Application is Synced at the run's commit and Healthy, even when the
-// objects are already in place.
-func TestAppliedWaitsForArgoApplication(t *testing.T) {
+const (
+	argoRepo   = "https://git.example.org/site/tenants.git"
+	argoCommit = "0123456789abcdef0123456789abcdef01234567"
+)
+
+// argoHarness is a harness whose offering waits, with order_done_on:
+// applied, for Argo CD Applications in namespace argocd reading argoRepo at
+// argoCommit, its cluster a fake holding namespaces, quotas and
+// Applications, its clock fake.
+func argoHarness(t *testing.T) (*harness, *dynamicfake.FakeDynamicClient, *fakeClock) {
+	t.Helper()
 	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
-	const repo, commit = "https://git.example.org/site/tenants.git", "0123456789abcdef0123456789abcdef01234567"
-	h.stage.Argo, h.stage.ArgoCommit = &orders.ArgoCD{Namespace: "argocd", RepoURL: repo, Path: "waldur"}, commit
+	h.stage.Argo, h.stage.ArgoCommit = &orders.ArgoCD{Namespace: "argocd", RepoURL: argoRepo, Path: "waldur"}, argoCommit
 	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.ArgoApplicationsGVR: "ApplicationList",
 	})
 	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
 	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
 	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	return h, dyn, clock
+}
+
+// With Argo CD as the consumer, an order is done only once the tenant's
+// Application is Synced at the run's commit and Healthy, even when the
+// objects are already in place.
+func TestAppliedWaitsForArgoApplication(t *testing.T) {
+	h, dyn, clock := argoHarness(t)
 	ctx := context.Background()
 	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-nu", nil), metav1.CreateOptions{})
 	_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-nu").Create(ctx,
@@ -227,7 +241,7 @@ func TestAppliedWaitsForArgoApplication(t *testing.T) {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 			"metadata": map[string]any{"name": "waldur-nu", "namespace": "argocd"},
-			"spec":     map[string]any{"source": map[string]any{"repoURL": repo, "path": dir}},
+			"spec":     map[string]any{"source": map[string]any{"repoURL": argoRepo, "path": dir}},
 			"status": map[string]any{
 				"sync":   map[string]any{"status": "Synced", "revision": revision},
 				"health": map[string]any{"status": health},
@@ -245,9 +259,9 @@ func TestAppliedWaitsForArgoApplication(t *testing.T) {
 	clock.onPoll = func(n int) {
 		switch n {
 		case 2: // synced at the commit, still progressing
-			_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app(commit, "Progressing"), metav1.UpdateOptions{})
+			_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app(argoCommit, "Progressing"), metav1.UpdateOptions{})
 		case 5:
-			_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app(commit, "Healthy"), metav1.UpdateOptions{})
+			_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app(argoCommit, "Healthy"), metav1.UpdateOptions{})
 		}
 	}
 	h.cycle(true, true)
@@ -260,21 +274,13 @@ func TestAppliedWaitsForArgoApplication(t *testing.T) {
 // Applications once: at 10,000 tenants a list per order would read the whole
 // namespace ten thousand times every few seconds.
 func TestAppliedListsArgoApplicationsOncePerRound(t *testing.T) {
-	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
-	const repo, commit = "https://git.example.org/site/tenants.git", "0123456789abcdef0123456789abcdef01234567"
-	h.stage.Argo, h.stage.ArgoCommit = &orders.ArgoCD{Namespace: "argocd", RepoURL: repo, Path: "waldur"}, commit
-	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.ArgoApplicationsGVR: "ApplicationList",
-	})
-	clock := &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
-	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
-	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	h, dyn, clock := argoHarness(t)
 	ctx := context.Background()
 	app := func(name, revision string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
 			"metadata": map[string]any{"name": name, "namespace": "argocd"},
-			"spec":     map[string]any{"source": map[string]any{"repoURL": repo + "/", "path": "waldur/" + h.cfg.Offerings[0].DirName() + "/" + render.TargetCluster + "/" + name}},
+			"spec":     map[string]any{"source": map[string]any{"repoURL": argoRepo + "/", "path": "waldur/" + h.cfg.Offerings[0].DirName() + "/" + render.TargetCluster + "/" + name}},
 			"status": map[string]any{
 				"sync":   map[string]any{"status": "Synced", "revision": revision},
 				"health": map[string]any{"status": "Healthy"},
@@ -304,7 +310,7 @@ func TestAppliedListsArgoApplicationsOncePerRound(t *testing.T) {
 	clock.onPoll = func(n int) {
 		if n == syncedAt {
 			for _, slug := range slugs {
-				_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app("waldur-"+slug, commit), metav1.UpdateOptions{})
+				_, _ = dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd").Update(ctx, app("waldur-"+slug, argoCommit), metav1.UpdateOptions{})
 			}
 		}
 	}
