@@ -142,7 +142,7 @@ func (e *Engine) stages(req Request) []stage {
 		// change; those of the tenants it leaves unusable wait.
 		list = append(list, stage{name: "keycloak", class: ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			// Without a publisher the render is taken to be what is in place.
-			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources})
+			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources, Held: o.Published.review()})
 			if r == nil {
 				return changeset.Set{}, nil, err
 			}

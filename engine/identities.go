@@ -56,7 +56,7 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 	}
 	out, err := keycloak.Reconcile(ctx, cfg, res, keycloak.Options{
 		DryRun: o.DryRun, NoDelete: o.NoDelete, Log: k.Log, Guard: &g, InGit: present, Connect: k.Connect,
-		Memory: k.Memory, Resources: o.Resources,
+		Memory: k.Memory, Resources: o.Resources, Held: o.Held,
 		ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()},
 	})
 	if errors.Is(err, keycloak.ErrCredentials) {

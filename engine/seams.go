@@ -144,6 +144,14 @@ func (p *Published) Has(id waldur.UUID) bool {
 	return p.resources()[id]
 }
 
+// review is Review, nil for no publish.
+func (p *Published) review() map[waldur.UUID]string {
+	if p == nil {
+		return nil
+	}
+	return p.Review
+}
+
 func (p *Published) resources() map[waldur.UUID]bool {
 	if p.present == nil {
 		p.present = p.After.ResourceUUIDs()
@@ -176,6 +184,10 @@ type IdentityOptions struct {
 	// Resources, when set, are the resources the run was asked about
 	// (Request.Resources): the stage may limit itself to their groups.
 	Resources []waldur.UUID
+	// Held maps the resources whose Git change waits on a review branch
+	// (Published.Review) to why: nothing may be taken from them in the
+	// identity provider before the change is merged.
+	Held map[waldur.UUID]string
 }
 
 // Announcer tells Waldur who is doing the work (the site agent identity of

@@ -83,6 +83,9 @@ type PlanInput struct {
 	// NoDelete keeps every group: deletions are reported as unchanged, with
 	// the reason.
 	NoDelete bool
+	// Held maps resources whose Git change waits on a review branch to why:
+	// the groups they need lose no member, and theirs are not deleted.
+	Held map[waldur.UUID]string
 	// Guard refuses a plan that deletes the groups of too many resources
 	// without a Terminate order; nil allows any.
 	Guard *guard.Options
@@ -287,9 +290,26 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 		u := have[id]
 		e := base
 		e.Subject, e.Action, e.Reason = d.Path+" "+u.Username, changeset.Delete, "not in the team (or not in this role) any more"
+		if why := p.held(d.Resources); why != "" {
+			// Nothing happens to it: unchanged, with the reason it stays.
+			e.Action, e.Reason = changeset.Unchanged, "kept until its review is merged: "+why
+			p.entry(e)
+			continue
+		}
 		p.removed = append(p.removed, d.Path)
 		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
 	}
+}
+
+// held says why a group needed by resources must keep its members: the
+// first of them whose change waits on a review branch; "" when none does.
+func (p *planner) held(resources []waldur.UUID) string {
+	for _, r := range resources {
+		if why, ok := p.in.Held[r]; ok {
+			return why
+		}
+	}
+	return ""
 }
 
 func missingUser(t Target, m Member) string {
@@ -421,6 +441,9 @@ func (p *planner) keep(g *Group, deleting map[string]bool) string {
 	}
 	for _, r := range g.Attributes[AttrResource] {
 		u := waldur.UUID(r)
+		if why, ok := p.in.Held[u]; ok {
+			return fmt.Sprintf("the change of resource %s waits for its review to be merged: %s", r, why)
+		}
 		if why, ok := p.in.Skipped[u]; ok {
 			return fmt.Sprintf("resource %s, which needs it, was skipped for bad input (%s)", r, why)
 		}

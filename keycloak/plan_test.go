@@ -175,6 +175,20 @@ func TestMakePlan(t *testing.T) {
 			ops: []string{"create-group /new", "delete-group /old"},
 		},
 		{
+			name: "held for review: members are added but none removed",
+			in: PlanInput{Desired: []DesiredGroup{want("/g", res, "alice", "bob")},
+				Actual: world([]*Group{have("/g", mine(r1), "alice", "carol")}, "alice", "bob"),
+				Held:   map[waldur.UUID]string{r1: "waits on review branch waldur-gitops/review/ab12"}},
+			ops:     []string{"add-member /g bob"},
+			entries: []string{"+ KeycloakMembership /g bob", "= KeycloakMembership /g carol: kept until its review is merged: waits on review branch waldur-gitops/review/ab12"},
+		},
+		{
+			name: "held for review: the group of a removed resource stays",
+			in: PlanInput{Actual: world([]*Group{have("/g", mine(r1), "alice")}),
+				Held: map[waldur.UUID]string{r1: "waits on review branch waldur-gitops/review/ab12"}},
+			entries: []string{"= KeycloakGroup /g: kept: the change of resource " + string(r1) + " waits for its review to be merged"},
+		},
+		{
 			name:    "kept: deletions turned off",
 			in:      PlanInput{Actual: world([]*Group{have("/g", mine(r1))}), NoDelete: true},
 			entries: []string{"= KeycloakGroup /g: kept: deletions are turned off"},

@@ -36,6 +36,11 @@ type Options struct {
 	// Guard refuses to delete the groups of too many resources that have no
 	// Terminate order in Waldur; nil: no limit.
 	Guard *guard.Options
+	// Held maps the resources whose Git change waits for a person (on a
+	// review branch) to why: until it is merged their groups lose no member
+	// and are not deleted, so that Keycloak takes nothing away that Git
+	// still grants. Members are still added.
+	Held map[waldur.UUID]string
 	// Connect opens the client of a target; nil: NewClient with ClientOptions.
 	// Tests and the dry-run printer can hand in their own.
 	Connect func(Target) (*Client, error)
@@ -229,7 +234,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	in := PlanInput{
 		Target: t, Desired: desired, Rendered: rendered, Skipped: res.Skipped,
-		Terminations: res.Terminations, InGit: o.InGit, NoDelete: o.NoDelete, Guard: o.Guard,
+		Terminations: res.Terminations, InGit: o.InGit, Held: o.Held, NoDelete: o.NoDelete, Guard: o.Guard,
 	}
 	var (
 		actual *Actual
