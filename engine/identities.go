@@ -63,17 +63,7 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 		err = Classify(ClassConfig, err)
 	}
 	out.Changes.Merge(unread)
-	k.missing, k.failed = map[string]string{}, map[string]string{}
-	for _, e := range out.Changes.ByAction(changeset.Skip) {
-		_, user, ok := strings.Cut(e.Subject, " ")
-		switch {
-		case !ok || e.Kind != keycloak.KindMembership:
-		case strings.Contains(e.Reason, " not found in Keycloak"):
-			k.missing[user] = e.Reason
-		case strings.HasPrefix(e.Reason, "failed: "):
-			k.failed[user] = strings.TrimPrefix(e.Reason, "failed: ")
-		}
-	}
+	k.missing, k.failed = out.MissingUsers, out.FailedUsers
 	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting(cfg, res, out.Changes)}, err
 }
 

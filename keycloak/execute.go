@@ -18,6 +18,7 @@ type execution struct {
 
 	mu      sync.Mutex
 	created map[string]string // path → id of the groups created in this run
+	failed  map[string]string // offering username → error, of membership writes
 	errs    []error
 	stop    error // the first sign of Keycloak being unavailable
 	skipped int   // operations not attempted after stop
@@ -138,6 +139,12 @@ func (x *execution) apply(ctx context.Context, o Op) {
 	if err != nil {
 		err = fmt.Errorf("%s %s: %w", o.Kind, e.Subject, err)
 		e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
+		if o.Kind == OpAddMember || o.Kind == OpRemoveMember {
+			if x.failed == nil {
+				x.failed = map[string]string{}
+			}
+			x.failed[o.Username] = err.Error()
+		}
 		x.errs = append(x.errs, err)
 		if (IsUnavailable(err) || IsForbidden(err)) && x.stop == nil {
 			x.stop = err

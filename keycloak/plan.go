@@ -61,6 +61,10 @@ type Plan struct {
 	// that cannot be added (skipped), in plan order. A group that stays although
 	// no resource needs it is unchanged, with the reason it stays.
 	Changes changeset.Set
+	// MissingUsers maps the offering usernames of members not found in the
+	// realm to why; FailedUsers, after the plan is carried out, those whose
+	// membership write failed to the error.
+	MissingUsers, FailedUsers map[string]string
 }
 
 // PlanInput is everything MakePlan decides from.
@@ -243,6 +247,11 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 			e := changeset.Entry{Kind: KindMembership, Subject: d.Path + " " + m.Username, Action: changeset.Skip, Offering: strings.Join(d.Offerings, ", "), Reason: missingUser(p.in.Target, m)}
 			if !known {
 				e.Reason = "user " + m.Username + " was not looked up"
+			} else {
+				if p.plan.MissingUsers == nil {
+					p.plan.MissingUsers = map[string]string{}
+				}
+				p.plan.MissingUsers[m.Username] = e.Reason
 			}
 			p.entry(e)
 			continue

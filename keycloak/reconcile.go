@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"log/slog"
 	"slices"
 	"time"
@@ -70,6 +71,9 @@ type Result struct {
 	Calls map[string]int
 	// Plans are the plans made, one per realm that was read.
 	Plans []*Plan
+	// MissingUsers and FailedUsers gather those of every plan (Plan):
+	// offering username → why it is not a member.
+	MissingUsers, FailedUsers map[string]string
 }
 
 // Reconcile makes the Keycloak groups and memberships of every realm the
@@ -78,7 +82,7 @@ type Result struct {
 // the error names every realm that failed. With no offering that has
 // keycloak_enabled it does nothing and calls nobody.
 func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Options) (*Result, error) {
-	out := &Result{Calls: map[string]int{}}
+	out := &Result{Calls: map[string]int{}, MissingUsers: map[string]string{}, FailedUsers: map[string]string{}}
 	targets := Targets(cfg)
 	if len(targets) == 0 {
 		return out, nil
@@ -97,6 +101,8 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 		if plan != nil {
 			out.Plans = append(out.Plans, plan)
 			out.Changes.Merge(plan.Changes)
+			maps.Copy(out.MissingUsers, plan.MissingUsers)
+			maps.Copy(out.FailedUsers, plan.FailedUsers)
 		}
 		if err != nil {
 			err = fmt.Errorf("keycloak %s: %w", t, err)
@@ -310,7 +316,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		return plan, c.Calls(), how, err
 	}
 	x, err := execute(ctx, c, plan)
-	plan.Changes = x.out
+	plan.Changes, plan.FailedUsers = x.out, x.failed
 	remember(x)
 	return plan, c.Calls(), how, err
 }

@@ -207,10 +207,15 @@ var scenarios = []scenario{
 		r := e.mustRun()
 		wantEntry(t, r, keycloak.KindMembership, "/ns_web_readwrite ghost", "skip", "user ghost not found")
 		wantEntry(t, r, keycloak.KindMembership, alphaGroup+" ghost", "skip", "not found")
+		if len(r.MissingUsers) != 1 || !strings.Contains(r.MissingUsers["ghost"], "user ghost not found") || len(r.FailedUsers) != 0 {
+			t.Errorf("missing users %v, failed %v; want ghost missing", r.MissingUsers, r.FailedUsers)
+		}
 		e.wantMembers("/ns_web_readwrite", "bob")
 		// Once the user exists, the next run adds it.
 		e.kc.AddUser(t, "ghost")
-		e.mustRun()
+		if r = e.mustRun(); len(r.MissingUsers) != 0 {
+			t.Errorf("missing users %v once ghost exists", r.MissingUsers)
+		}
 		e.wantMembers("/ns_web_readwrite", "bob", "ghost")
 	}},
 	{name: "users are looked up by id, then by user name", run: func(t *testing.T, e *env) {
@@ -394,6 +399,14 @@ var scenarios = []scenario{
 		}
 		if c := r.Changes.Counts(); c[changeset.Skip] != 7 {
 			t.Errorf("counts %v, want the 7 memberships skipped:\n%s", c, changes(r))
+		}
+		if len(r.FailedUsers) == 0 {
+			t.Error("no member reported as failed")
+		}
+		for user, why := range r.FailedUsers {
+			if !strings.Contains(why, "add-member") || !strings.Contains(why, user) || !strings.Contains(why, "503") {
+				t.Errorf("failed user %s: %q", user, why)
+			}
 		}
 		wantEntry(t, r, keycloak.KindGroup, "/ns_web_admin", "create", "")
 		e.fake.ClearFaults()
