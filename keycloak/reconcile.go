@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
