@@ -282,6 +282,21 @@ func (r *Repo) Push(ctx context.Context) error {
 		return errors.New("gitsync: Push without a commit")
 	}
 	start := time.Now()
+	if err := r.sendRef(ctx, r.branch, r.tip, r.commit, r.objs.added); err != nil {
+		return err
+	}
+	r.opts.Log.Info("pushed", "repository", r.url, "branch", r.opts.Branch, "commit", r.commit.String(), "parent", r.Tip(),
+		"objects", len(r.objs.added), "duration", time.Since(start).Round(time.Millisecond).String())
+	r.tip, r.root, r.cur, r.curBlobs = r.commit, r.newRoot, nil, nil
+	r.commit, r.objs = plumbing.ZeroHash, &objects{s: r.store}
+	return nil
+}
+
+// sendRef moves ref on the server from old to new (zero old: create it; zero
+// new: delete it), sending the objects hashes in one pack. It fails with
+// ErrRaced when the server's ref is not at old, and with a declined error
+// (ErrDeclined) when a server hook said no, carrying what the hook printed.
+func (r *Repo) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
 	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
 	if err != nil {
 		return r.wrap("push", err)
@@ -291,15 +306,15 @@ func (r *Repo) Push(ctx context.Context) error {
 	if err != nil {
 		return r.wrap("push", err)
 	}
-	now, err := advertised(ar, r.branch)
+	now, err := advertised(ar, ref)
 	if err != nil {
 		return r.wrap("push", err)
 	}
-	if now != r.tip {
-		return r.wrap("push", fmt.Errorf("%w: %s is at %s, the commit was made on %s", ErrRaced, r.branch.Short(), short(now), short(r.tip)))
+	if now != old {
+		return r.wrap("push", fmt.Errorf("%w: %s is at %s, expected %s", ErrRaced, ref.Short(), short(now), short(old)))
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	req.Commands = []*packp.Command{{Name: r.branch, Old: r.tip, New: r.commit}}
+	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
 	// Ask for the side band, so that what the server's hooks print (the
 	// reason a push is declined) reaches us, and for quiet, so that nothing
 	// else does.
@@ -315,36 +330,42 @@ func (r *Repo) Push(ctx context.Context) error {
 	if req.Progress != nil && ar.Capabilities.Supports(capability.Quiet) {
 		_ = req.Capabilities.Set(capability.Quiet)
 	}
-	pr, pw := io.Pipe()
-	req.Packfile = pr
 	done := make(chan error, 1)
-	go func() {
-		err := writePack(pw, r.store, r.objs.added)
-		_ = pw.CloseWithError(err)
-		done <- err
-	}()
+	if new.IsZero() {
+		if !ar.Capabilities.Supports(capability.DeleteRefs) {
+			return r.wrap("push", fmt.Errorf("the server cannot delete %s (no delete-refs capability)", ref.Short()))
+		}
+		_ = req.Capabilities.Set(capability.DeleteRefs)
+		done <- nil
+	} else {
+		pr, pw := io.Pipe()
+		req.Packfile = pr
+		go func() {
+			err := writePack(pw, r.store, hashes)
+			_ = pw.CloseWithError(err)
+			done <- err
+		}()
+	}
 	rs, err := sess.ReceivePack(ctx, req)
-	_ = pr.Close()
+	if req.Packfile != nil {
+		_ = req.Packfile.Close() // a server that stopped reading must not leave writePack blocked
+	}
 	encErr := <-done
 	if rs != nil && rs.Error() != nil && len(rs.CommandStatuses) > 0 {
-		// The server took the objects but refused to move the branch. A hook
+		// The server took the objects but refused to move the ref. A hook
 		// that said no is final. Otherwise its old value may no longer have
 		// matched; Sync tells a race from another refusal by fetching again.
 		if declined(rs.Error().Error()) {
-			return r.wrap("push", &declinedError{branch: r.branch.Short(), err: rs.Error(), said: remote.said()})
+			return r.wrap("push", &declinedError{branch: ref.Short(), err: rs.Error(), said: remote.said()})
 		}
-		return r.wrap("push", fmt.Errorf("%w: %w%s", ErrRaced, rs.Error(), remote.said()))
+		return r.wrap("push", fmt.Errorf("%w: %s: %w%s", ErrRaced, ref.Short(), rs.Error(), remote.said()))
 	}
 	if err != nil {
-		return r.wrap("push", classifyPush(err, r.branch.Short(), remote.said()))
+		return r.wrap("push", classifyPush(err, ref.Short(), remote.said()))
 	}
 	if encErr != nil {
 		return r.wrap("push", encErr)
 	}
-	r.opts.Log.Info("pushed", "repository", r.url, "branch", r.opts.Branch, "commit", r.commit.String(), "parent", r.Tip(),
-		"objects", len(r.objs.added), "duration", time.Since(start).Round(time.Millisecond).String())
-	r.tip, r.root, r.cur, r.curBlobs = r.commit, r.newRoot, nil, nil
-	r.commit, r.objs = plumbing.ZeroHash, &objects{s: r.store}
 	return nil
 }
 

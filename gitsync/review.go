@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -109,44 +107,11 @@ func (r *Repo) DeleteReview(ctx context.Context, name string) error {
 	return nil
 }
 
-// updateRef moves ref from old to new (zero old: create; zero new: delete),
-// sending the objects hashes.
+// updateRef moves the review branch ref from old to new (zero old: create;
+// zero new: delete), sending the objects hashes.
 func (r *Repo) updateRef(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
-	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
-	if err != nil {
-		return r.wrap("push", err)
-	}
-	defer sess.Close()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if err != nil {
-		return r.wrap("push", err)
-	}
-	now, err := advertised(ar, ref)
-	if err != nil {
-		return r.wrap("push", err)
-	}
-	if now != old {
-		return r.wrap("push", fmt.Errorf("%w: %s is at %s, expected %s", ErrRaced, ref.Short(), short(now), short(old)))
-	}
-	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
-	if new.IsZero() {
-		if !ar.Capabilities.Supports(capability.DeleteRefs) {
-			return r.wrap("push", fmt.Errorf("the server cannot delete %s (no delete-refs capability)", ref.Short()))
-		}
-		_ = req.Capabilities.Set(capability.DeleteRefs)
-	} else {
-		pr, pw := io.Pipe()
-		req.Packfile = pr
-		go func() { _ = pw.CloseWithError(writePack(pw, r.store, hashes)) }()
-		defer pr.Close()
-	}
-	rs, err := sess.ReceivePack(ctx, req)
-	if rs != nil && rs.Error() != nil {
-		return r.wrap("push", fmt.Errorf("%s: %w", ref.Short(), rs.Error()))
-	}
-	if err != nil {
-		return r.wrap("push", classifyPush(err, ref.Short(), ""))
+	if err := r.sendRef(ctx, ref, old, new, hashes); err != nil {
+		return err
 	}
 	r.opts.Log.Info("updated a review branch", "repository", r.url, "branch", ref.Short(), "from", short(old), "to", short(new))
 	return nil
