@@ -141,7 +141,7 @@ func (s *Server) createAgentIdentity(_ *http.Request, body []byte, _ *operation)
 }
 
 func (s *Server) updateAgentIdentity(_ *http.Request, body []byte, op *operation) *response {
-	o, ok := s.data.agent.identities.get(op.params["uuid"])
+	o, ok := s.data.agent.identities.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -155,7 +155,7 @@ func (s *Server) updateAgentIdentity(_ *http.Request, body []byte, op *operation
 }
 
 func (s *Server) registerAgentService(_ *http.Request, body []byte, op *operation) *response {
-	ident, ok := s.data.agent.identities.get(op.params["uuid"])
+	ident, ok := s.data.agent.identities.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -220,7 +220,7 @@ func (s *Server) refreshNested(ident object) {
 }
 
 func (s *Server) registerAgentProcessor(_ *http.Request, body []byte, op *operation) *response {
-	svc, ok := s.data.agent.services.get(op.params["uuid"])
+	svc, ok := s.data.agent.services.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}

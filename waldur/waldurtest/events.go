@@ -196,7 +196,7 @@ func (s *Server) addQueue(q EventQueue) {
 
 func (s *Server) registerQueue(_ *http.Request, body []byte, op *operation) *response {
 	s.ev.init()
-	ident, ok := s.data.agent.identities.get(op.params["uuid"])
+	ident, ok := s.data.agent.identities.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -226,7 +226,7 @@ func (s *Server) registerQueue(_ *http.Request, body []byte, op *operation) *res
 
 func (s *Server) registerEventSubscription(_ *http.Request, body []byte, op *operation) *response {
 	s.ev.init()
-	ident, ok := s.data.agent.identities.get(op.params["uuid"])
+	ident, ok := s.data.agent.identities.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -263,7 +263,7 @@ func subscriptionWire(o object) object {
 
 func (s *Server) createEventQueue(_ *http.Request, body []byte, op *operation) *response {
 	s.ev.init()
-	sub, ok := s.ev.subs.get(op.params["uuid"])
+	sub, ok := s.ev.subs.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -289,12 +289,12 @@ func (s *Server) deleteEventSubscription(_ *http.Request, _ []byte, op *operatio
 	if s.ev.subs == nil {
 		return notFound()
 	}
-	if _, ok := s.ev.subs.get(op.params["uuid"]); !ok {
+	if _, ok := s.ev.subs.get(op.Params["uuid"]); !ok {
 		return notFound()
 	}
 	kept := newCollection()
 	for _, o := range s.ev.subs.items {
-		if uuidKey(o["uuid"]) != uuidKey(op.params["uuid"]) {
+		if uuidKey(o["uuid"]) != uuidKey(op.Params["uuid"]) {
 			kept.put(o)
 		}
 	}

@@ -60,9 +60,9 @@ func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
 	if resp := s.authenticate(r); resp != nil {
 		return resp
 	}
-	h, ok := handlers[op.id()]
+	h, ok := handlers[op.ID()]
 	if !ok {
-		s.violation(r, "unimplemented", fmt.Errorf("operation %s is in the subset but waldurtest does not serve it", op.id()))
+		s.violation(r, "unimplemented", fmt.Errorf("operation %s is in the subset but waldurtest does not serve it", op.ID()))
 		return detail(http.StatusNotImplemented, "Not implemented by waldurtest.")
 	}
 	defer s.flushEvents()
@@ -108,12 +108,12 @@ func (s *Server) listOfferingUsers(r *http.Request, _ []byte, op *operation) *re
 // listServiceAccounts lists the offering's project service accounts. The
 // endpoint's query parameters filter offerings, not accounts: none is applied.
 func (s *Server) listServiceAccounts(r *http.Request, _ []byte, op *operation) *response {
-	return s.list(r, op, s.accountsOf(s.data.serviceAccounts, op.params["uuid"]), nil)
+	return s.list(r, op, s.accountsOf(s.data.serviceAccounts, op.Params["uuid"]), nil)
 }
 
 // listCourseAccounts lists the offering's course accounts, like listServiceAccounts.
 func (s *Server) listCourseAccounts(r *http.Request, _ []byte, op *operation) *response {
-	return s.list(r, op, s.accountsOf(s.data.courseAccounts, op.params["uuid"]), nil)
+	return s.list(r, op, s.accountsOf(s.data.courseAccounts, op.Params["uuid"]), nil)
 }
 
 func (s *Server) accountsOf(by map[string]*collection, offering string) []object {
@@ -132,7 +132,7 @@ func (s *Server) getOrder(r *http.Request, _ []byte, op *operation) *response {
 }
 
 func retrieve(r *http.Request, c *collection, op *operation) *response {
-	o, ok := c.get(op.params["uuid"])
+	o, ok := c.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -143,7 +143,7 @@ func notFound() *response { return detail(http.StatusNotFound, "Not found.") }
 
 // team answers the team of a resource's project: a bare list, not paginated.
 func (s *Server) team(_ *http.Request, _ []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.params["uuid"])
+	res, ok := s.data.resources.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -171,7 +171,7 @@ func decodeBody(body []byte) (object, *response) {
 }
 
 func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.params["uuid"])
+	res, ok := s.data.resources.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -200,7 +200,7 @@ func hasLimits(v any) bool {
 
 // setResourceLimits replaces a resource's limits with the body's.
 func (s *Server) setResourceLimits(_ *http.Request, body []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.params["uuid"])
+	res, ok := s.data.resources.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -221,7 +221,7 @@ func (s *Server) setResourceLimits(_ *http.Request, body []byte, op *operation) 
 // withOrder looks the order up and checks its state, answering 404 or 409 like
 // Waldur (409 "Valid states for operation: …").
 func (s *Server) withOrder(op *operation, valid ...string) (object, *response) {
-	o, ok := s.data.orders.get(op.params["uuid"])
+	o, ok := s.data.orders.get(op.Params["uuid"])
 	if !ok {
 		return nil, notFound()
 	}
