@@ -39,11 +39,7 @@ func (s *Server) setResourceOK(_ *http.Request, _ []byte, op *operation) *respon
 }
 
 func (s *Server) setResourceErred(_ *http.Request, body []byte, op *operation) *response {
-	res, bad := s.withResource(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -57,11 +53,7 @@ func (s *Server) setResourceErred(_ *http.Request, body []byte, op *operation) *
 }
 
 func (s *Server) setResourceBackendMetadata(_ *http.Request, body []byte, op *operation) *response {
-	res, bad := s.withResource(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}

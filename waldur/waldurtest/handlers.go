@@ -170,12 +170,23 @@ func decodeBody(body []byte) (object, *response) {
 	return o, nil
 }
 
-func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.Params["uuid"])
+// target is what a write handler starts with: the object of c that the
+// operation's uuid path parameter names, and the request's optional JSON
+// object body. A missing object answers 404 (before the body is read), a
+// body that is not JSON 400; bad is that answer.
+func target(c *collection, op *operation, body []byte) (o, req object, bad *response) {
+	o, ok := c.get(op.Params["uuid"])
 	if !ok {
-		return notFound()
+		return nil, nil, notFound()
 	}
-	b, bad := decodeBody(body)
+	if req, bad = decodeBody(body); bad != nil {
+		return nil, nil, bad
+	}
+	return o, req, nil
+}
+
+func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operation) *response {
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -200,11 +211,7 @@ func hasLimits(v any) bool {
 
 // setResourceLimits replaces a resource's limits with the body's.
 func (s *Server) setResourceLimits(_ *http.Request, body []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.Params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	b, bad := decodeBody(body)
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -335,11 +342,7 @@ func (s *Server) setOrderDone(_ *http.Request, _ []byte, op *operation) *respons
 // setOrderErred needs both keys in the body (the 2024 server reads them
 // unconditionally and fails with 500 otherwise); only an executing order changes.
 func (s *Server) setOrderErred(_ *http.Request, body []byte, op *operation) *response {
-	o, bad := s.withOrder(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	o, b, bad := target(s.data.orders, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -363,11 +366,7 @@ func (s *Server) setOrderErred(_ *http.Request, body []byte, op *operation) *res
 }
 
 func (s *Server) setOrderBackendID(_ *http.Request, body []byte, op *operation) *response {
-	o, bad := s.withOrder(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	o, b, bad := target(s.data.orders, op, body)
 	if bad != nil {
 		return bad
 	}
