@@ -13,9 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
-	"sort"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -100,7 +100,7 @@ func (c *Contract) CheckRequest(ctx context.Context, r *http.Request, body []byt
 		errs = append(errs, err)
 	}
 	declared := declaredQueryParams(op.Route)
-	for _, name := range sortedKeys(r.URL.Query()) {
+	for _, name := range slices.Sorted(maps.Keys(r.URL.Query())) {
 		if !slices.Contains(declared, name) {
 			errs = append(errs, fmt.Errorf("query parameter %q is not declared for %s", name, op.ID()))
 		}
@@ -125,7 +125,7 @@ func UndeclaredBodyProperties(op *Operation, body []byte) []error {
 		return nil
 	}
 	var errs []error
-	for _, name := range sortedKeys(in) {
+	for _, name := range slices.Sorted(maps.Keys(in)) {
 		if _, ok := mt.Schema.Value.Properties[name]; !ok {
 			errs = append(errs, fmt.Errorf("body property %q is not declared for %s", name, op.ID()))
 		}
@@ -179,13 +179,4 @@ func declaredQueryParams(route *routers.Route) []string {
 		}
 	}
 	return names
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
