@@ -185,37 +185,36 @@ func WaldurCredential(o *config.Offering) string {
 // GitCredential names the Git credential, in the order go-git's auth is
 // built from the config.
 func GitCredential(g config.Git) string {
-	user := ""
-	if g.Username != "" {
-		user = "git.username " + g.Username + ", "
-	}
-	switch {
-	case g.SSHKeyFile != "":
+	if g.SSHKeyFile != "" {
 		return "git.ssh_key_file " + g.SSHKeyFile
-	case g.PasswordFile != "":
-		return user + "git.password_file " + g.PasswordFile
-	case g.PasswordEnv != "":
-		return user + "git.password_env $" + g.PasswordEnv
-	case g.TokenFile != "":
-		return user + "git.token_file " + g.TokenFile
-	case g.TokenEnv != "":
-		return user + "git.token_env $" + g.TokenEnv
 	}
-	return "none"
+	return firstCredential("git.username", g.Username,
+		[2]string{"git.password_file ", g.PasswordFile},
+		[2]string{"git.password_env $", g.PasswordEnv},
+		[2]string{"git.token_file ", g.TokenFile},
+		[2]string{"git.token_env $", g.TokenEnv})
 }
 
 // RegistryCredential names the credential the Flux shard artifacts are
 // pushed with (git.flux_oci_*).
 func RegistryCredential(g config.Git) string {
-	user := ""
-	if g.FluxOCIUsername != "" {
-		user = "git.flux_oci_username " + g.FluxOCIUsername + ", "
-	}
-	switch {
-	case g.FluxOCIPasswordFile != "":
-		return user + "git.flux_oci_password_file " + g.FluxOCIPasswordFile
-	case g.FluxOCIPasswordEnv != "":
-		return user + "git.flux_oci_password_env $" + g.FluxOCIPasswordEnv
+	return firstCredential("git.flux_oci_username", g.FluxOCIUsername,
+		[2]string{"git.flux_oci_password_file ", g.FluxOCIPasswordFile},
+		[2]string{"git.flux_oci_password_env $", g.FluxOCIPasswordEnv})
+}
+
+// firstCredential names the first of sources (a key's words and its value)
+// whose value is set, after the username under userKey when there is one;
+// "none" when no source is set.
+func firstCredential(userKey, user string, sources ...[2]string) string {
+	for _, src := range sources {
+		if src[1] == "" {
+			continue
+		}
+		if user != "" {
+			return userKey + " " + user + ", " + src[0] + src[1]
+		}
+		return src[0] + src[1]
 	}
 	return "none"
 }

@@ -236,10 +236,7 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 	index.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- flux-kustomizations.yaml\n")
 	var objs strings.Builder
 	objs.WriteString(generatedHeader)
-	targets := slices.Clone(l.Targets)
-	slices.SortFunc(targets, func(a, b FluxTarget) int {
-		return strings.Compare(a.Offering+"/"+a.Target, b.Offering+"/"+b.Target)
-	})
+	targets := l.sortedTargets()
 	placed := Placement(l.Previous)
 	ns, source, sourceNS := l.names()
 	for i, tg := range targets {
@@ -276,25 +273,7 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 				l.writeOCIShard(&objs, name, ns, tg, dir)
 				continue
 			}
-			fmt.Fprintf(&objs, `apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
-metadata:
-  name: %s
-  namespace: %s
-  labels:
-    app.kubernetes.io/managed-by: waldur-gitops
-    waldur.io/offering: %s
-    waldur.io/target: %s
-spec:
-  interval: 10m
-  retryInterval: 2m
-  timeout: 5m
-  path: ./%s
-  prune: true
-  sourceRef:
-    kind: GitRepository
-    name: %s
-`, name, ns, tg.Offering, tg.Target, path.Join(l.RepoPath, dir), source)
+			writeShardKustomization(&objs, name, ns, tg, path.Join(l.RepoPath, dir), "GitRepository", source)
 			if sourceNS != ns {
 				fmt.Fprintf(&objs, "    namespace: %s\n", sourceNS)
 			}
@@ -308,56 +287,70 @@ spec:
 // writeOCIShard writes one shard's OCIRepository and the Kustomization that
 // builds from it.
 func (l FluxLayout) writeOCIShard(b *strings.Builder, name, ns string, tg FluxTarget, dir string) {
-	fmt.Fprintf(b, `apiVersion: source.toolkit.fluxcd.io/v1
-kind: OCIRepository
-metadata:
-  name: %[1]s
-  namespace: %[2]s
-  labels:
-    app.kubernetes.io/managed-by: waldur-gitops
-    waldur.io/offering: %[3]s
-    waldur.io/target: %[4]s
-spec:
-  url: oci://%[5]s/%[1]s
+	writeFluxHead(b, "source.toolkit.fluxcd.io/v1", "OCIRepository", name, ns, tg)
+	fmt.Fprintf(b, `spec:
+  url: oci://%s/%s
   ref:
-    tag: %[6]s
+    tag: %s
   interval: 10m
-`, name, ns, tg.Offering, tg.Target, strings.TrimSuffix(l.OCIRepository, "/"), DefaultFluxOCITag)
+`, strings.TrimSuffix(l.OCIRepository, "/"), name, DefaultFluxOCITag)
 	if l.OCIInsecure {
 		b.WriteString("  insecure: true\n")
 	}
 	if l.OCISecretName != "" {
 		fmt.Fprintf(b, "  secretRef:\n    name: %s\n", l.OCISecretName)
 	}
-	fmt.Fprintf(b, `---
-apiVersion: kustomize.toolkit.fluxcd.io/v1
-kind: Kustomization
+	b.WriteString("---\n")
+	writeShardKustomization(b, name, ns, tg, dir, "OCIRepository", name)
+}
+
+// writeFluxHead writes the apiVersion, kind and metadata of a generated Flux
+// object of a shard of tg: its name, namespace and the labels every such
+// object carries. The spec follows.
+func writeFluxHead(b *strings.Builder, apiVersion, kind, name, ns string, tg FluxTarget) {
+	fmt.Fprintf(b, `apiVersion: %s
+kind: %s
 metadata:
-  name: %[1]s
-  namespace: %[2]s
+  name: %s
+  namespace: %s
   labels:
     app.kubernetes.io/managed-by: waldur-gitops
-    waldur.io/offering: %[3]s
-    waldur.io/target: %[4]s
-spec:
+    waldur.io/offering: %s
+    waldur.io/target: %s
+`, apiVersion, kind, name, ns, tg.Offering, tg.Target)
+}
+
+// writeShardKustomization writes the Kustomization of a shard that builds
+// dir (relative to its source's root) from the source of sourceKind named
+// sourceName; a sourceRef namespace, when needed, is the caller's to add.
+func writeShardKustomization(b *strings.Builder, name, ns string, tg FluxTarget, dir, sourceKind, sourceName string) {
+	writeFluxHead(b, "kustomize.toolkit.fluxcd.io/v1", "Kustomization", name, ns, tg)
+	fmt.Fprintf(b, `spec:
   interval: 10m
   retryInterval: 2m
   timeout: 5m
-  path: ./%[5]s
+  path: ./%s
   prune: true
   sourceRef:
-    kind: OCIRepository
-    name: %[1]s
-`, name, ns, tg.Offering, tg.Target, dir)
+    kind: %s
+    name: %s
+`, dir, sourceKind, sourceName)
+}
+
+// sortedTargets returns the layout's targets in the order of the generated
+// objects: by offering, then target.
+func (l FluxLayout) sortedTargets() []FluxTarget {
+	targets := slices.Clone(l.Targets)
+	slices.SortFunc(targets, func(a, b FluxTarget) int {
+		return strings.Compare(a.Offering+"/"+a.Target, b.Offering+"/"+b.Target)
+	})
+	return targets
 }
 
 // ShardDirs lists every shard of the layout with its directory, in the order of
 // the generated objects.
 func (l FluxLayout) ShardDirs() (names, dirs []string) {
-	targets := slices.Clone(l.Targets)
-	slices.SortFunc(targets, func(a, b FluxTarget) int {
-		return strings.Compare(a.Offering+"/"+a.Target, b.Offering+"/"+b.Target)
-	})
+	targets := l.sortedTargets()
 	for _, tg := range targets {
 		for s := 0; s < l.Shards; s++ {
 			names = append(names, l.ShardName(tg, s))
@@ -373,10 +366,7 @@ func (l FluxLayout) ShardDirs() (names, dirs []string) {
 // its path missing and does nothing, as it does in the Git layout.
 func (l FluxLayout) Orphans(prev render.Tree) (names, dirs []string) {
 	old := ShardCount(prev)
-	targets := slices.Clone(l.Targets)
-	slices.SortFunc(targets, func(a, b FluxTarget) int {
-		return strings.Compare(a.Offering+"/"+a.Target, b.Offering+"/"+b.Target)
-	})
+	targets := l.sortedTargets()
 	for _, tg := range targets {
 		for s := max(l.Shards, 0); s < old; s++ {
 			if _, ok := prev[ShardDir(tg, s)+"/"+render.KustomizationFile]; ok {

@@ -394,7 +394,19 @@ func (e *env) showGroups() error {
 }
 
 func (e *env) firstSync() error {
-	e.step("1. sync: Waldur → Git commit → Keycloak groups → orders done")
+	return e.syncAndShow("1. sync: Waldur → Git commit → Keycloak groups → orders done", func() error {
+		if err := e.showGroups(); err != nil {
+			return err
+		}
+		e.say("")
+		return nil
+	})
+}
+
+// syncAndShow is a step titled title that runs sync and shows its commit,
+// then what more shows, then the orders the sync moved.
+func (e *env) syncAndShow(title string, more func() error) error {
+	e.step(title)
 	before := e.orders()
 	if err := e.cli(cli.ExitOK, "sync"); err != nil {
 		return err
@@ -404,10 +416,9 @@ func (e *env) firstSync() error {
 		return err
 	}
 	e.say("")
-	if err := e.showGroups(); err != nil {
+	if err := more(); err != nil {
 		return err
 	}
-	e.say("")
 	return e.showOrders(before)
 }
 
@@ -448,20 +459,12 @@ func (e *env) change() error {
 }
 
 func (e *env) secondSync() error {
-	e.step("4. sync again: the change is committed and the new order is done")
-	before := e.orders()
-	if err := e.cli(cli.ExitOK, "sync"); err != nil {
-		return err
-	}
-	e.say("")
-	if err := e.showCommit(); err != nil {
-		return err
-	}
-	e.say("")
-	if _, ok := e.orders()[e.newOrder]; !ok {
-		return fmt.Errorf("order %s vanished", e.newOrder)
-	}
-	return e.showOrders(before)
+	return e.syncAndShow("4. sync again: the change is committed and the new order is done", func() error {
+		if _, ok := e.orders()[e.newOrder]; !ok {
+			return fmt.Errorf("order %s vanished", e.newOrder)
+		}
+		return nil
+	})
 }
 
 // printManual says how to use the servers by hand.

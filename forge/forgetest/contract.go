@@ -1,22 +1,17 @@
 package forgetest
 
 import (
-	"bytes"
 	"context"
 	"embed"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/waldur/waldur-gitops/internal/openapicheck"
 )
 
 // specs holds the subsets of the forges' published API descriptions (see the
@@ -34,10 +29,10 @@ var specFile = map[string]string{
 
 // contract validates the requests the stand-in receives and the answers it
 // sends against one forge's subset.
-type contract struct {
-	doc    *openapi3.T
-	router routers.Router
-}
+type contract struct{ *openapicheck.Contract }
+
+// operation is a request matched to an operation of the subset.
+type operation = openapicheck.Operation
 
 var contracts sync.Map // forge type -> func() (*contract, error)
 
@@ -52,56 +47,22 @@ func loadContract(typ string) (*contract, error) {
 		if err != nil {
 			return nil, fmt.Errorf("forgetest: read %s: %w", name, err)
 		}
-		loader := openapi3.NewLoader()
-		doc, err := loader.LoadFromData(data)
+		c, err := openapicheck.Load(openapicheck.Config{Name: name, Data: data})
 		if err != nil {
-			return nil, fmt.Errorf("forgetest: load %s: %w", name, err)
+			return nil, fmt.Errorf("forgetest: %w", err)
 		}
-		if err := doc.Validate(loader.Context); err != nil {
-			return nil, fmt.Errorf("forgetest: validate %s: %w", name, err)
-		}
-		router, err := gorillamux.NewRouter(doc)
-		if err != nil {
-			return nil, fmt.Errorf("forgetest: route %s: %w", name, err)
-		}
-		return &contract{doc: doc, router: router}, nil
+		return &contract{c}, nil
 	}))
 	return f.(func() (*contract, error))()
 }
 
-// operation is a request matched to an operation of the subset.
-type operation struct {
-	route  *routers.Route
-	params map[string]string
-}
-
-func (o *operation) id() string { return o.route.Operation.OperationID }
-
 // match finds the operation of r, whose path must be relative to the API root.
 func (c *contract) match(r *http.Request) (*operation, error) {
-	route, params, err := c.router.FindRoute(r)
+	op, err := c.Match(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s is not an operation of the published API subset: %w", r.Method, r.URL.EscapedPath(), err)
 	}
-	return &operation{route: route, params: params}, nil
-}
-
-func (c *contract) options(auth openapi3filter.AuthenticationFunc) *openapi3filter.Options {
-	return &openapi3filter.Options{
-		MultiError:                        true,
-		RejectWhenRequestBodyNotSpecified: true,
-		AuthenticationFunc:                auth,
-	}
-}
-
-func (c *contract) input(r *http.Request, body []byte, op *operation, auth openapi3filter.AuthenticationFunc) *openapi3filter.RequestValidationInput {
-	req := r.Clone(r.Context())
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	if len(body) == 0 {
-		req.Body = http.NoBody
-	}
-	return &openapi3filter.RequestValidationInput{Request: req, PathParams: op.params, Route: op.route, Options: c.options(auth)}
+	return op, nil
 }
 
 // checkRequest validates parameters, body and credentials of a request, and
@@ -109,80 +70,17 @@ func (c *contract) input(r *http.Request, body []byte, op *operation, auth opena
 // silently ignore (hiding a client bug): query parameters, and properties of
 // a JSON object body.
 func (c *contract) checkRequest(ctx context.Context, r *http.Request, body []byte, op *operation, auth openapi3filter.AuthenticationFunc) error {
-	var errs []error
-	if err := openapi3filter.ValidateRequest(ctx, c.input(r, body, op, auth)); err != nil {
-		errs = append(errs, err)
-	}
-	declared := declaredQueryParams(op.route)
-	for _, name := range sortedKeys(r.URL.Query()) {
-		if !slices.Contains(declared, name) {
-			errs = append(errs, fmt.Errorf("query parameter %q is not declared for %s", name, op.id()))
-		}
-	}
-	errs = append(errs, undeclaredBodyProperties(op, body)...)
-	return errors.Join(errs...)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func declaredQueryParams(route *routers.Route) []string {
-	var names []string
-	for _, list := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
-		for _, p := range list {
-			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-				names = append(names, p.Value.Name)
-			}
-		}
-	}
-	return names
-}
-
-// undeclaredBodyProperties names the top-level properties of a JSON body that
-// the operation's request schema does not declare.
-func undeclaredBodyProperties(op *operation, body []byte) []error {
-	rb := op.route.Operation.RequestBody
-	if rb == nil || rb.Value == nil || len(body) == 0 {
-		return nil
-	}
-	mt := rb.Value.Content.Get("application/json")
-	if mt == nil || mt.Schema == nil || mt.Schema.Value == nil {
-		return nil
-	}
-	var in map[string]any
-	if err := jsonUnmarshal(body, &in); err != nil {
-		return nil // the schema check reports a body that is not an object
-	}
-	var errs []error
-	for _, name := range sortedKeys(in) {
-		if _, ok := mt.Schema.Value.Properties[name]; !ok {
-			errs = append(errs, fmt.Errorf("body property %q is not declared for %s", name, op.id()))
-		}
-	}
-	return errs
+	return errors.Join(append([]error{c.CheckRequest(ctx, r, body, op, auth)}, openapicheck.UndeclaredBodyProperties(op, body)...)...)
 }
 
 // checkResponse validates an answer against the operation's declared
 // responses; a status the operation does not declare is itself an error, so
 // the stand-in cannot answer what the real service never does.
 func (c *contract) checkResponse(ctx context.Context, r *http.Request, body []byte, op *operation, status int, header http.Header, out []byte) error {
-	if op.route.Operation.Responses.Status(status) == nil && op.route.Operation.Responses.Default() == nil && !undeclaredErrorStatus(status) {
-		return fmt.Errorf("status %d is not declared for %s", status, op.id())
+	if op.Route.Operation.Responses.Status(status) == nil && op.Route.Operation.Responses.Default() == nil && !undeclaredErrorStatus(status) {
+		return fmt.Errorf("status %d is not declared for %s", status, op.ID())
 	}
-	in := c.input(r, body, op, func(context.Context, *openapi3filter.AuthenticationInput) error { return nil })
-	return openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: in,
-		Status:                 status,
-		Header:                 header,
-		Body:                   io.NopCloser(bytes.NewReader(out)),
-		Options:                &openapi3filter.Options{MultiError: true},
-	})
+	return c.CheckResponse(ctx, r, body, op, status, header, out)
 }
 
 // undeclaredErrorStatus is an error every endpoint of the three forges can

@@ -244,17 +244,17 @@ func (s *Server) dispatch(w *recorder, r *http.Request, body []byte, op *operati
 		writeJSON(w, http.StatusUnauthorized, s.errorBody(http.StatusUnauthorized, map[bool]string{true: "Unauthorized", false: "Bad credentials"}[s.Type == "gitlab"]))
 		return
 	}
-	if !s.sameRepo(op.params) {
+	if !s.sameRepo(op.Params) {
 		writeJSON(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
 		return
 	}
-	switch op.id() {
+	switch op.ID() {
 	case "pulls/list", "repoListPullRequests", "getApiV4ProjectsIdMergeRequests":
 		s.list(w, r, op)
 	case "pulls/create", "repoCreatePullRequest", "postApiV4ProjectsIdMergeRequests":
 		s.create(w, body, op)
 	default:
-		s.violation("operation %s has no handler", op.id())
+		s.violation("operation %s has no handler", op.ID())
 		writeJSON(w, http.StatusNotFound, s.errorBody(http.StatusNotFound, "Not Found"))
 	}
 }
@@ -269,7 +269,7 @@ func (s *Server) sameRepo(params map[string]string) bool {
 
 // answerSchema is the body schema of status code of op (array items when an array).
 func answerSchema(op *operation, code int) *openapi3.SchemaRef {
-	resp := op.route.Operation.Responses.Status(code)
+	resp := op.Route.Operation.Responses.Status(code)
 	if resp == nil || resp.Value == nil {
 		return nil
 	}

@@ -1,12 +1,8 @@
 package forgetest
 
 import (
-	"encoding/json"
-
 	"github.com/getkin/kin-openapi/openapi3"
 )
-
-func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 
 // sample builds the smallest value a schema accepts: every required property
 // present, nullable ones null, the first enum value or alternative. The

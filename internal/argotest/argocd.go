@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/kubetest"
@@ -37,9 +36,8 @@ type Options struct {
 type Instance struct {
 	// Dir holds the logs and working files; Stop removes it unless
 	// $WALDUR_GITOPS_ARGOCD_KEEP is set.
-	Dir   string
-	procs []*testproc.Process
-	once  sync.Once
+	Dir string
+	g   *testproc.Group
 }
 
 // Start registers c as a destination cluster (Argo CD runs outside it, where
@@ -50,11 +48,12 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 	if o.ReadyTimeout == 0 {
 		o.ReadyTimeout = 3 * time.Minute
 	}
-	dir, err := os.MkdirTemp("", "waldur-gitops-argocd-")
+	g, err := testproc.NewGroup("waldur-gitops-argocd-", "WALDUR_GITOPS_ARGOCD_KEEP")
 	if err != nil {
 		return nil, err
 	}
-	in := &Instance{Dir: dir}
+	dir := g.Dir
+	in := &Instance{Dir: dir, g: g}
 	defer func() {
 		if err != nil {
 			in.Stop()
@@ -79,12 +78,12 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 			return "", err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-		p, err := in.run("redis", d.Redis, []string{"LD_LIBRARY_PATH=" + d.RedisLibs},
+		p, err := in.g.Run("redis", d.Redis, []string{"LD_LIBRARY_PATH=" + d.RedisLibs},
 			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no", "--dir", dir)
 		if err != nil {
 			return "", err
 		}
-		return addr, waitTCP(ctx, p, addr, o.ReadyTimeout)
+		return addr, p.WaitTCP(ctx, addr, o.ReadyTimeout)
 	})
 	if err != nil {
 		return nil, err
@@ -105,14 +104,14 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 			"ARGOCD_ASK_PASS_SOCK=" + filepath.Join(dir, "askpass.sock"),
 			"TMPDIR=" + dir,
 		}
-		p, err := in.run("repo-server", d.Command("argocd-repo-server"), env,
+		p, err := in.g.Run("repo-server", d.Command("argocd-repo-server"), env,
 			"--address", "127.0.0.1", "--port", strconv.Itoa(ports[0]),
 			"--metrics-address", "127.0.0.1", "--metrics-port", strconv.Itoa(ports[1]),
 			"--disable-tls", "--redis", redisAddr)
 		if err != nil {
 			return "", err
 		}
-		return addr, waitTCP(ctx, p, addr, o.ReadyTimeout)
+		return addr, p.WaitTCP(ctx, addr, o.ReadyTimeout)
 	})
 	if err != nil {
 		return nil, err
@@ -123,14 +122,14 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		if err != nil {
 			return struct{}{}, err
 		}
-		p, err := in.run("application-controller", d.Command("argocd-application-controller"), nil,
+		p, err := in.g.Run("application-controller", d.Command("argocd-application-controller"), nil,
 			"--kubeconfig", kubeconfig, "--namespace", Namespace,
 			"--repo-server", repoAddr, "--repo-server-plaintext", "--redis", redisAddr,
 			"--metrics-port", strconv.Itoa(ports[0]))
 		if err != nil {
 			return struct{}{}, err
 		}
-		return struct{}{}, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
+		return struct{}{}, p.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
 	}); err != nil {
 		return nil, err
 	}
@@ -142,7 +141,7 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		}
 		// It reads the cluster through controller-runtime, which takes the
 		// kubeconfig from $KUBECONFIG only.
-		p, err := in.run("applicationset-controller", d.Command("argocd-applicationset-controller"), []string{"KUBECONFIG=" + kubeconfig},
+		p, err := in.g.Run("applicationset-controller", d.Command("argocd-applicationset-controller"), []string{"KUBECONFIG=" + kubeconfig},
 			"--namespace", Namespace,
 			"--argocd-repo-server", repoAddr, "--repo-server-plaintext",
 			"--metrics-addr", "127.0.0.1:"+strconv.Itoa(ports[0]),
@@ -153,7 +152,7 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 			return struct{}{}, err
 		}
 		// Its health probe has no check registered (404): wait for metrics.
-		return struct{}{}, waitHTTP(ctx, p, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
+		return struct{}{}, p.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
 	}); err != nil {
 		return nil, err
 	}
@@ -179,24 +178,6 @@ func setupObjects(c *kubetest.Cluster, o Options) []byte {
 	return []byte(b.String())
 }
 
-// run starts a child with its output in <Dir>/<name>.log.
-func (in *Instance) run(name, bin string, env []string, args ...string) (*testproc.Process, error) {
-	p, err := testproc.Start(name, bin, in.Dir, filepath.Join(in.Dir, name+".log"), env, args...)
-	if err != nil {
-		return nil, err
-	}
-	in.procs = append(in.procs, p)
-	return p, nil
-}
-
-func waitTCP(ctx context.Context, p *testproc.Process, addr string, timeout time.Duration) error {
-	return p.WaitReady(ctx, addr, timeout, testproc.TCPOpen(addr))
-}
-
-func waitHTTP(ctx context.Context, p *testproc.Process, url string, timeout time.Duration) error {
-	return p.WaitReady(ctx, url, timeout, testproc.HTTPOK(nil, url, ""))
-}
-
 // Usage is what a process has used so far, from /proc.
 type Usage struct {
 	// CPU is user+system time of the process; ChildrenCPU that of its waited
@@ -210,7 +191,7 @@ type Usage struct {
 // (elsewhere the map is empty).
 func (in *Instance) Usage() map[string]Usage {
 	out := map[string]Usage{}
-	for _, p := range in.procs {
+	for _, p := range in.g.Procs {
 		if p.Exited() {
 			continue
 		}
@@ -259,7 +240,7 @@ func procUsage(pid int) (Usage, error) {
 // Logs returns the end of every process's log, for a failing test.
 func (in *Instance) Logs() string {
 	var b strings.Builder
-	for _, p := range in.procs {
+	for _, p := range in.g.Procs {
 		fmt.Fprintf(&b, "==> %s (%s)\n%s\n", p.Name, p.Log, p.LogTail())
 	}
 	return b.String()
@@ -269,10 +250,5 @@ func (in *Instance) Logs() string {
 // is set, which keeps it for reading the logs. Stop is safe to call more
 // than once.
 func (in *Instance) Stop() {
-	in.once.Do(func() {
-		testproc.KillAll(in.procs)
-		if os.Getenv("WALDUR_GITOPS_ARGOCD_KEEP") == "" {
-			_ = os.RemoveAll(in.Dir)
-		}
-	})
+	in.g.Stop()
 }

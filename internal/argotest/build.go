@@ -24,10 +24,7 @@
 package argotest
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,6 +34,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/filelock"
+	"github.com/waldur/waldur-gitops/internal/gobuild"
 	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
@@ -54,6 +52,10 @@ const CacheEnv = "WALDUR_GITOPS_ARGOCD_CACHE"
 
 // Commands are the names the multi-call binary is run by.
 var Commands = []string{"argocd", "argocd-repo-server", "argocd-application-controller", "argocd-applicationset-controller"}
+
+// buildOptions are those of every build: stripped binaries, and at most two
+// parallel compilations (Argo CD's build needs about 2 GB at -p 2).
+var buildOptions = gobuild.Options{LDFlags: "-s -w", Parallel: 2}
 
 // redisPackages are the Debian packages redis-server needs beyond libc.
 var redisPackages = []string{"redis-server", "redis-tools", "libjemalloc2", "liblzf1"}
@@ -101,7 +103,7 @@ func Ensure(ctx context.Context, log io.Writer) (*Dist, error) {
 		return nil, err
 	}
 	argocd := filepath.Join(d.Bin, "argocd-"+Version)
-	if !executable(argocd) || !exists(filepath.Join(d.CRDs, "application-crd.yaml")) {
+	if !testproc.Executable(argocd) || !exists(filepath.Join(d.CRDs, "application-crd.yaml")) {
 		if err := buildArgoCD(ctx, dir, argocd, d.CRDs, log); err != nil {
 			return nil, err
 		}
@@ -117,7 +119,7 @@ func Ensure(ctx context.Context, log io.Writer) (*Dist, error) {
 		}
 	}
 	kustomize := filepath.Join(d.Bin, "kustomize")
-	if !executable(kustomize) {
+	if !testproc.Executable(kustomize) {
 		if err := buildKustomize(ctx, dir, kustomize, log); err != nil {
 			return nil, err
 		}
@@ -132,8 +134,8 @@ func Ensure(ctx context.Context, log io.Writer) (*Dist, error) {
 func buildArgoCD(ctx context.Context, cache, out, crds string, log io.Writer) error {
 	start := time.Now()
 	fmt.Fprintf(log, "argotest: downloading %s@%s from the module proxy\n", Module, Version)
-	var info struct{ Dir, Error string }
-	if err := goJSON(ctx, cache, &info, "mod", "download", "-json", Module+"@"+Version); err != nil {
+	info, err := gobuild.Download(ctx, cache, Module, Version)
+	if err != nil {
 		return err
 	}
 	// The module cache is read-only and go build -mod=mod may complete go.sum:
@@ -149,7 +151,7 @@ func buildArgoCD(ctx context.Context, cache, out, crds string, log io.Writer) er
 		return err
 	}
 	fmt.Fprintf(log, "argotest: building Argo CD %s (cold: several minutes and about 2 GB of memory; cached afterwards)\n", Version)
-	if err := goBuild(ctx, src, out, "./cmd", log); err != nil {
+	if err := gobuild.Build(ctx, src, out, "./cmd", buildOptions, log); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "argotest: built Argo CD %s in %s\n", Version, time.Since(start).Round(time.Second))
@@ -198,7 +200,7 @@ func buildKustomize(ctx context.Context, cache, out string, log io.Writer) error
 	}
 	start := time.Now()
 	fmt.Fprintf(log, "argotest: building kustomize %s\n", KustomizeVersion)
-	if err := goBuild(ctx, mod, out, "sigs.k8s.io/kustomize/kustomize/v5", log); err != nil {
+	if err := gobuild.Build(ctx, mod, out, "sigs.k8s.io/kustomize/kustomize/v5", buildOptions, log); err != nil {
 		return err
 	}
 	fmt.Fprintf(log, "argotest: built kustomize %s in %s\n", KustomizeVersion, time.Since(start).Round(time.Second))
@@ -213,7 +215,7 @@ func ensureRedis(ctx context.Context, cache string, log io.Writer) (string, stri
 	}
 	root := filepath.Join(cache, "redis")
 	bin := filepath.Join(root, "usr", "bin", "redis-server")
-	if !executable(bin) {
+	if !testproc.Executable(bin) {
 		if err := fetchRedis(ctx, cache, root, log); err != nil {
 			return "", "", err
 		}
@@ -255,69 +257,6 @@ func fetchRedis(ctx context.Context, cache, root string, log io.Writer) error {
 	}
 	_ = os.RemoveAll(root)
 	return os.Rename(tmp, root)
-}
-
-// goBuild builds pkg in module dir mod into out through a temporary file, so
-// that an interrupted build never leaves a half-written binary in the cache.
-func goBuild(ctx context.Context, mod, out, pkg string, log io.Writer) error {
-	tmp := out + ".tmp"
-	_ = os.Remove(tmp)
-	cmd, err := goCmd(ctx, mod, "build", "-mod=mod", "-trimpath", "-buildvcs=false", "-ldflags", "-s -w", "-o", tmp, pkg)
-	if err != nil {
-		return err
-	}
-	var tail bytes.Buffer
-	cmd.Stdout = io.MultiWriter(log, &tail)
-	cmd.Stderr = io.MultiWriter(log, &tail)
-	if err := cmd.Run(); err != nil {
-		_ = os.Remove(tmp)
-		t := tail.String()
-		if len(t) > 4000 {
-			t = t[len(t)-4000:]
-		}
-		return fmt.Errorf("build %s in %s: %w\n%s", pkg, mod, err, t)
-	}
-	return os.Rename(tmp, out)
-}
-
-func goJSON(ctx context.Context, dir string, v any, args ...string) error {
-	cmd, err := goCmd(ctx, dir, args...)
-	if err != nil {
-		return err
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	if jerr := json.Unmarshal(stdout.Bytes(), v); jerr != nil || runErr != nil {
-		return fmt.Errorf("go %s: %v %v %s %s", strings.Join(args, " "), runErr, jerr, stdout.String(), strings.TrimSpace(stderr.String()))
-	}
-	return nil
-}
-
-// goCmd prepares a go command in dir at low CPU priority with at most two
-// parallel compilations (Argo CD's build needs about 2 GB at -p 2), outside
-// any workspace.
-func goCmd(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, errors.New("argotest: no go command on PATH to build Argo CD with")
-	}
-	if args[0] == "build" {
-		args = append([]string{"build", "-p", "2"}, args[1:]...)
-	}
-	argv := append([]string{gobin}, args...)
-	if nice, err := exec.LookPath("nice"); err == nil {
-		argv = append([]string{nice, "-n", "10"}, argv...)
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOWORK=off")
-	return cmd, nil
-}
-
-func executable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 func exists(path string) bool {

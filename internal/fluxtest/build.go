@@ -22,7 +22,6 @@ package fluxtest
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -32,7 +31,7 @@ import (
 	"strings"
 
 	"github.com/waldur/waldur-gitops/internal/filelock"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/gobuild"
 	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
@@ -75,7 +74,7 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
 		SourceController:    filepath.Join(bin, "source-controller"),
 		KustomizeController: filepath.Join(bin, "kustomize-controller"),
 	}
-	if executable(b.SourceController) && executable(b.KustomizeController) {
+	if testproc.Executable(b.SourceController) && testproc.Executable(b.KustomizeController) {
 		return b, nil
 	}
 	unlock, err := filelock.Lock(filepath.Join(dir, ".build.lock"))
@@ -87,7 +86,7 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
 		{SourceModule, b.SourceController},
 		{KustomizeModule, b.KustomizeController},
 	} {
-		if executable(c.out) {
+		if testproc.Executable(c.out) {
 			continue
 		}
 		if err := build(ctx, filepath.Join(dir, Version, "src"), c.mod, c.out, log); err != nil {
@@ -95,11 +94,6 @@ func EnsureBinaries(ctx context.Context, log io.Writer) (*Binaries, error) {
 		}
 	}
 	return b, nil
-}
-
-func executable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // ModuleDir downloads module@Version into the Go module cache, if it is not
@@ -113,16 +107,9 @@ func ModuleDir(ctx context.Context, module string) (string, error) {
 	if err := os.WriteFile(filepath.Join(tmp, "go.mod"), []byte("module fluxtest.download\n"), 0o644); err != nil {
 		return "", err
 	}
-	cmd, err := kubetest.GoCommand(ctx, tmp, "mod", "download", "-json", module+"@"+Version)
+	info, err := gobuild.Download(ctx, tmp, module, Version)
 	if err != nil {
 		return "", err
-	}
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	runErr := cmd.Run()
-	var info struct{ Dir, Error string }
-	if jerr := json.Unmarshal(stdout.Bytes(), &info); jerr != nil || info.Dir == "" {
-		return "", fmt.Errorf("download %s@%s: %v %s %s", module, Version, runErr, info.Error, strings.TrimSpace(stderr.String()))
 	}
 	return info.Dir, nil
 }
@@ -167,13 +154,14 @@ func build(ctx context.Context, src, module, out string, log io.Writer) error {
 	if err := os.CopyFS(mod, os.DirFS(from)); err != nil {
 		return fmt.Errorf("copy %s: %w", module, err)
 	}
-	if err := goRun(ctx, mod, nil, "mod", "edit", "-dropreplace", module+"/api"); err != nil {
+	if err := gobuild.Run(ctx, mod, nil, "mod", "edit", "-dropreplace", module+"/api"); err != nil {
 		return err
 	}
 	var tail bytes.Buffer
 	for range 5 {
 		tail.Reset()
-		err := kubetest.GoBuild(ctx, mod, out, "-s -w", module, io.MultiWriter(log, &tail))
+		fmt.Fprintf(log, "fluxtest: building %s (cold: a few minutes; cached afterwards)\n", module)
+		err := gobuild.Build(ctx, mod, out, module, gobuild.Options{LDFlags: "-s -w"}, io.MultiWriter(log, &tail))
 		if err == nil {
 			return nil
 		}
@@ -186,7 +174,7 @@ func build(ctx context.Context, src, module, out string, log io.Writer) error {
 			return fmt.Errorf("build %s@%s: %w (and no replacement for %s@%s: %v)", module, Version, err, m[1], m[2], lerr)
 		}
 		fmt.Fprintf(log, "fluxtest: the module proxy refuses %s@%s; using %s\n", m[1], m[2], alt)
-		if err := goRun(ctx, mod, nil, "mod", "edit", "-replace", m[1]+"="+m[1]+"@"+alt); err != nil {
+		if err := gobuild.Run(ctx, mod, nil, "mod", "edit", "-replace", m[1]+"="+m[1]+"@"+alt); err != nil {
 			return err
 		}
 	}
@@ -197,7 +185,7 @@ func build(ctx context.Context, src, module, out string, log io.Writer) error {
 // same major and minor version.
 func earlierPatch(ctx context.Context, dir, module, v string) (string, error) {
 	var stdout bytes.Buffer
-	if err := goRun(ctx, dir, &stdout, "list", "-m", "-versions", module); err != nil {
+	if err := gobuild.Run(ctx, dir, &stdout, "list", "-m", "-versions", module); err != nil {
 		return "", err
 	}
 	want, ok := release(v)
@@ -232,17 +220,4 @@ func release(v string) ([3]int, bool) {
 		r[i] = n
 	}
 	return r, true
-}
-
-func goRun(ctx context.Context, dir string, stdout io.Writer, args ...string) error {
-	cmd, err := kubetest.GoCommand(ctx, dir, args...)
-	if err != nil {
-		return err
-	}
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("go %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
-	}
-	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/testproc"
@@ -29,8 +28,7 @@ type Controllers struct {
 	// it also serves Go's /debug/pprof handlers (see Profile).
 	Metrics map[string]string
 
-	procs []*testproc.Process
-	once  sync.Once
+	g *testproc.Group
 }
 
 // Start runs both controllers out of cluster against the API server of
@@ -41,11 +39,12 @@ func Start(ctx context.Context, bins *Binaries, kubeconfig string) (*Controllers
 }
 
 func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controllers, err error) {
-	dir, err := os.MkdirTemp("", "waldur-gitops-flux-")
+	g, err := testproc.NewGroup("waldur-gitops-flux-", "WALDUR_GITOPS_KUBE_KEEP")
 	if err != nil {
 		return nil, err
 	}
-	c := &Controllers{Dir: dir}
+	dir := g.Dir
+	c := &Controllers{Dir: dir, g: g}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -77,7 +76,7 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controlle
 		p    *testproc.Process
 		addr string
 	}{{src, addr(2)}, {kc, addr(4)}} {
-		if err := waitReady(ctx, w.p, "http://"+w.addr+"/readyz", 2*time.Minute); err != nil {
+		if err := w.p.WaitHTTP(ctx, "http://"+w.addr+"/readyz", 2*time.Minute); err != nil {
 			return nil, err
 		}
 	}
@@ -88,17 +87,7 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controlle
 func (c *Controllers) run(name, bin, kubeconfig string, args ...string) (*testproc.Process, error) {
 	// The controllers have no --kubeconfig flag; leader election is off by
 	// default.
-	p, err := testproc.Start(name, bin, c.Dir, filepath.Join(c.Dir, name+".log"),
-		[]string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + Namespace}, args...)
-	if err != nil {
-		return nil, err
-	}
-	c.procs = append(c.procs, p)
-	return p, nil
-}
-
-func waitReady(ctx context.Context, p *testproc.Process, url string, timeout time.Duration) error {
-	return p.WaitReady(ctx, url, timeout, testproc.HTTPOK(nil, url, ""))
+	return c.g.Run(name, bin, []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + Namespace}, args...)
 }
 
 // Profile writes a CPU profile of the named controller over the next d to
@@ -146,7 +135,7 @@ type LogEntry struct {
 // Errors returns the log lines of level error of both controllers so far.
 func (c *Controllers) Errors() ([]LogEntry, error) {
 	var out []LogEntry
-	for _, p := range c.procs {
+	for _, p := range c.g.Procs {
 		b, err := os.ReadFile(p.Log)
 		if err != nil {
 			return nil, err
@@ -168,7 +157,7 @@ func (c *Controllers) Errors() ([]LogEntry, error) {
 // name; zero where /proc cannot be read.
 func (c *Controllers) CPU() map[string]time.Duration {
 	out := map[string]time.Duration{}
-	for _, p := range c.procs {
+	for _, p := range c.g.Procs {
 		out[p.Name] = procCPU(p.Cmd.Process.Pid)
 	}
 	return out
@@ -199,10 +188,5 @@ func procCPU(pid int) time.Duration {
 // is set (as for kubetest), which keeps the logs. Stop is safe to call more
 // than once.
 func (c *Controllers) Stop() {
-	c.once.Do(func() {
-		testproc.KillAll(c.procs)
-		if os.Getenv("WALDUR_GITOPS_KUBE_KEEP") == "" {
-			_ = os.RemoveAll(c.Dir)
-		}
-	})
+	c.g.Stop()
 }

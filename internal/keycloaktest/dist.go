@@ -117,7 +117,7 @@ func ensureUnpacked(ctx context.Context, dir string, d distSpec, log io.Writer) 
 	}
 	home := filepath.Join(dir, "keycloak-"+d.version)
 	kcsh := filepath.Join(home, "bin", "kc.sh")
-	if executable(kcsh) {
+	if testproc.Executable(kcsh) {
 		return home, nil
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -128,7 +128,7 @@ func ensureUnpacked(ctx context.Context, dir string, d distSpec, log io.Writer) 
 		return "", fmt.Errorf("lock the keycloak cache %s: %w", dir, err)
 	}
 	defer unlock()
-	if executable(kcsh) { // another process unpacked it while this one waited
+	if testproc.Executable(kcsh) { // another process unpacked it while this one waited
 		return home, nil
 	}
 	zipPath := filepath.Join(dir, "keycloak-quarkus-dist-"+d.version+".zip")
@@ -138,7 +138,7 @@ func ensureUnpacked(ctx context.Context, dir string, d distSpec, log io.Writer) 
 	if err := unpack(zipPath, dir, "keycloak-"+d.version, log); err != nil {
 		return "", err
 	}
-	if !executable(kcsh) {
+	if !testproc.Executable(kcsh) {
 		return "", fmt.Errorf("keycloak %s: the unpacked distribution has no executable bin/kc.sh", d.version)
 	}
 	// The zip is not needed any more; the unpacked tree is what is cached.
@@ -290,7 +290,7 @@ func ensureBuilt(ctx context.Context, dir, home string, java JDK, log io.Writer)
 	}
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = java.env()
-	var tail tailBuffer
+	var tail testproc.TailBuffer
 	cmd.Stdout, cmd.Stderr = &tail, &tail
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("kc.sh build in %s (java %s): %w\n%s", home, java.Home, err, tail.String())
@@ -372,7 +372,7 @@ func findJava(javaHome string, patterns []string) (JDK, error) {
 	done := map[string]bool{}
 	for _, h := range homes {
 		real, err := filepath.EvalSymlinks(h)
-		if err != nil || done[real] || !executable(filepath.Join(real, "bin", "java")) {
+		if err != nil || done[real] || !testproc.Executable(filepath.Join(real, "bin", "java")) {
 			continue
 		}
 		done[real] = true
@@ -397,7 +397,7 @@ func findJava(javaHome string, patterns []string) (JDK, error) {
 // probeJDK reads a JDK's feature release from its release file, or else from
 // java -version.
 func probeJDK(home string) (JDK, error) {
-	if !executable(filepath.Join(home, "bin", "java")) {
+	if !testproc.Executable(filepath.Join(home, "bin", "java")) {
 		return JDK{}, errors.New("no bin/java")
 	}
 	if v, err := releaseVersion(filepath.Join(home, "release")); err == nil {
@@ -453,21 +453,3 @@ func majorOf(v string) (int, error) {
 	}
 	return n, nil
 }
-
-func executable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
-}
-
-// tailBuffer keeps the last few KiB written to it, for error messages.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 8<<10 {
-		t.b = t.b[len(t.b)-8<<10:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }

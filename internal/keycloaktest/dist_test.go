@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
 // fakeJDK makes a directory that looks like a JDK of the given version.
@@ -138,7 +140,7 @@ func TestEnsureUnpacked(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if home != filepath.Join(dir, "keycloak-9.9.9") || !executable(filepath.Join(home, "bin", "kc.sh")) {
+	if home != filepath.Join(dir, "keycloak-9.9.9") || !testproc.Executable(filepath.Join(home, "bin", "kc.sh")) {
 		t.Fatalf("home %s without an executable kc.sh", home)
 	}
 	if !strings.Contains(log.String(), "downloading Keycloak 9.9.9") {

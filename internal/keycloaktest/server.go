@@ -249,13 +249,7 @@ func (s *Server) waitReady(ctx context.Context, urls []string, timeout time.Dura
 	}
 }
 
-func (s *Server) logTail() string {
-	b, _ := os.ReadFile(s.Log)
-	if len(b) > 4<<10 {
-		b = b[len(b)-4<<10:]
-	}
-	return string(b)
-}
+func (s *Server) logTail() string { return testproc.FileTail(s.Log, 4<<10) }
 
 // Stop ends the JVM (SIGTERM, SIGKILL after 20 s) and removes the server's
 // directory, unless $WALDUR_GITOPS_KEYCLOAK_KEEP is set, which keeps it for

@@ -29,17 +29,15 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/filelock"
+	"github.com/waldur/waldur-gitops/internal/gobuild"
 	"github.com/waldur/waldur-gitops/internal/testproc"
 )
 
@@ -93,7 +91,7 @@ func ensureBinaries(ctx context.Context, log io.Writer, kcm bool) (*Binaries, er
 	if kcm {
 		b.KubeControllerManager = filepath.Join(bin, "kube-controller-manager-v"+KubeVersion)
 	}
-	if executable(b.Etcd) && executable(b.KubeAPIServer) && (!kcm || executable(b.KubeControllerManager)) {
+	if testproc.Executable(b.Etcd) && testproc.Executable(b.KubeAPIServer) && (!kcm || testproc.Executable(b.KubeControllerManager)) {
 		return b, nil
 	}
 	unlock, err := filelock.Lock(filepath.Join(dir, ".build.lock"))
@@ -102,27 +100,22 @@ func ensureBinaries(ctx context.Context, log io.Writer, kcm bool) (*Binaries, er
 	}
 	defer unlock()
 	// Another process may have built them while this one waited for the lock.
-	if !executable(b.Etcd) {
+	if !testproc.Executable(b.Etcd) {
 		if err := buildEtcd(ctx, dir, b.Etcd, log); err != nil {
 			return nil, err
 		}
 	}
-	if !executable(b.KubeAPIServer) {
+	if !testproc.Executable(b.KubeAPIServer) {
 		if err := buildKube(ctx, dir, "kube-apiserver", b.KubeAPIServer, log); err != nil {
 			return nil, err
 		}
 	}
-	if kcm && !executable(b.KubeControllerManager) {
+	if kcm && !testproc.Executable(b.KubeControllerManager) {
 		if err := buildKube(ctx, dir, "kube-controller-manager", b.KubeControllerManager, log); err != nil {
 			return nil, err
 		}
 	}
 	return b, nil
-}
-
-func executable(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // buildEtcd builds the etcd server into out.
@@ -144,16 +137,9 @@ func buildKube(ctx context.Context, cache, cmd, out string, log io.Writer) error
 	}
 	// The staging modules k8s.io/kubernetes replaces with ./staging/src/...
 	// directories are the ones to pin; read them from its own go.mod.
-	var info struct{ GoMod, Error string }
-	dl, err := goCmd(ctx, mod, "mod", "download", "-json", "k8s.io/kubernetes@v"+KubeVersion)
+	info, err := gobuild.Download(ctx, mod, "k8s.io/kubernetes", "v"+KubeVersion)
 	if err != nil {
 		return err
-	}
-	var stdout, stderr bytes.Buffer
-	dl.Stdout, dl.Stderr = &stdout, &stderr
-	runErr := dl.Run()
-	if jerr := json.Unmarshal(stdout.Bytes(), &info); jerr != nil || info.GoMod == "" {
-		return fmt.Errorf("download k8s.io/kubernetes@v%s: %v %s %s", KubeVersion, runErr, info.Error, strings.TrimSpace(stderr.String()))
 	}
 	upstream, err := os.ReadFile(info.GoMod)
 	if err != nil {
@@ -226,74 +212,13 @@ func writeModule(dir, gomod string) error {
 	return os.WriteFile(p, []byte(gomod), 0o644)
 }
 
-// goBuild builds pkg in module dir mod into out, via a temporary file so that a
-// failed or interrupted build never leaves a half-written binary in the cache.
+// goBuild builds pkg in module dir mod into out, saying so in log.
 func goBuild(ctx context.Context, mod, out, ldflags, pkg string, log io.Writer) error {
-	tmp := out + ".tmp"
-	_ = os.Remove(tmp)
-	cmd, err := goCmd(ctx, mod, "build", "-mod=mod", "-trimpath", "-buildvcs=false", "-ldflags", ldflags, "-o", tmp, pkg)
-	if err != nil {
-		return err
-	}
-	var tail tailBuffer
-	cmd.Stdout = io.MultiWriter(log, &tail)
-	cmd.Stderr = io.MultiWriter(log, &tail)
 	start := time.Now()
 	fmt.Fprintf(log, "kubetest: building %s (cold: a few minutes; cached afterwards)\n", pkg)
-	if err := cmd.Run(); err != nil {
-		_ = os.Remove(tmp)
-		return fmt.Errorf("build %s: %w\n%s", pkg, err, tail.String())
+	if err := gobuild.Build(ctx, mod, out, pkg, gobuild.Options{LDFlags: ldflags}, log); err != nil {
+		return err
 	}
 	fmt.Fprintf(log, "kubetest: built %s in %s\n", pkg, time.Since(start).Round(time.Second))
-	return os.Rename(tmp, out)
-}
-
-// goCmd prepares a go command in dir, run at low CPU priority when nice exists
-// (the machine is shared), outside any workspace and with -mod=mod.
-func goCmd(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
-	gobin, err := exec.LookPath("go")
-	if err != nil {
-		return nil, errors.New("kubetest: no go command on PATH to build etcd and kube-apiserver with")
-	}
-	argv := append([]string{gobin}, args...)
-	if nice, err := exec.LookPath("nice"); err == nil {
-		argv = append([]string{nice, "-n", "10"}, argv...)
-	}
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Dir = dir
-	env := make([]string, 0, len(os.Environ())+2)
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "GOFLAGS=") || strings.HasPrefix(kv, "GOWORK=") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	cmd.Env = append(env, "GOFLAGS=-mod=mod", "GOWORK=off")
-	return cmd, nil
-}
-
-// tailBuffer keeps the last few KiB written to it, for error messages.
-type tailBuffer struct{ b []byte }
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 8<<10 {
-		t.b = t.b[len(t.b)-8<<10:]
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) String() string { return string(t.b) }
-
-// GoCommand prepares a go command in dir as the kubetest builds run it: at low
-// CPU priority, outside any workspace, with -mod=mod. internal/fluxtest builds
-// the Flux controllers with it.
-func GoCommand(ctx context.Context, dir string, args ...string) (*exec.Cmd, error) {
-	return goCmd(ctx, dir, args...)
-}
-
-// GoBuild builds pkg in module dir mod into out as the kubetest builds do:
-// through a temporary file, so that a failed build leaves no binary behind.
-func GoBuild(ctx context.Context, mod, out, ldflags, pkg string, log io.Writer) error {
-	return goBuild(ctx, mod, out, ldflags, pkg, log)
+	return nil
 }

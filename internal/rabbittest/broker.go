@@ -338,12 +338,8 @@ func (b *Broker) startServer(ctx context.Context) error {
 func (b *Broker) logTail() string {
 	var parts []string
 	for _, n := range []string{"server.out", "rabbit.log"} {
-		data, _ := os.ReadFile(filepath.Join(b.Dir, "log", n))
-		if len(data) > 2000 {
-			data = data[len(data)-2000:]
-		}
-		if len(data) > 0 {
-			parts = append(parts, n+": "+string(data))
+		if data := testproc.FileTail(filepath.Join(b.Dir, "log", n), 2000); data != "" {
+			parts = append(parts, n+": "+data)
 		}
 	}
 	return strings.Join(parts, "\n")

@@ -79,10 +79,14 @@ func KillAll(ps []*Process) {
 }
 
 // LogTail returns the last 4 KiB of the log.
-func (p *Process) LogTail() string {
-	b, _ := os.ReadFile(p.Log)
-	if len(b) > 4<<10 {
-		b = b[len(b)-4<<10:]
+func (p *Process) LogTail() string { return FileTail(p.Log, 4<<10) }
+
+// FileTail returns the last n bytes of the file at path, for an error about
+// a server whose log it is ("" when it cannot be read).
+func FileTail(path string, n int) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > n {
+		b = b[len(b)-n:]
 	}
 	return string(b)
 }

@@ -62,3 +62,26 @@ func Retry[T any](ctx context.Context, attempts int, start func() (T, error)) (T
 	}
 	return v, err
 }
+
+// Executable reports whether path is a regular file someone may execute: a
+// program already built or unpacked into a cache.
+func Executable(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// TailBuffer keeps the last 8 KiB written to it: a long-running command's
+// output, whose end goes into the error when it fails.
+type TailBuffer struct{ b []byte }
+
+// Write appends p, dropping what lies more than 8 KiB back.
+func (t *TailBuffer) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 8<<10 {
+		t.b = t.b[len(t.b)-8<<10:]
+	}
+	return len(p), nil
+}
+
+// String returns what is kept.
+func (t *TailBuffer) String() string { return string(t.b) }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -39,5 +41,29 @@ func TestFreePorts(t *testing.T) {
 	ports, err := FreePorts(3)
 	if err != nil || len(ports) != 3 || ports[0] == ports[1] || ports[1] == ports[2] || ports[0] == ports[2] {
 		t.Fatalf("%v %v", ports, err)
+	}
+}
+
+// TestFileTail: the end of a log, whole when short, "" when missing.
+func TestFileTail(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "x.log")
+	if err := os.WriteFile(p, []byte("0123456789"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, path string
+		n          int
+		want       string
+	}{
+		{"cut", p, 4, "6789"},
+		{"whole", p, 40, "0123456789"},
+		{"missing", filepath.Join(dir, "none.log"), 4, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := FileTail(tc.path, tc.n); got != tc.want {
+				t.Errorf("FileTail = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

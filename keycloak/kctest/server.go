@@ -292,10 +292,9 @@ func (s *Server) AddGroup(realm, parentPath, name string, attrs map[string][]str
 func (s *Server) AddMember(realm, path, username string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.realm(realm)
-	g := r.byPath(path)
-	if g == nil {
-		return fmt.Errorf("no group %s", path)
+	r, g, err := s.groupAt(realm, path)
+	if err != nil {
+		return err
 	}
 	for _, u := range r.users {
 		if u.username == strings.ToLower(username) {
@@ -312,10 +311,9 @@ func (s *Server) AddMember(realm, path, username string) error {
 func (s *Server) RemoveMember(realm, path, username string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.realm(realm)
-	g := r.byPath(path)
-	if g == nil {
-		return fmt.Errorf("no group %s", path)
+	r, g, err := s.groupAt(realm, path)
+	if err != nil {
+		return err
 	}
 	for id, u := range g.members {
 		if u.username == strings.ToLower(username) {
@@ -332,12 +330,12 @@ func (s *Server) RemoveMember(realm, path, username string) error {
 func (s *Server) SetAttributes(realm, path string, attrs map[string][]string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.realm(realm).byPath(path)
-	if g == nil {
-		return fmt.Errorf("no group %s", path)
+	r, g, err := s.groupAt(realm, path)
+	if err != nil {
+		return err
 	}
 	g.attrs = copyAttrs(attrs)
-	s.record(s.realm(realm), "UPDATE", "GROUP", "groups/"+g.id, "console")
+	s.record(r, "UPDATE", "GROUP", "groups/"+g.id, "console")
 	return nil
 }
 
@@ -345,10 +343,9 @@ func (s *Server) SetAttributes(realm, path string, attrs map[string][]string) er
 func (s *Server) DeleteGroup(realm, path string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.realm(realm)
-	g := r.byPath(path)
-	if g == nil {
-		return fmt.Errorf("no group %s", path)
+	r, g, err := s.groupAt(realm, path)
+	if err != nil {
+		return err
 	}
 	r.remove(g)
 	s.record(r, "DELETE", "GROUP", "groups/"+g.id, "console")
@@ -481,6 +478,17 @@ func (s *Server) realm(name string) *realm {
 		s.realms[name] = r
 	}
 	return r
+}
+
+// groupAt returns the realm named name (made if new, as realm does) and its
+// group at path, or an error naming the path; the caller holds s.mu.
+func (s *Server) groupAt(name, path string) (*realm, *group, error) {
+	r := s.realm(name)
+	g := r.byPath(path)
+	if g == nil {
+		return nil, nil, fmt.Errorf("no group %s", path)
+	}
+	return r, g, nil
 }
 
 // byPath finds a group by its /a/b path.

@@ -141,13 +141,9 @@ func (s *Server) createAgentIdentity(_ *http.Request, body []byte, _ *operation)
 }
 
 func (s *Server) updateAgentIdentity(_ *http.Request, body []byte, op *operation) *response {
-	o, ok := s.data.agent.identities.get(op.params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	req, errResp := decodeBody(body)
-	if errResp != nil {
-		return errResp
+	o, req, bad := target(s.data.agent.identities, op, body)
+	if bad != nil {
+		return bad
 	}
 	identityFields(o, req)
 	o["modified"] = now()
@@ -155,22 +151,13 @@ func (s *Server) updateAgentIdentity(_ *http.Request, body []byte, op *operation
 }
 
 func (s *Server) registerAgentService(_ *http.Request, body []byte, op *operation) *response {
-	ident, ok := s.data.agent.identities.get(op.params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	req, errResp := decodeBody(body)
-	if errResp != nil {
-		return errResp
+	ident, req, bad := target(s.data.agent.identities, op, body)
+	if bad != nil {
+		return bad
 	}
 	name, _ := req["name"].(string)
 	status := http.StatusOK
-	var svc object
-	for _, o := range s.data.agent.services.items {
-		if o["identity"] == ident["uuid"] && o["name"] == name {
-			svc = o
-		}
-	}
+	svc := s.data.agent.services.registered("identity", ident["uuid"], "name", name)
 	if svc == nil {
 		status = http.StatusCreated
 		id := s.data.id("", tagAgentService, s.data.next())
@@ -220,22 +207,13 @@ func (s *Server) refreshNested(ident object) {
 }
 
 func (s *Server) registerAgentProcessor(_ *http.Request, body []byte, op *operation) *response {
-	svc, ok := s.data.agent.services.get(op.params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	req, errResp := decodeBody(body)
-	if errResp != nil {
-		return errResp
+	svc, req, bad := target(s.data.agent.services, op, body)
+	if bad != nil {
+		return bad
 	}
 	name, _ := req["name"].(string)
 	status := http.StatusOK
-	var p object
-	for _, o := range s.data.agent.processors.items {
-		if o["service"] == svc["uuid"] && o["name"] == name {
-			p = o
-		}
-	}
+	p := s.data.agent.processors.registered("service", svc["uuid"], "name", name)
 	t := now()
 	if p == nil {
 		status = http.StatusCreated

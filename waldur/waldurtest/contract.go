@@ -1,22 +1,19 @@
 package waldurtest
 
 import (
-	"bytes"
 	"context"
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"regexp"
-	"slices"
 	"strings"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/gorillamux"
+
+	"github.com/waldur/waldur-gitops/internal/openapicheck"
 )
 
 // subset81YAML is the Waldur 8.1.3 OpenAPI subset the fake server is checked
@@ -57,10 +54,8 @@ func subsetData(s Subset) ([]byte, error) {
 
 // contract validates requests and responses against the OpenAPI subset.
 type contract struct {
-	subset     Subset
-	doc        *openapi3.T
-	router     routers.Router
-	schemaOpts []openapi3.SchemaValidationOption
+	*openapicheck.Contract
+	subset Subset
 }
 
 // uuidPattern is Waldur's UUID in either spelling: 32 hex digits (what the server
@@ -90,31 +85,21 @@ func loadContract(s Subset) (*contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(data)
-	if err != nil {
-		return nil, fmt.Errorf("load openapi subset %s: %w", s, err)
-	}
-	// The upstream document carries one example that violates its own schema
-	// (set_usage amounts as numbers), so examples are not checked.
-	if err := doc.Validate(loader.Context, openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("validate openapi subset %s: %w", s, err)
-	}
-	if err := widenUsageAmount(doc); err != nil {
-		return nil, err
-	}
-	router, err := gorillamux.NewRouter(doc)
-	if err != nil {
-		return nil, fmt.Errorf("route openapi subset %s: %w", s, err)
-	}
-	return &contract{
-		subset: s,
-		doc:    doc,
-		router: router,
-		schemaOpts: []openapi3.SchemaValidationOption{
+	c, err := openapicheck.Load(openapicheck.Config{
+		Name: fmt.Sprintf("openapi subset %s", s),
+		Data: data,
+		// The upstream document carries one example that violates its own
+		// schema (set_usage amounts as numbers), so examples are not checked.
+		ValidateOptions: []openapi3.ValidationOption{openapi3.DisableExamplesValidation()},
+		Adjust:          widenUsageAmount,
+		SchemaOptions: []openapi3.SchemaValidationOption{
 			openapi3.WithStringFormatValidator("uuid", openapi3.NewRegexpFormatValidator(uuidPattern.String())),
 		},
-	}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &contract{Contract: c, subset: s}, nil
 }
 
 // widenUsageAmount declares ComponentUsage.usage a number. The schema says
@@ -130,88 +115,31 @@ func widenUsageAmount(doc *openapi3.T) error {
 	return nil
 }
 
-// operation is a request matched to the contract.
-type operation struct {
-	route  *routers.Route
-	params map[string]string
-}
-
-// id is the operationId, used to dispatch to the fake's handlers.
-func (o *operation) id() string { return o.route.Operation.OperationID }
+// operation is a request matched to the contract; its ID is the
+// operationId, used to dispatch to the fake's handlers.
+type operation = openapicheck.Operation
 
 // match finds the operation of r, whose URL path must already be relative to
 // the server root (prefix removed).
 func (c *contract) match(r *http.Request) (*operation, error) {
-	route, params, err := c.router.FindRoute(r)
+	op, err := c.Match(r)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s is not in the OpenAPI subset: %w", r.Method, r.URL.Path, err)
 	}
-	return &operation{route: route, params: params}, nil
-}
-
-func (c *contract) options() *openapi3filter.Options {
-	return &openapi3filter.Options{
-		MultiError:                        true,
-		RejectWhenRequestBodyNotSpecified: true,
-		AuthenticationFunc:                checkAuthScheme,
-		SchemaValidationOptions:           c.schemaOpts,
-	}
-}
-
-func (c *contract) input(r *http.Request, body []byte, op *operation) *openapi3filter.RequestValidationInput {
-	req := r.Clone(r.Context())
-	req.Body = io.NopCloser(bytes.NewReader(body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-	if len(body) == 0 {
-		req.Body = http.NoBody
-	}
-	return &openapi3filter.RequestValidationInput{
-		Request:    req,
-		PathParams: op.params,
-		Route:      op.route,
-		Options:    c.options(),
-	}
+	return op, nil
 }
 
 // checkRequest validates parameters, body and security of a request, and rejects
 // query parameters that the operation does not declare (Waldur would silently
 // ignore them, hiding a client bug).
 func (c *contract) checkRequest(ctx context.Context, r *http.Request, body []byte, op *operation) error {
-	var errs []error
-	if err := openapi3filter.ValidateRequest(ctx, c.input(r, body, op)); err != nil {
-		errs = append(errs, err)
-	}
-	declared := declaredQueryParams(op.route)
-	for name := range r.URL.Query() {
-		if !slices.Contains(declared, name) {
-			errs = append(errs, fmt.Errorf("query parameter %q is not declared for %s", name, op.id()))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func declaredQueryParams(route *routers.Route) []string {
-	var names []string
-	for _, list := range []openapi3.Parameters{route.PathItem.Parameters, route.Operation.Parameters} {
-		for _, p := range list {
-			if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-				names = append(names, p.Value.Name)
-			}
-		}
-	}
-	return names
+	return c.CheckRequest(ctx, r, body, op, checkAuthScheme)
 }
 
 // checkResponse validates a response against the operation's declared responses.
 // Statuses the operation does not declare (Waldur's error answers) are skipped.
 func (c *contract) checkResponse(ctx context.Context, r *http.Request, body []byte, op *operation, resp *response) error {
-	return openapi3filter.ValidateResponse(ctx, &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: c.input(r, body, op),
-		Status:                 resp.status,
-		Header:                 resp.header,
-		Body:                   io.NopCloser(bytes.NewReader(resp.body)),
-		Options:                c.options(),
-	})
+	return c.CheckResponse(ctx, r, body, op, resp.status, resp.header, resp.body)
 }
 
 // checkAuthScheme checks that a request carries credentials in the shape a

@@ -196,7 +196,7 @@ func (s *Server) addQueue(q EventQueue) {
 
 func (s *Server) registerQueue(_ *http.Request, body []byte, op *operation) *response {
 	s.ev.init()
-	ident, ok := s.data.agent.identities.get(op.params["uuid"])
+	ident, ok := s.data.agent.identities.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -226,19 +226,13 @@ func (s *Server) registerQueue(_ *http.Request, body []byte, op *operation) *res
 
 func (s *Server) registerEventSubscription(_ *http.Request, body []byte, op *operation) *response {
 	s.ev.init()
-	ident, ok := s.data.agent.identities.get(op.params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	req, bad := decodeBody(body)
+	ident, req, bad := target(s.data.agent.identities, op, body)
 	if bad != nil {
 		return bad
 	}
 	typ, _ := req["observable_object_type"].(string)
-	for _, o := range s.ev.subs.items {
-		if o["identity"] == ident["uuid"] && o["object_type"] == typ {
-			return jsonResponse(http.StatusOK, subscriptionWire(o))
-		}
+	if o := s.ev.subs.registered("identity", ident["uuid"], "object_type", typ); o != nil {
+		return jsonResponse(http.StatusOK, subscriptionWire(o))
 	}
 	id := s.data.id("", tagEventSubscription, s.data.next())
 	t := now()
@@ -263,11 +257,7 @@ func subscriptionWire(o object) object {
 
 func (s *Server) createEventQueue(_ *http.Request, body []byte, op *operation) *response {
 	s.ev.init()
-	sub, ok := s.ev.subs.get(op.params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	req, bad := decodeBody(body)
+	sub, req, bad := target(s.ev.subs, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -289,12 +279,12 @@ func (s *Server) deleteEventSubscription(_ *http.Request, _ []byte, op *operatio
 	if s.ev.subs == nil {
 		return notFound()
 	}
-	if _, ok := s.ev.subs.get(op.params["uuid"]); !ok {
+	if _, ok := s.ev.subs.get(op.Params["uuid"]); !ok {
 		return notFound()
 	}
 	kept := newCollection()
 	for _, o := range s.ev.subs.items {
-		if uuidKey(o["uuid"]) != uuidKey(op.params["uuid"]) {
+		if uuidKey(o["uuid"]) != uuidKey(op.Params["uuid"]) {
 			kept.put(o)
 		}
 	}

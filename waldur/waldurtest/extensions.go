@@ -59,12 +59,12 @@ func (s *Server) currentUserOp(*http.Request, []byte, *operation) *response { re
 
 // providerOfferingOp serves marketplace_provider_offerings_retrieve.
 func (s *Server) providerOfferingOp(_ *http.Request, _ []byte, op *operation) *response {
-	return s.providerOffering(op.params["uuid"])
+	return s.providerOffering(op.Params["uuid"])
 }
 
 // planOp serves marketplace_plans_retrieve.
 func (s *Server) planOp(_ *http.Request, _ []byte, op *operation) *response {
-	return s.plan(op.params["uuid"])
+	return s.plan(op.Params["uuid"])
 }
 
 func (s *Server) currentUser() *response {

@@ -19,7 +19,7 @@ import (
 var okSources = []string{waldur.ResourceCreating, waldur.ResourceUpdating, waldur.ResourceTerminating, waldur.ResourceErred}
 
 func (s *Server) withResource(op *operation) (object, *response) {
-	res, ok := s.data.resources.get(op.params["uuid"])
+	res, ok := s.data.resources.get(op.Params["uuid"])
 	if !ok {
 		return nil, notFound()
 	}
@@ -39,11 +39,7 @@ func (s *Server) setResourceOK(_ *http.Request, _ []byte, op *operation) *respon
 }
 
 func (s *Server) setResourceErred(_ *http.Request, body []byte, op *operation) *response {
-	res, bad := s.withResource(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -57,11 +53,7 @@ func (s *Server) setResourceErred(_ *http.Request, body []byte, op *operation) *
 }
 
 func (s *Server) setResourceBackendMetadata(_ *http.Request, body []byte, op *operation) *response {
-	res, bad := s.withResource(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -99,7 +91,7 @@ func (s *Server) setMembershipSyncStatuses(_ *http.Request, body []byte, op *ope
 	if err := json.Unmarshal(body, &b); err != nil {
 		return detail(http.StatusBadRequest, "JSON parse error - "+err.Error())
 	}
-	s.data.memberStatuses[uuidKey(op.params["uuid"])] = b.Statuses
+	s.data.memberStatuses[uuidKey(op.Params["uuid"])] = b.Statuses
 	return jsonResponse(http.StatusOK, map[string]any{"stored": len(b.Statuses), "skipped": []string{}})
 }
 

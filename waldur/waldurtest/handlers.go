@@ -60,9 +60,9 @@ func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
 	if resp := s.authenticate(r); resp != nil {
 		return resp
 	}
-	h, ok := handlers[op.id()]
+	h, ok := handlers[op.ID()]
 	if !ok {
-		s.violation(r, "unimplemented", fmt.Errorf("operation %s is in the subset but waldurtest does not serve it", op.id()))
+		s.violation(r, "unimplemented", fmt.Errorf("operation %s is in the subset but waldurtest does not serve it", op.ID()))
 		return detail(http.StatusNotImplemented, "Not implemented by waldurtest.")
 	}
 	defer s.flushEvents()
@@ -108,12 +108,12 @@ func (s *Server) listOfferingUsers(r *http.Request, _ []byte, op *operation) *re
 // listServiceAccounts lists the offering's project service accounts. The
 // endpoint's query parameters filter offerings, not accounts: none is applied.
 func (s *Server) listServiceAccounts(r *http.Request, _ []byte, op *operation) *response {
-	return s.list(r, op, s.accountsOf(s.data.serviceAccounts, op.params["uuid"]), nil)
+	return s.list(r, op, s.accountsOf(s.data.serviceAccounts, op.Params["uuid"]), nil)
 }
 
 // listCourseAccounts lists the offering's course accounts, like listServiceAccounts.
 func (s *Server) listCourseAccounts(r *http.Request, _ []byte, op *operation) *response {
-	return s.list(r, op, s.accountsOf(s.data.courseAccounts, op.params["uuid"]), nil)
+	return s.list(r, op, s.accountsOf(s.data.courseAccounts, op.Params["uuid"]), nil)
 }
 
 func (s *Server) accountsOf(by map[string]*collection, offering string) []object {
@@ -132,7 +132,7 @@ func (s *Server) getOrder(r *http.Request, _ []byte, op *operation) *response {
 }
 
 func retrieve(r *http.Request, c *collection, op *operation) *response {
-	o, ok := c.get(op.params["uuid"])
+	o, ok := c.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -143,7 +143,7 @@ func notFound() *response { return detail(http.StatusNotFound, "Not found.") }
 
 // team answers the team of a resource's project: a bare list, not paginated.
 func (s *Server) team(_ *http.Request, _ []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.params["uuid"])
+	res, ok := s.data.resources.get(op.Params["uuid"])
 	if !ok {
 		return notFound()
 	}
@@ -170,12 +170,23 @@ func decodeBody(body []byte) (object, *response) {
 	return o, nil
 }
 
-func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.params["uuid"])
+// target is what a write handler starts with: the object of c that the
+// operation's uuid path parameter names, and the request's optional JSON
+// object body. A missing object answers 404 (before the body is read), a
+// body that is not JSON 400; bad is that answer.
+func target(c *collection, op *operation, body []byte) (o, req object, bad *response) {
+	o, ok := c.get(op.Params["uuid"])
 	if !ok {
-		return notFound()
+		return nil, nil, notFound()
 	}
-	b, bad := decodeBody(body)
+	if req, bad = decodeBody(body); bad != nil {
+		return nil, nil, bad
+	}
+	return o, req, nil
+}
+
+func (s *Server) setResourceBackendID(_ *http.Request, body []byte, op *operation) *response {
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -200,11 +211,7 @@ func hasLimits(v any) bool {
 
 // setResourceLimits replaces a resource's limits with the body's.
 func (s *Server) setResourceLimits(_ *http.Request, body []byte, op *operation) *response {
-	res, ok := s.data.resources.get(op.params["uuid"])
-	if !ok {
-		return notFound()
-	}
-	b, bad := decodeBody(body)
+	res, b, bad := target(s.data.resources, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -221,7 +228,7 @@ func (s *Server) setResourceLimits(_ *http.Request, body []byte, op *operation) 
 // withOrder looks the order up and checks its state, answering 404 or 409 like
 // Waldur (409 "Valid states for operation: …").
 func (s *Server) withOrder(op *operation, valid ...string) (object, *response) {
-	o, ok := s.data.orders.get(op.params["uuid"])
+	o, ok := s.data.orders.get(op.Params["uuid"])
 	if !ok {
 		return nil, notFound()
 	}
@@ -335,11 +342,7 @@ func (s *Server) setOrderDone(_ *http.Request, _ []byte, op *operation) *respons
 // setOrderErred needs both keys in the body (the 2024 server reads them
 // unconditionally and fails with 500 otherwise); only an executing order changes.
 func (s *Server) setOrderErred(_ *http.Request, body []byte, op *operation) *response {
-	o, bad := s.withOrder(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	o, b, bad := target(s.data.orders, op, body)
 	if bad != nil {
 		return bad
 	}
@@ -363,11 +366,7 @@ func (s *Server) setOrderErred(_ *http.Request, body []byte, op *operation) *res
 }
 
 func (s *Server) setOrderBackendID(_ *http.Request, body []byte, op *operation) *response {
-	o, bad := s.withOrder(op)
-	if bad != nil {
-		return bad
-	}
-	b, bad := decodeBody(body)
+	o, b, bad := target(s.data.orders, op, body)
 	if bad != nil {
 		return bad
 	}

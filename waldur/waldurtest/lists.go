@@ -198,7 +198,7 @@ func (f filter) compile(values []string, op *operation) (func(object) bool, stri
 
 // paramEnum lists the allowed values of a query parameter from the contract.
 func paramEnum(op *operation, name string) []string {
-	p := op.route.Operation.Parameters.GetByInAndName("query", name)
+	p := op.Route.Operation.Parameters.GetByInAndName("query", name)
 	if p == nil || p.Schema == nil || p.Schema.Value == nil {
 		return nil
 	}

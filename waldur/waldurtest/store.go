@@ -48,6 +48,19 @@ func (c *collection) get(id string) (object, bool) {
 	return c.items[i], true
 }
 
+// registered returns the object registered under parent by name, the way a
+// register call finds what an earlier one made: the last object whose
+// parentKey is parent and whose nameKey is name, or nil.
+func (c *collection) registered(parentKey string, parent any, nameKey string, name any) object {
+	var found object
+	for _, o := range c.items {
+		if o[parentKey] == parent && o[nameKey] == name {
+			found = o
+		}
+	}
+	return found
+}
+
 // uuidKey normalises a uuid value (either spelling) for lookups and filters.
 func uuidKey(v any) string {
 	s, _ := v.(string)
