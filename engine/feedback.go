@@ -139,6 +139,13 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			continue
 		}
 		statuses := c.Supports(ctx, waldur.FeatureMembershipSyncStatus)
+		var byUser map[waldur.UUID]string // offering usernames, made once per offering
+		members := func(r *waldur.Resource, state, why string) {
+			if byUser == nil {
+				byUser = offeringUsernames(os)
+			}
+			f.memberStatuses(ctx, c, o, os, byUser, r, state, why, missing, failed, dryRun, &cs, calls, note)
+		}
 		write := func(kind, subjectKind string, r *waldur.Resource, action, reason string, send func() error) {
 			e := changeset.Entry{Stage: "feedback", Kind: subjectKind, Subject: r.Name + " " + action, Action: changeset.Update,
 				Offering: o.Name, Resource: string(r.UUID), Reason: reason}
@@ -169,7 +176,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			}
 			if why, wait := waiting[r.UUID]; wait {
 				if statuses && bool(pluginOn(r)) {
-					f.memberStatuses(ctx, c, o, os, r, waldur.MemberPending, why, missing, failed, dryRun, &cs, calls, note)
+					members(r, waldur.MemberPending, why)
 				}
 				continue
 			}
@@ -184,7 +191,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 				write(waldur.KindResourceLastSync, KindResourceState, r, "refresh_last_sync", "", func() error { return c.RefreshResourceLastSync(ctx, r.UUID) })
 			}
 			if statuses && bool(pluginOn(r)) {
-				f.memberStatuses(ctx, c, o, os, r, waldur.MemberSynced, "", missing, failed, dryRun, &cs, calls, note)
+				members(r, waldur.MemberSynced, "")
 			}
 		}
 	}
@@ -198,18 +205,25 @@ func pluginOn(r *waldur.Resource) waldur.Flag {
 	return r.OfferingPluginOptions.EnableMembershipSyncStatus
 }
 
-// memberStatuses reports the state of every team member of r: state (synced
-// or pending with why) unless the member has no offering user yet (pending),
-// was not found in the identity provider (missing_in_idp), or its membership
-// could not be written (error, with the message).
-func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client, o *config.Offering, os *waldur.OfferingState, r *waldur.Resource,
-	state, why string, missing, failed map[string]string, dryRun bool, cs *changeset.Set, calls map[string]int, note func(error)) {
-	byUser := map[waldur.UUID]string{}
+// offeringUsernames maps the users of an offering to their offering
+// usernames, for those that have one.
+func offeringUsernames(os *waldur.OfferingState) map[waldur.UUID]string {
+	byUser := make(map[waldur.UUID]string, len(os.OfferingUsers))
 	for _, u := range os.OfferingUsers {
 		if u.Username != "" {
 			byUser[u.UserUUID] = u.Username
 		}
 	}
+	return byUser
+}
+
+// memberStatuses reports the state of every team member of r: state (synced
+// or pending with why) unless the member has no offering user yet (pending),
+// was not found in the identity provider (missing_in_idp), or its membership
+// could not be written (error, with the message). byUser is
+// offeringUsernames of os.
+func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client, o *config.Offering, os *waldur.OfferingState, byUser map[waldur.UUID]string, r *waldur.Resource,
+	state, why string, missing, failed map[string]string, dryRun bool, cs *changeset.Set, calls map[string]int, note func(error)) {
 	var list []waldur.MemberSyncStatus
 	for _, m := range os.Teams[r.ProjectUUID] {
 		s := waldur.MemberSyncStatus{ScopeType: "resource", RoleName: m.Role, Username: m.Username, UserUUID: m.UUID, State: state, Message: why}
