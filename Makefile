@@ -77,6 +77,9 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloakReal$$' -benchtime 1x -timeout 60m
 	$(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChange(OCI)?$$' -benchtime 3x -count 1 -timeout 30m
 	WALDUR_GITOPS_FLUX_BENCH=1000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 30m
+	WALDUR_GITOPS_FLUX_BENCH=10000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 60m
+	$(GO) test ./ociship -run '^$$' -bench ShardArtifacts10k -benchtime 3x -count 1
+	$(GO) test ./review -run '^$$' -bench Classify10k -benchtime 3x -count 1
 	$(GO) run ./internal/rabbittest/prepare
 	$(GO) test ./cli -run '^$$' -bench BenchmarkEventToCommit -benchtime 1x -timeout 30m
 

@@ -46,11 +46,12 @@ func route(cfg *config.Config, res *render.Result, layout gitsync.FluxLayout, cu
 	var dirs []string
 	whys := map[string]string{}
 	rt := &routing{waiting: map[waldur.UUID]string{}}
+	classifier := review.NewClassifier(cur, next)
 	for _, e := range tenants.Entries {
 		if e.Kind != "Tenant" || (e.Action != changeset.Create && e.Action != changeset.Update && e.Action != changeset.Delete) {
 			continue
 		}
-		class, why := review.Classify(e, cur, next)
+		class, why := classifier.Classify(e)
 		if asked, ok := res.Review[waldur.UUID(e.Resource)]; ok && e.Action == changeset.Update {
 			class, why = review.Risky, asked
 		} else if policy[class] != config.ReviewBranch {
