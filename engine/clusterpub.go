@@ -37,12 +37,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 			return settle(ctx, o.Confirm, offering, ids, res)
 		}
 	}
-	for id, why := range res.Gone {
-		if opts.Guard.Explained == nil {
-			opts.Guard.Explained = map[string]string{}
-		}
-		opts.Guard.Explained[string(id)] = why
-	}
+	opts.Guard.Explained = explainGone(opts.Guard.Explained, res)
 	r, err := apply.Apply(ctx, p.Config, res, opts)
 	if r == nil {
 		return nil, changeset.Set{}, nil, err

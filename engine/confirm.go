@@ -71,10 +71,7 @@ func (s *APISource) Confirm(ctx context.Context, offering string, ids []waldur.U
 // the explained resources, for the guard, and a skip entry (stage stage)
 // for every tenant kept in doubt.
 func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur render.Tree, confirm Confirmer, g guard.Options, stage string) (guard.Options, changeset.Set) {
-	g.Explained = map[string]string{}
-	for id, why := range res.Gone {
-		g.Explained[string(id)] = why
-	}
+	g.Explained = explainGone(map[string]string{}, res)
 	doubtful := map[string][]waldur.UUID{} // offering → resources
 	for _, r := range res.Removals(cur) {
 		if r.Resource == "" || len(res.Terminations[r.Resource]) > 0 || g.Explained[string(r.Resource)] != "" {
@@ -99,6 +96,19 @@ func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur r
 	}
 	kept.Sort()
 	return g, kept
+}
+
+// explainGone adds to explained (made when nil and needed) why each
+// resource Waldur lists as Terminated (res.Gone) may leave, for the deletion
+// guard, and returns it.
+func explainGone(explained map[string]string, res *render.Result) map[string]string {
+	for id, why := range res.Gone {
+		if explained == nil {
+			explained = map[string]string{}
+		}
+		explained[string(id)] = why
+	}
+	return explained
 }
 
 // settle confirms the removal of ids with Waldur: keep maps those to leave
