@@ -2,8 +2,6 @@ package waldur
 
 import (
 	"context"
-	"fmt"
-	"net/http"
 )
 
 // Resource write-backs: what the provider found out about a resource. Like
@@ -66,20 +64,4 @@ func (c *Client) SetMembershipSyncStatuses(ctx context.Context, resource UUID, s
 	}
 	return c.resourceAction(ctx, KindMembershipStatus, resource, "set_membership_sync_statuses",
 		map[string]any{"statuses": statuses})
-}
-
-func (c *Client) resourceAction(ctx context.Context, kind string, resource UUID, action string, body any) error {
-	id, err := canonical("resource", resource)
-	if err == nil {
-		_, err = c.do(ctx, call{
-			kind:   kind,
-			method: http.MethodPost,
-			path:   "marketplace-provider-resources/" + id.Hex() + "/" + action + "/",
-			body:   body,
-		})
-	}
-	if err != nil {
-		return fmt.Errorf("%s resource %s: %w", action, resource, err)
-	}
-	return nil
 }

@@ -39,54 +39,49 @@ func (c *Client) SetOrderErred(ctx context.Context, order UUID, message, traceba
 
 // SetResourceBackendID stores the provider's identifier of a resource.
 func (c *Client) SetResourceBackendID(ctx context.Context, resource UUID, backendID string) error {
-	id, err := canonical("resource", resource)
-	if err == nil {
-		_, err = c.do(ctx, call{
-			kind:   KindResourceBackendID,
-			method: http.MethodPost,
-			path:   "marketplace-provider-resources/" + id.Hex() + "/set_backend_id/",
-			body:   map[string]string{"backend_id": backendID},
-		})
-	}
-	if err != nil {
+	if err := c.postAction(ctx, KindResourceBackendID, "resource", resource, "set_backend_id", map[string]string{"backend_id": backendID}); err != nil {
 		return fmt.Errorf("set backend id of resource %s: %w", resource, err)
 	}
 	return nil
 }
 
 func (c *Client) orderAction(ctx context.Context, kind string, order UUID, action string, body any) error {
-	id, err := canonical("order", order)
-	if err == nil {
-		_, err = c.do(ctx, call{
-			kind:   kind,
-			method: http.MethodPost,
-			path:   "marketplace-orders/" + id.Hex() + "/" + action + "/",
-			body:   body,
-		})
-	}
-	if err != nil {
+	if err := c.postAction(ctx, kind, "order", order, action, body); err != nil {
 		return fmt.Errorf("%s order %s: %w", action, order, err)
 	}
 	return nil
+}
+
+func (c *Client) resourceAction(ctx context.Context, kind string, resource UUID, action string, body any) error {
+	if err := c.postAction(ctx, kind, "resource", resource, action, body); err != nil {
+		return fmt.Errorf("%s resource %s: %w", action, resource, err)
+	}
+	return nil
+}
+
+// actionPaths are the collections of the objects postAction acts on, by
+// the noun that names them.
+var actionPaths = map[string]string{"order": "marketplace-orders", "resource": "marketplace-provider-resources"}
+
+// postAction calls the action of an order or a resource (noun):
+// POST <collection>/<uuid>/<action>/ with body, counted as kind.
+func (c *Client) postAction(ctx context.Context, kind, noun string, obj UUID, action string, body any) error {
+	id, err := canonical(noun, obj)
+	if err != nil {
+		return err
+	}
+	_, err = c.do(ctx, call{kind: kind, method: http.MethodPost, path: actionPaths[noun] + "/" + id.Hex() + "/" + action + "/", body: body})
+	return err
 }
 
 // SetResourceLimits records a resource's limits in Waldur
 // (POST marketplace-provider-resources/<uuid>/set_limits/), as the site agent
 // does when the backend holds other limits than Waldur.
 func (c *Client) SetResourceLimits(ctx context.Context, resource UUID, limits Limits) error {
-	id, err := canonical("resource", resource)
-	if err == nil {
-		if limits == nil {
-			limits = Limits{}
-		}
-		_, err = c.do(ctx, call{
-			kind:   KindResourceLimits,
-			method: http.MethodPost,
-			path:   "marketplace-provider-resources/" + id.Hex() + "/set_limits/",
-			body:   map[string]Limits{"limits": limits},
-		})
+	if limits == nil {
+		limits = Limits{}
 	}
-	if err != nil {
+	if err := c.postAction(ctx, KindResourceLimits, "resource", resource, "set_limits", map[string]Limits{"limits": limits}); err != nil {
 		return fmt.Errorf("set limits of resource %s: %w", resource, err)
 	}
 	return nil
