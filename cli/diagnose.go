@@ -62,6 +62,13 @@ func (a *app) diagnoseCommand() *cobra.Command {
     client-go's default rules ($KUBECONFIG, ~/.kube/config, the pod's service
     account): the server answers, and namespaces and resourcequotas can be
     listed. When the default rules find no cluster at all, the row is skipped.
+    For an offering with order_done_on: applied it also asks the server (a
+    SelfSubjectAccessReview, as kubectl auth can-i) whether the account may
+    read the GitOps consumer: get Flux's kustomizations (git.flux_shards) and
+    list Argo CD's applications (git.argocd_namespace);
+  - with git.flux_reconcile, the cluster Flux runs in (git.flux_kubeconfig_path,
+    or --kubeconfig): the account may patch the GitRepository and, in the OCI
+    layout, the OCIRepositories. examples/rbac/consumers has the Roles.
 
 It prints one row per check: the offerings it serves, what it checks, the
 credential it tests (the config key and the file or variable it is read from,

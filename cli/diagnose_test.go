@@ -20,6 +20,9 @@ type diagCluster struct{ err error }
 
 func (c diagCluster) Version(context.Context) (string, error) { return "v1.33.13", nil }
 func (c diagCluster) CanList(context.Context) error           { return c.err }
+func (c diagCluster) Allowed(context.Context, kube.Access) (bool, error) {
+	return true, nil
+}
 
 // diagnoseSetup serves Waldur and a Git repository and writes a config naming
 // both; the clusters are faked (kubeconfig "ok" works, any other is refused).

@@ -45,10 +45,12 @@ type Keycloak interface {
 	ReadGroups(ctx context.Context) (int, error)
 }
 
-// ClusterAPI is what the cluster check calls; *kube.Reader implements it.
+// ClusterAPI is what the cluster checks call; *kube.Reader implements it.
 type ClusterAPI interface {
 	Version(ctx context.Context) (string, error)
 	CanList(ctx context.Context) error
+	// Allowed asks the server whether this account may do a.
+	Allowed(ctx context.Context, a kube.Access) (bool, error)
 }
 
 var _ ClusterAPI = (*kube.Reader)(nil)
@@ -112,11 +114,103 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 		}
 	}
 	for _, cl := range clusterSources(cfg, kubeconfig) {
-		c := ClusterCheck(cl.source, d.Cluster)
+		c := clusterCheck(cl.source, d.Cluster, appliedAccess(cfg, cl.offerings))
 		c.Offerings = cl.offerings
 		out = append(out, c)
 	}
+	if cfg.Git.FluxReconcile {
+		s := kube.Source{Path: cfg.Git.FluxKubeconfigPath, Context: cfg.Git.FluxKubeconfigContext}
+		if kubeconfig != "" {
+			s = kube.Source{Path: kubeconfig}
+		}
+		out = append(out, FluxReconcileCheck(cfg.Git, s, d.Cluster))
+	}
 	return out
+}
+
+// consumerRoles is where the example Roles of what waldur-gitops needs from
+// Flux and Argo CD are, for the reasons of the access checks.
+const consumerRoles = "examples/rbac/consumers"
+
+// FluxReconcileAccess lists what git.flux_reconcile asks of the cluster
+// Flux runs in: annotating the GitRepository and, in the OCI layout, the
+// shards' OCIRepositories.
+func FluxReconcileAccess(g config.Git) []kube.Access {
+	out := []kube.Access{{Verb: "patch", Resource: kube.FluxGitRepositoriesGVR, Namespace: g.FluxSourceNamespace, Name: g.FluxSourceName}}
+	if g.FluxOCIRepository != "" {
+		out = append(out, kube.Access{Verb: "patch", Resource: kube.FluxOCIRepositoriesGVR, Namespace: g.FluxNamespace})
+	}
+	return out
+}
+
+// appliedAccess lists what order_done_on: applied reads of the consumer in
+// the cluster of offerings, when one of them waits for it: the shard
+// Kustomizations of Flux (git.flux_shards) and the Applications of Argo CD
+// (git.argocd_namespace).
+func appliedAccess(cfg *config.Config, offerings []string) []kube.Access {
+	applied := slices.ContainsFunc(cfg.Offerings, func(o config.Offering) bool {
+		return o.OrderDoneOn == config.DoneOnApplied && slices.Contains(offerings, o.Name)
+	})
+	if !applied {
+		return nil
+	}
+	var out []kube.Access
+	if cfg.Git.FluxShards > 0 {
+		out = append(out, kube.Access{Verb: "get", Resource: kube.FluxKustomizationsGVR, Namespace: cfg.Git.FluxNamespace})
+	}
+	if cfg.Git.ArgoCDNamespace != "" {
+		out = append(out, kube.Access{Verb: "list", Resource: kube.ArgoApplicationsGVR, Namespace: cfg.Git.ArgoCDNamespace})
+	}
+	return out
+}
+
+// denied returns what of needs the account may not do, as one reason naming
+// each and the Roles that grant them; "" when it may do all.
+func denied(ctx context.Context, c ClusterAPI, needs []kube.Access) (string, error) {
+	var no []string
+	for _, a := range needs {
+		ok, err := c.Allowed(ctx, a)
+		if err != nil {
+			return "", err
+		}
+		if !ok {
+			no = append(no, a.String())
+		}
+	}
+	if len(no) == 0 {
+		return "", nil
+	}
+	return "this account may not " + strings.Join(no, ", nor ") + " (the Roles in " + consumerRoles + " grant it)", nil
+}
+
+// FluxReconcileCheck checks, with git.flux_reconcile, that the cluster Flux
+// runs in (s: git.flux_kubeconfig_path and _context) answers and lets this
+// account request reconciles (FluxReconcileAccess). It asks the API server
+// and changes nothing.
+func FluxReconcileCheck(g config.Git, s kube.Source, open func(kube.Source) (ClusterAPI, error)) Check {
+	needs := FluxReconcileAccess(g)
+	return Check{Name: "flux reconcile", Target: s.String(), Credential: ClusterCredential(s), Run: func(ctx context.Context) (string, error) {
+		c, err := open(s)
+		if err != nil {
+			return "", err
+		}
+		v, err := c.Version(ctx)
+		if err != nil {
+			return "", err
+		}
+		why, err := denied(ctx, c, needs)
+		if err != nil {
+			return "", fmt.Errorf("server %s: %w", v, err)
+		}
+		if why != "" {
+			return "", fmt.Errorf("server %s: %s", v, why)
+		}
+		granted := make([]string, len(needs))
+		for i, a := range needs {
+			granted[i] = a.String()
+		}
+		return "server " + v + "; may " + strings.Join(granted, ", "), nil
+	}}
 }
 
 // prefix makes a check ID unique to a set of offerings.
@@ -438,6 +532,11 @@ func NewCluster(s kube.Source, timeout time.Duration) (ClusterAPI, error) {
 // ClusterCheck checks that a kubeconfig loads, the API server answers, and
 // namespaces and resourcequotas can be listed.
 func ClusterCheck(s kube.Source, open func(kube.Source) (ClusterAPI, error)) Check {
+	return clusterCheck(s, open, nil)
+}
+
+// clusterCheck is ClusterCheck that also asks for needs (appliedAccess).
+func clusterCheck(s kube.Source, open func(kube.Source) (ClusterAPI, error), needs []kube.Access) Check {
 	return Check{Name: "cluster", Target: s.String(), Credential: ClusterCredential(s), Run: func(ctx context.Context) (string, error) {
 		c, err := open(s)
 		if err != nil {
@@ -453,7 +552,18 @@ func ClusterCheck(s kube.Source, open func(kube.Source) (ClusterAPI, error)) Che
 		if err := c.CanList(ctx); err != nil {
 			return "", fmt.Errorf("server %s: %w", v, err)
 		}
-		return strings.TrimSpace("server " + v + "; namespaces and resourcequotas readable"), nil
+		why, err := denied(ctx, c, needs)
+		if err != nil {
+			return "", fmt.Errorf("server %s: %w", v, err)
+		}
+		if why != "" {
+			return "", fmt.Errorf("server %s: namespaces and resourcequotas readable, but order_done_on: applied reads the GitOps consumer and %s", v, why)
+		}
+		detail := "server " + v + "; namespaces and resourcequotas readable"
+		for _, a := range needs {
+			detail += "; may " + a.String()
+		}
+		return detail, nil
 	}}
 }
 

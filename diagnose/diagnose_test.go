@@ -217,10 +217,98 @@ func TestKeycloakChecks(t *testing.T) {
 type fakeCluster struct {
 	version string
 	listErr error
+	// denied holds what the account may not do (kube.Access.String).
+	denied map[string]bool
 }
 
 func (f fakeCluster) Version(context.Context) (string, error) { return f.version, nil }
 func (f fakeCluster) CanList(context.Context) error           { return f.listErr }
+func (f fakeCluster) Allowed(_ context.Context, a kube.Access) (bool, error) {
+	return !f.denied[a.String()], nil
+}
+
+// With order_done_on: applied and Flux and Argo CD as consumers, the
+// cluster row of the waiting offering also asks whether the account may read
+// the shard Kustomizations and the Applications, and names the Roles that
+// grant what it may not; an offering that does not wait asks nothing more.
+// With git.flux_reconcile a row checks the reconcile requests in Flux's
+// cluster.
+func TestConsumerAccessChecks(t *testing.T) {
+	text := `git:
+  url: https://git.example.org/t.git
+  flux_shards: 4
+  flux_reconcile: true
+  flux_kubeconfig_path: /k/flux.yaml
+  flux_oci_repository: registry.example.org/site/tenants
+  argocd_namespace: argo
+offerings:
+- name: Waits
+  waldur_api_url: https://waldur.example.org/api/
+  waldur_offering_uuid: 0ff00000000040008000000000000001
+  backend_type: namespace
+  order_done_on: applied
+  backend_settings: {kubeconfig_path: /k/waits.yaml}
+- name: Commits
+  waldur_api_url: https://waldur.example.org/api/
+  waldur_offering_uuid: 0ff00000000040008000000000000002
+  backend_type: namespace
+  backend_settings: {kubeconfig_path: /k/commits.yaml}
+`
+	l, err := config.Parse([]byte(text), filepath.Join(t.TempDir(), "c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const (
+		getKs     = "get kustomizations.kustomize.toolkit.fluxcd.io in namespace flux-system"
+		listApps  = "list applications.argoproj.io in namespace argo"
+		patchGit  = "patch gitrepositories.source.toolkit.fluxcd.io/waldur-tenants in namespace flux-system"
+		patchOCIs = "patch ocirepositories.source.toolkit.fluxcd.io in namespace flux-system"
+	)
+	tests := []struct {
+		name   string
+		denied []string
+		want   map[string]string // row target → status and a piece of its detail
+	}{
+		{"all granted", nil, map[string]string{
+			"/k/waits.yaml":   "pass: may " + getKs + "; may " + listApps,
+			"/k/commits.yaml": "pass: server v1.33.13; namespaces and resourcequotas readable",
+			"/k/flux.yaml":    "pass: may " + patchGit + ", " + patchOCIs,
+		}},
+		{"none granted", []string{getKs, listApps, patchGit, patchOCIs}, map[string]string{
+			"/k/waits.yaml":   "fail: order_done_on: applied reads the GitOps consumer and this account may not " + getKs + ", nor " + listApps + " (the Roles in examples/rbac/consumers grant it)",
+			"/k/commits.yaml": "pass: server v1.33.13; namespaces and resourcequotas readable",
+			"/k/flux.yaml":    "fail: this account may not " + patchGit + ", nor " + patchOCIs,
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			denied := map[string]bool{}
+			for _, d := range tc.denied {
+				denied[d] = true
+			}
+			checks := diagnose.Checks(l.Config, "", diagnose.Deps{
+				Waldur:  func(*config.Offering) (diagnose.WaldurAPI, error) { return fakeWaldur{}, nil },
+				Git:     func(config.Git) (diagnose.GitRemote, error) { return nil, errors.New("no git here") },
+				Cluster: func(kube.Source) (diagnose.ClusterAPI, error) { return fakeCluster{version: "v1.33.13", denied: denied}, nil },
+			})
+			got := map[string]string{}
+			for _, r := range run(t, checks) {
+				if r.Name == "cluster" || r.Name == "flux reconcile" {
+					got[r.Target] = r.Status + ": " + r.Detail
+				}
+			}
+			for target, want := range tc.want {
+				status, piece, _ := strings.Cut(want, ": ")
+				if !strings.HasPrefix(got[target], status+": ") || !strings.Contains(got[target], piece) {
+					t.Errorf("%s: %q, want %s with %q", target, got[target], status, piece)
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("rows %v", got)
+			}
+		})
+	}
+}
 
 func TestClusterCheckAndTable(t *testing.T) {
 	open := func(s kube.Source) (diagnose.ClusterAPI, error) {

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/diagnose"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
 	"github.com/waldur/waldur-gitops/kube"
 )
@@ -79,6 +81,13 @@ func TestConsumerRolesAreEnough(t *testing.T) {
 		}
 		return kube.NewReaderFor(dyn), dyn
 	}
+	// diagnose's check of git.flux_reconcile asks the server (it changes
+	// nothing) and must agree with the calls.
+	fluxGit := config.Git{FluxSourceName: "waldur-x", FluxSourceNamespace: "flux-system", FluxNamespace: "flux-system", FluxOCIRepository: "registry.example.org/w"}
+	fluxCheck := func() diagnose.Result {
+		open := func(s kube.Source) (diagnose.ClusterAPI, error) { return kube.Open(s) }
+		return diagnose.Run(ctx, []diagnose.Check{diagnose.FluxReconcileCheck(fluxGit, kube.Source{Path: c.KubeconfigPath("flux-user")}, open)}, diagnose.Options{})[0]
+	}
 	calls := map[string]func() error{
 		"flux-user": func() error {
 			r, dyn := reader("flux-user")
@@ -111,6 +120,11 @@ func TestConsumerRolesAreEnough(t *testing.T) {
 			if err := call(); err == nil || !strings.Contains(err.Error(), "forbidden") {
 				t.Fatalf("want forbidden before the binding, got %v", err)
 			}
+			if user == "flux-user" {
+				if r := fluxCheck(); r.OK || !strings.Contains(r.Detail, "may not patch gitrepositories.source.toolkit.fluxcd.io/waldur-x in namespace flux-system, nor patch ocirepositories") {
+					t.Errorf("diagnose before the binding: %+v", r)
+				}
+			}
 			create(t, admin, schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: "rolebindings"}, namespace[user], map[string]any{
 				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
 				"metadata": map[string]any{"name": user, "namespace": namespace[user]},
@@ -124,6 +138,11 @@ func TestConsumerRolesAreEnough(t *testing.T) {
 					t.Fatalf("bound to %s: %v", role[user], err)
 				}
 				time.Sleep(100 * time.Millisecond)
+			}
+			if user == "flux-user" {
+				if r := fluxCheck(); !r.OK {
+					t.Errorf("diagnose once bound: %+v", r)
+				}
 			}
 		})
 	}
