@@ -287,9 +287,11 @@ offerings:
 				denied[d] = true
 			}
 			checks := diagnose.Checks(l.Config, "", diagnose.Deps{
-				Waldur:  func(*config.Offering) (diagnose.WaldurAPI, error) { return fakeWaldur{}, nil },
-				Git:     func(config.Git) (diagnose.GitRemote, error) { return nil, errors.New("no git here") },
-				Cluster: func(kube.Source) (diagnose.ClusterAPI, error) { return fakeCluster{version: "v1.33.13", denied: denied}, nil },
+				Waldur: func(*config.Offering) (diagnose.WaldurAPI, error) { return fakeWaldur{}, nil },
+				Git:    func(config.Git) (diagnose.GitRemote, error) { return nil, errors.New("no git here") },
+				Cluster: func(kube.Source) (diagnose.ClusterAPI, error) {
+					return fakeCluster{version: "v1.33.13", denied: denied}, nil
+				},
 			})
 			got := map[string]string{}
 			for _, r := range run(t, checks) {
