@@ -180,6 +180,10 @@ type Git struct {
 	// FluxShards is the number of Flux shard entry points generated per offering
 	// target (default 0: none).
 	FluxShards int `yaml:"flux_shards"`
+	// FluxShardGeneration numbers the set of shards (default 0). Raising it
+	// places every tenant afresh in new shards of FluxShards, leaving the old
+	// ones orphaned: how an existing site is resharded (docs/gitops.md).
+	FluxShardGeneration int `yaml:"flux_shard_generation"`
 	// FluxNamespace is the namespace of the generated shard Kustomizations
 	// (default flux-system).
 	FluxNamespace string `yaml:"flux_namespace"`

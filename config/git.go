@@ -253,6 +253,11 @@ func (g *Git) validate(r *report) {
 	if g.FluxShards < 0 || g.FluxShards > 1000 {
 		r.addf("git.flux_shards", nil, "must be between 0 and 1000, got %d", g.FluxShards)
 	}
+	if g.FluxShardGeneration < 0 || g.FluxShardGeneration > 9999 {
+		r.addf("git.flux_shard_generation", nil, "must be between 0 and 9999, got %d", g.FluxShardGeneration)
+	} else if g.FluxShardGeneration > 0 && g.FluxShards == 0 {
+		r.addf("git.flux_shard_generation", nil, "only used with git.flux_shards above 0")
+	}
 	for _, k := range []struct{ key, v string }{
 		{"flux_namespace", g.FluxNamespace}, {"flux_source_name", g.FluxSourceName}, {"flux_source_namespace", g.FluxSourceNamespace},
 		{"argocd_namespace", g.ArgoCDNamespace},

@@ -344,7 +344,7 @@ func registryShard(cfg *config.Config) string {
 	if o.BackendType == config.BackendRancher {
 		target = render.TargetManagement
 	}
-	return gitsync.FluxLayout{NamePrefix: cfg.Git.FluxNamePrefix}.ShardName(gitsync.FluxTarget{Offering: o.DirName(), Target: target}, 0)
+	return gitsync.FluxLayout{NamePrefix: cfg.Git.FluxNamePrefix, Generation: cfg.Git.FluxShardGeneration}.ShardName(gitsync.FluxTarget{Offering: o.DirName(), Target: target}, 0)
 }
 
 // KeycloakCredential names the Keycloak credential: the user and where the

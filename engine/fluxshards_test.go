@@ -27,7 +27,7 @@ func placement(t *testing.T, dir, gitPath string) map[string]map[string]int {
 			tree[rel] = []byte(data)
 		}
 	}
-	return gitsync.Placement(tree)
+	return gitsync.Placement(tree, 0)
 }
 
 // Changing git.flux_shards never moves a tenant between two shards that both
@@ -131,6 +131,58 @@ lower:
 		if strings.Contains(p, "/_flux/") && (strings.Contains(p, ".03/") || strings.Contains(p, ".06/")) {
 			t.Errorf("%s is still generated after lowering to 3", p)
 		}
+	}
+}
+
+// A new git.flux_shard_generation, on a real repository: the commit holds
+// only the new generation's shard directories, with every tenant placed by
+// the hash over the count, and the run warns what to do with the old shards.
+func TestShardGenerationPlacesEveryTenantAfresh(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: slog.New(slog.NewTextHandler(&logs, nil))}},
+		render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	sync := func() {
+		t.Helper()
+		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	sync()
+	before := placement(t, dir, cfg.Git.Path)
+	cfg.Git.FluxShards, cfg.Git.FluxShardGeneration = 5, 1
+	sync()
+	tree := render.Tree{}
+	for p, data := range gittest.Files(t, dir, "main") {
+		if rel, ok := strings.CutPrefix(p, cfg.Git.Path+"/"); ok {
+			tree[rel] = []byte(data)
+		}
+	}
+	if g := gitsync.Generations(tree); len(g) != 1 || g[0] != 1 {
+		t.Errorf("the tip holds shard generations %v, want only 1", g)
+	}
+	after := gitsync.Placement(tree, 1)
+	n := 0
+	for key, m := range before {
+		for tenant := range m {
+			n++
+			if s, ok := after[key][tenant]; !ok || s != gitsync.ShardOf(tenant, 5) {
+				t.Errorf("%s/%s is in shard %d (placed %v) of generation 1, the hash over 5 says %d", key, tenant, s, ok, gitsync.ShardOf(tenant, 5))
+			}
+		}
+	}
+	if n < 10 {
+		t.Fatalf("only %d tenants placed", n)
+	}
+	if !strings.Contains(logs.String(), "git.flux_shard_generation changed") || !strings.Contains(logs.String(), "to_generation=1") {
+		t.Errorf("no warning about the new generation:\n%s", logs.String())
 	}
 }
 

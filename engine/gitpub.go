@@ -3,7 +3,9 @@ package engine
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"k8s.io/client-go/dynamic"
@@ -223,7 +225,7 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 	l := gitsync.FluxLayout{
 		Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path,
 		Namespace: cfg.Git.FluxNamespace, SourceName: cfg.Git.FluxSourceName,
-		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix,
+		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix, Generation: cfg.Git.FluxShardGeneration,
 		OCIRepository: cfg.Git.FluxOCIRepository, OCIInsecure: cfg.Git.FluxOCIInsecure, OCISecretName: cfg.Git.FluxOCISecretName,
 	}
 	for i := range cfg.Offerings {
@@ -240,14 +242,22 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 }
 
 // reportMoves warns when the commit moves tenants between Flux shards, which
-// only lowering git.flux_shards does (the assignment is otherwise stable), and
-// says what to do with the shards no longer generated.
+// only lowering git.flux_shards or a new git.flux_shard_generation does (the
+// assignment is otherwise stable), and says what to do with the shards no
+// longer generated.
 func (p *GitPublisher) reportMoves(cur, next render.Tree) {
 	if p.Log == nil {
 		return
 	}
-	before, after := gitsync.ShardCount(cur), gitsync.ShardCount(next)
-	moves := gitsync.Moves(cur, next)
+	gen := p.Config.Git.FluxShardGeneration
+	if was := gitsync.Generations(cur); len(was) > 0 && !slices.Contains(was, gen) && len(gitsync.Generations(next)) > 0 {
+		p.Log.Warn("git.flux_shard_generation changed: every tenant moves to the shards of the new generation and the old shards no longer build; "+
+			"once every new shard Kustomization is Ready at this commit, delete the old ones, which report their path missing (docs/gitops.md#resharding-a-site)",
+			"from_generations", fmt.Sprint(was), "to_generation", gen, "shards", gitsync.ShardCount(next, gen))
+		return
+	}
+	before, after := gitsync.ShardCount(cur, gen), gitsync.ShardCount(next, gen)
+	moves := gitsync.Moves(cur, next, gen)
 	if before <= after && len(moves) == 0 {
 		return
 	}

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
@@ -124,13 +126,22 @@ func (p *GitPublisher) requestOCIReconcile(ctx context.Context, pub *Published, 
 		p.flux = dyn
 	}
 	now := time.Now()
+	asked, absent := 0, 0
 	for _, n := range pushed {
-		if err := kube.RequestFluxOCIReconcile(ctx, p.flux, g.FluxNamespace, n, now); err != nil {
+		err := kube.RequestFluxOCIReconcile(ctx, p.flux, g.FluxNamespace, n, now)
+		switch {
+		case err == nil:
+			asked++
+		case apierrors.IsNotFound(err):
+			// A new shard whose OCIRepository waldur-shards has not applied
+			// yet: it fetches when it is created. The others still get asked.
+			absent++
+		default:
 			logOrDiscard(p.Log).Warn("cannot ask Flux to fetch the new artifacts now; they come at the next poll", "ocirepository", n, "error", err.Error())
 			return
 		}
 	}
-	logOrDiscard(p.Log).Info("asked Flux to fetch the new artifacts", "ocirepositories", len(pushed))
+	logOrDiscard(p.Log).Info("asked Flux to fetch the new artifacts", "ocirepositories", asked, "not_created_yet", absent)
 }
 
 // fluxRootChanged reports whether the shard objects (_flux/*.yaml, applied

@@ -59,6 +59,13 @@ const (
 type FluxLayout struct {
 	// Shards is the number of shards per target; 0 adds nothing.
 	Shards int
+	// Generation numbers the set of shards (git.flux_shard_generation). A
+	// tenant keeps its shard only within a generation: a new one places
+	// every tenant afresh in shards of new directories and names, and every
+	// shard of an older generation is orphaned (Orphans), which is how an
+	// existing site is split into more shards or fewer safely. 0 gives the
+	// directories and names of before generations existed.
+	Generation int
 	// RepoPath is the owned directory in the repository (git.path), which the
 	// Flux Kustomizations' spec.path starts with.
 	RepoPath string
@@ -91,29 +98,16 @@ type FluxLayout struct {
 func (l FluxLayout) OCI() bool { return l.OCIRepository != "" }
 
 // Placement returns, per target ("<offering>/<target>"), the shard each
-// tenant directory is listed in by the shard directories of tree. A tenant
-// listed in several shards (a hand edit) counts in the lowest.
-func Placement(tree render.Tree) map[string]map[string]int {
+// tenant directory is listed in by the shard directories of generation of
+// tree. A tenant listed in several shards (a hand edit) counts in the lowest.
+func Placement(tree render.Tree, generation int) map[string]map[string]int {
 	out := map[string]map[string]int{}
 	for p, b := range tree {
-		dir, file := path.Split(p)
-		if file != render.KustomizationFile || !strings.HasPrefix(dir, FluxDir+"/") {
+		sd, ok := parseShardPath(p)
+		if !ok || sd.generation != generation {
 			continue
 		}
-		name := strings.TrimSuffix(strings.TrimPrefix(dir, FluxDir+"/"), "/")
-		i := strings.LastIndexByte(name, '.')
-		if i < 0 || strings.Contains(name, "/") {
-			continue
-		}
-		shard, err := strconv.Atoi(name[i+1:])
-		if err != nil || shard < 0 {
-			continue
-		}
-		ot := strings.SplitN(name[:i], ".", 2)
-		if len(ot) != 2 {
-			continue
-		}
-		key := ot[0] + "/" + ot[1]
+		key := sd.target.Offering + "/" + sd.target.Target
 		prefix := "- ../../" + key + "/"
 		for line := range strings.Lines(string(b)) {
 			line = strings.TrimSpace(line)
@@ -126,19 +120,84 @@ func Placement(tree render.Tree) map[string]map[string]int {
 				m = map[string]int{}
 				out[key] = m
 			}
-			if old, seen := m[tenant]; !seen || shard < old {
-				m[tenant] = shard
+			if old, seen := m[tenant]; !seen || sd.shard < old {
+				m[tenant] = sd.shard
 			}
 		}
 	}
 	return out
 }
 
-// Moves reports the tenants whose shard differs between the shard
-// directories of two trees, as "<offering>/<target>/<tenant>" → [from, to],
-// leaving out tenants that are in only one of them.
-func Moves(before, after render.Tree) map[string][2]int {
-	a, b := Placement(before), Placement(after)
+// shardDir is a shard directory parsed from its path.
+type shardDir struct {
+	dir               string // below the owned directory: _flux/<name>
+	target            FluxTarget
+	generation, shard int
+}
+
+// parseShardPath reads the shard of "_flux/<offering>.<target>.<NN>/
+// kustomization.yaml" (generation 0) or "_flux/<offering>.<target>.g<G>.<NN>/
+// kustomization.yaml"; ok is false for any other path.
+func parseShardPath(p string) (shardDir, bool) {
+	dir, file := path.Split(p)
+	if file != render.KustomizationFile || !strings.HasPrefix(dir, FluxDir+"/") {
+		return shardDir{}, false
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(dir, FluxDir+"/"), "/")
+	if strings.Contains(name, "/") {
+		return shardDir{}, false
+	}
+	parts := strings.Split(name, ".")
+	sd := shardDir{dir: FluxDir + "/" + name}
+	switch len(parts) {
+	case 3:
+	case 4:
+		g, err := strconv.Atoi(strings.TrimPrefix(parts[2], "g"))
+		if !strings.HasPrefix(parts[2], "g") || err != nil || g < 1 {
+			return shardDir{}, false
+		}
+		sd.generation = g
+	default:
+		return shardDir{}, false
+	}
+	shard, err := strconv.Atoi(parts[len(parts)-1])
+	if err != nil || shard < 0 || parts[0] == "" || parts[1] == "" {
+		return shardDir{}, false
+	}
+	sd.target, sd.shard = FluxTarget{Offering: parts[0], Target: parts[1]}, shard
+	return sd, true
+}
+
+// shardDirs lists the shard directories of tree, sorted by path.
+func shardDirs(tree render.Tree) []shardDir {
+	var out []shardDir
+	for p := range tree {
+		if sd, ok := parseShardPath(p); ok {
+			out = append(out, sd)
+		}
+	}
+	slices.SortFunc(out, func(a, b shardDir) int { return strings.Compare(a.dir, b.dir) })
+	return out
+}
+
+// Generations lists the shard generations tree has directories of, in
+// order.
+func Generations(tree render.Tree) []int {
+	var out []int
+	for _, sd := range shardDirs(tree) {
+		if !slices.Contains(out, sd.generation) {
+			out = append(out, sd.generation)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Moves reports the tenants whose shard of generation differs between the
+// shard directories of two trees, as "<offering>/<target>/<tenant>" →
+// [from, to], leaving out tenants that are in only one of them.
+func Moves(before, after render.Tree, generation int) map[string][2]int {
+	a, b := Placement(before, generation), Placement(after, generation)
 	out := map[string][2]int{}
 	for key, m := range a {
 		for tenant, from := range m {
@@ -150,32 +209,32 @@ func Moves(before, after render.Tree) map[string][2]int {
 	return out
 }
 
-// ShardCount returns the number of shards per target that the shard
-// directories of tree hold (the highest shard number plus one; 0: none).
-func ShardCount(tree render.Tree) int {
+// ShardCount returns the number of shards per target of generation that
+// the shard directories of tree hold (the highest shard number plus one; 0:
+// none).
+func ShardCount(tree render.Tree, generation int) int {
 	n := 0
-	for p := range tree {
-		dir, file := path.Split(p)
-		if file != render.KustomizationFile || !strings.HasPrefix(dir, FluxDir+"/") {
-			continue
-		}
-		name := strings.TrimSuffix(strings.TrimPrefix(dir, FluxDir+"/"), "/")
-		if i := strings.LastIndexByte(name, '.'); i >= 0 {
-			if s, err := strconv.Atoi(name[i+1:]); err == nil && s+1 > n {
-				n = s + 1
-			}
+	for _, sd := range shardDirs(tree) {
+		if sd.generation == generation && sd.shard+1 > n {
+			n = sd.shard + 1
 		}
 	}
 	return n
 }
 
-// ShardName is the name of a shard's Flux Kustomization.
+// ShardName is the name of a shard's Flux Kustomization (and, in the OCI
+// layout, of its OCIRepository): <prefix><offering>-<target>-<NN>, with
+// -g<G> before the shard number from generation 1 on.
 func (l FluxLayout) ShardName(t FluxTarget, shard int) string {
 	prefix := l.NamePrefix
 	if prefix == "" {
 		prefix = DefaultFluxNamePrefix
 	}
-	return flux63(fmt.Sprintf("%s%s-%s-%02d", prefix, t.Offering, t.Target, shard))
+	gen := ""
+	if l.Generation > 0 {
+		gen = fmt.Sprintf("g%d-", l.Generation)
+	}
+	return flux63(fmt.Sprintf("%s%s-%s-%s%02d", prefix, t.Offering, t.Target, gen, shard))
 }
 
 func (l FluxLayout) names() (ns, source, sourceNS string) {
@@ -192,8 +251,19 @@ func (l FluxLayout) names() (ns, source, sourceNS string) {
 	return ns, source, sourceNS
 }
 
-// ShardDir is the directory of one shard below the owned directory.
+// ShardDir is the directory of one shard of generation 0 below the owned
+// directory; FluxLayout.Dir is that of the layout's generation.
 func ShardDir(t FluxTarget, shard int) string {
+	return FluxLayout{}.Dir(t, shard)
+}
+
+// Dir is the directory of one shard of the layout's generation below the
+// owned directory: _flux/<offering>.<target>.<NN>, with .g<G> before the
+// shard number from generation 1 on.
+func (l FluxLayout) Dir(t FluxTarget, shard int) string {
+	if l.Generation > 0 {
+		return fmt.Sprintf("%s/%s.%s.g%d.%02d", FluxDir, t.Offering, t.Target, l.Generation, shard)
+	}
 	return fmt.Sprintf("%s/%s.%s.%02d", FluxDir, t.Offering, t.Target, shard)
 }
 
@@ -237,7 +307,7 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 	var objs strings.Builder
 	objs.WriteString(generatedHeader)
 	targets := l.sortedTargets()
-	placed := Placement(l.Previous)
+	placed := Placement(l.Previous, l.Generation)
 	ns, source, sourceNS := l.names()
 	for i, tg := range targets {
 		shards := make([][]string, l.Shards)
@@ -251,7 +321,7 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 		}
 		for s, tenants := range shards {
 			slices.Sort(tenants)
-			dir := ShardDir(tg, s)
+			dir := l.Dir(tg, s)
 			var k strings.Builder
 			k.WriteString(generatedHeader)
 			fmt.Fprintf(&k, "# Flux shard %d of %d of %s/%s: %d tenant(s).\n", s, l.Shards, tg.Offering, tg.Target, len(tenants))
@@ -354,26 +424,27 @@ func (l FluxLayout) ShardDirs() (names, dirs []string) {
 	for _, tg := range targets {
 		for s := 0; s < l.Shards; s++ {
 			names = append(names, l.ShardName(tg, s))
-			dirs = append(dirs, ShardDir(tg, s))
+			dirs = append(dirs, l.Dir(tg, s))
 		}
 	}
 	return names, dirs
 }
 
 // Orphans lists the shards prev (the tree before a commit) holds that the
-// layout no longer generates, after a lowered count: in the OCI layout each
-// gets an artifact without its directory, so that its Kustomization reports
-// its path missing and does nothing, as it does in the Git layout.
+// layout no longer generates — after a lowered count, a new generation, or a
+// target gone —, in path order: in the OCI layout each gets an artifact
+// without its directory, so that its Kustomization reports its path missing
+// and does nothing, as it does in the Git layout.
 func (l FluxLayout) Orphans(prev render.Tree) (names, dirs []string) {
-	old := ShardCount(prev)
 	targets := l.sortedTargets()
-	for _, tg := range targets {
-		for s := max(l.Shards, 0); s < old; s++ {
-			if _, ok := prev[ShardDir(tg, s)+"/"+render.KustomizationFile]; ok {
-				names = append(names, l.ShardName(tg, s))
-				dirs = append(dirs, ShardDir(tg, s))
-			}
+	for _, sd := range shardDirs(prev) {
+		if sd.generation == l.Generation && sd.shard < l.Shards && slices.Contains(targets, sd.target) {
+			continue
 		}
+		old := l
+		old.Generation = sd.generation
+		names = append(names, old.ShardName(sd.target, sd.shard))
+		dirs = append(dirs, sd.dir)
 	}
 	return names, dirs
 }

@@ -287,7 +287,7 @@ func TestShardAssignmentIsStable(t *testing.T) {
 	for _, tc := range []struct{ from, to int }{{4, 5}, {4, 16}, {16, 4}, {5, 4}, {8, 3}, {3, 1}} {
 		t.Run(fmt.Sprintf("%d→%d", tc.from, tc.to), func(t *testing.T) {
 			before := layout(tc.from, nil)
-			placed := Placement(before)["off/cluster"]
+			placed := Placement(before, 0)["off/cluster"]
 			if len(placed) != 1000 {
 				t.Fatalf("Placement reads %d tenants back, want 1000", len(placed))
 			}
@@ -297,11 +297,11 @@ func TestShardAssignmentIsStable(t *testing.T) {
 				}
 			}
 			after := layout(tc.to, before)
-			if got := ShardCount(after); got != tc.to {
+			if got := ShardCount(after, 0); got != tc.to {
 				t.Errorf("ShardCount %d, want %d", got, tc.to)
 			}
-			moves := Moves(before, after)
-			for tenant, s := range Placement(after)["off/cluster"] {
+			moves := Moves(before, after, 0)
+			for tenant, s := range Placement(after, 0)["off/cluster"] {
 				was := placed[tenant]
 				switch {
 				case was < tc.to && s != was:
@@ -323,6 +323,90 @@ func TestShardAssignmentIsStable(t *testing.T) {
 	}
 }
 
+// A new generation places every tenant afresh, by the hash over the new
+// count, in directories and names of its own; the old generation's shards
+// are all orphans, named as they were; Placement of either generation reads
+// only its own directories; and going on with the same generation moves
+// nothing.
+func TestShardGenerations(t *testing.T) {
+	targets := []FluxTarget{{"off", "cluster"}}
+	g0 := FluxLayout{Shards: 4, Targets: targets}.Apply(syntheticTree(200))
+	l1 := FluxLayout{Shards: 6, Generation: 1, Targets: targets, Previous: g0}
+	g1 := l1.Apply(syntheticTree(200))
+	placed := Placement(g1, 1)["off/cluster"]
+	if len(placed) != 200 {
+		t.Fatalf("generation 1 places %d tenants, want 200", len(placed))
+	}
+	for tenant, s := range placed {
+		if s != ShardOf(tenant, 6) {
+			t.Errorf("%s in shard %d of generation 1, the hash over 6 says %d", tenant, s, ShardOf(tenant, 6))
+		}
+	}
+	for p := range g1 {
+		if strings.HasPrefix(p, "_flux/off.cluster.0") {
+			t.Errorf("generation 1 still writes %s", p)
+		}
+	}
+	if _, ok := g1["_flux/off.cluster.g1.05/kustomization.yaml"]; !ok {
+		t.Error("no _flux/off.cluster.g1.05")
+	}
+	if got := len(Placement(g1, 0)); got != 0 {
+		t.Errorf("Placement of generation 0 reads %d targets from generation 1's tree", got)
+	}
+	if got := Generations(g1); !slices.Equal(got, []int{1}) {
+		t.Errorf("Generations = %v", got)
+	}
+	names, dirs := l1.Orphans(g0)
+	wantNames := []string{"waldur-off-cluster-00", "waldur-off-cluster-01", "waldur-off-cluster-02", "waldur-off-cluster-03"}
+	wantDirs := []string{"_flux/off.cluster.00", "_flux/off.cluster.01", "_flux/off.cluster.02", "_flux/off.cluster.03"}
+	if !slices.Equal(names, wantNames) || !slices.Equal(dirs, wantDirs) {
+		t.Errorf("orphans %v %v, want %v %v", names, dirs, wantNames, wantDirs)
+	}
+	if n, _ := l1.ShardDirs(); n[0] != "waldur-off-cluster-g1-00" || len(n) != 6 {
+		t.Errorf("generation 1 shards %v", n)
+	}
+	if !strings.Contains(string(g1["_flux/flux-kustomizations.yaml"]), "path: ./_flux/off.cluster.g1.03") {
+		t.Error("the shard Kustomization does not build its generation's directory")
+	}
+	// The next run of generation 1 keeps every tenant where it is, and
+	// lowering within it orphans only the shards it drops.
+	l1.Previous = g1
+	if again := l1.Apply(syntheticTree(200)); len(Moves(g1, again, 1)) != 0 {
+		t.Error("a second run of generation 1 moved tenants")
+	}
+	l1.Shards = 5
+	if names, _ := l1.Orphans(g1); !slices.Equal(names, []string{"waldur-off-cluster-g1-05"}) {
+		t.Errorf("lowering within generation 1 orphans %v", names)
+	}
+}
+
+// Shard directories parse back to their target, generation and shard; other
+// paths under _flux are not shards.
+func TestParseShardPath(t *testing.T) {
+	for _, tc := range []struct {
+		path      string
+		ok        bool
+		gen, num  int
+		offTarget string
+	}{
+		{"_flux/off.cluster.03/kustomization.yaml", true, 0, 3, "off/cluster"},
+		{"_flux/off.cluster.g12.07/kustomization.yaml", true, 12, 7, "off/cluster"},
+		{"_flux/off.cluster.gx.07/kustomization.yaml", false, 0, 0, ""},
+		{"_flux/off.cluster.g0.07/kustomization.yaml", false, 0, 0, ""},
+		{"_flux/off.cluster.03/other.yaml", false, 0, 0, ""},
+		{"_flux/kustomization.yaml", false, 0, 0, ""},
+		{"_flux/off.03/kustomization.yaml", false, 0, 0, ""},
+		{"off/cluster/t/kustomization.yaml", false, 0, 0, ""},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			sd, ok := parseShardPath(tc.path)
+			if ok != tc.ok || ok && (sd.generation != tc.gen || sd.shard != tc.num || sd.target.Offering+"/"+sd.target.Target != tc.offTarget) {
+				t.Errorf("got %+v %v", sd, ok)
+			}
+		})
+	}
+}
+
 // A tenant listed by hand in two shards counts in the lowest; lines that are
 // not a tenant of the shard's own target are ignored.
 func TestPlacementReadsHandEdits(t *testing.T) {
@@ -332,7 +416,7 @@ func TestPlacementReadsHandEdits(t *testing.T) {
 		"_flux/kustomization.yaml":                []byte("resources:\n- ../../off/cluster/x\n"),
 		"off/cluster/a/kustomization.yaml":        []byte("resources: []\n"),
 	}
-	got := Placement(tree)
+	got := Placement(tree, 0)
 	want := map[string]map[string]int{"off/cluster": {"a": 3, "b": 1}}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("Placement = %v, want %v", got, want)

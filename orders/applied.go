@@ -228,7 +228,7 @@ func (f *Flux) expect(plan []Executing, pushed render.Tree) {
 	if f == nil || f.Layout.Shards <= 0 {
 		return
 	}
-	placed := gitsync.Placement(pushed)
+	placed := gitsync.Placement(pushed, f.Layout.Generation)
 	ns := f.Layout.Namespace
 	if ns == "" {
 		ns = gitsync.DefaultFluxNamespace

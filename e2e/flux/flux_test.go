@@ -399,7 +399,7 @@ func (s *site) rendered() (map[string]*unstructured.Unstructured, map[string]str
 	objs, owner := map[string]*unstructured.Unstructured{}, map[string]string{}
 	for _, tg := range l.Targets {
 		for n := range l.Shards {
-			rm, err := k.Run(fs, path.Join("/repo", s.cfg.Git.Path, gitsync.ShardDir(tg, n)))
+			rm, err := k.Run(fs, path.Join("/repo", s.cfg.Git.Path, l.Dir(tg, n)))
 			if err != nil {
 				s.t.Fatalf("kustomize build of shard %d: %v", n, err)
 			}
@@ -716,7 +716,7 @@ func TestFluxEndToEnd(t *testing.T) {
 				tree[rel] = []byte(c)
 			}
 		}
-		shard := gitsync.Placement(tree)[parts[0]+"/"+parts[1]][parts[2]]
+		shard := gitsync.Placement(tree, l.Generation)[parts[0]+"/"+parts[1]][parts[2]]
 		brokenShard := l.ShardName(gitsync.FluxTarget{Offering: parts[0], Target: parts[1]}, shard)
 		rev := branch + "@sha1:" + hand
 		s.trigger()

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
@@ -194,6 +195,46 @@ func TestFluxOCILayout(t *testing.T) {
 	s.checkMatches(want, owner)
 	if got := s.uids(); !maps.Equal(got, uids) {
 		t.Errorf("lowering the count changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
+
+	// A new generation (docs/gitops.md#resharding-a-site): every tenant goes
+	// to the new shards, which take the objects over; the old shards report
+	// their path missing, and deleting them (and the orphan of the lowering
+	// above) deletes no tenant object.
+	oldNames, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	s.cfg.Git.FluxShards, s.cfg.Git.FluxShardGeneration = shards+1, 1
+	newNames, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	out, pushed = s.syncOCI()
+	if pushed != len(newNames)+len(oldNames) {
+		t.Errorf("a new generation pushed %d artifacts, want %d new shards and %d orphans", pushed, len(newNames), len(oldNames))
+	}
+	s.waitOCIApplied(out.Published.FluxRevisions)
+	for _, n := range oldNames {
+		s.waitFor(n+" path missing", func() (bool, string) {
+			st, msg, _, err := s.ready(n)
+			return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
+		})
+	}
+	want, owner = s.rendered()
+	s.checkMatches(want, owner)
+	for _, n := range append(oldNames, orphan) {
+		for _, gvr := range []schema.GroupVersionResource{kustomizations, kube.FluxOCIRepositoriesGVR} {
+			if err := s.dc.Resource(gvr).Namespace(fluxtest.Namespace).Delete(s.ctx, n, metav1.DeleteOptions{}); err != nil {
+				t.Fatalf("delete the old shard %s: %v", n, err)
+			}
+		}
+	}
+	s.waitFor("old shards deleted", func() (bool, string) {
+		for _, n := range append(oldNames, orphan) {
+			if _, err := s.dc.Resource(kustomizations).Namespace(fluxtest.Namespace).Get(s.ctx, n, metav1.GetOptions{}); err == nil {
+				return false, n + " still there"
+			}
+		}
+		return true, ""
+	})
+	s.checkMatches(want, owner)
+	if got := s.uids(); !maps.Equal(got, uids) {
+		t.Errorf("a new shard generation changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
 	}
 	errs, err := s.flux.Errors()
 	if err != nil {
