@@ -3,7 +3,6 @@ package engine_test
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,9 +10,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
@@ -22,16 +19,9 @@ import (
 // and whose publisher commits to a new bare repository at dir.
 func gitEngine(t *testing.T, g guard.Options) (*engine.Engine, *answers, string) {
 	t.Helper()
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL = dir
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st, dir := exampleRepo(t, 0)
 	src := &answers{st: st}
-	return engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, g, nil), src, dir
+	return engineOver(t, cfg, src, nil, g), src, dir
 }
 
 // answers is a Source over the example state that can drop resources from

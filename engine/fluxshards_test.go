@@ -21,13 +21,42 @@ import (
 // repository at dir.
 func placement(t *testing.T, dir, gitPath string) map[string]map[string]int {
 	t.Helper()
+	return gitsync.Placement(tipTree(t, dir, gitPath), 0)
+}
+
+// tipTree reads the owned tree (below gitPath) from the branch tip of the
+// bare repository at dir.
+func tipTree(t *testing.T, dir, gitPath string) render.Tree {
+	t.Helper()
 	tree := render.Tree{}
 	for p, data := range gittest.Files(t, dir, "main") {
 		if rel, ok := strings.CutPrefix(p, gitPath+"/"); ok {
 			tree[rel] = []byte(data)
 		}
 	}
-	return gitsync.Placement(tree, 0)
+	return tree
+}
+
+// exampleRepo is the bundled example publishing, in shards Flux shards (0:
+// none), to a new bare repository, whose directory it returns.
+func exampleRepo(t *testing.T, shards int) (*config.Loaded, *waldur.State, string) {
+	t.Helper()
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	dir := filepath.Join(t.TempDir(), "tenants.git")
+	gittest.InitBare(t, dir, "main")
+	cfg.Git.URL, cfg.Git.FluxShards = dir, shards
+	return cfg, st, dir
+}
+
+// engineOver is an engine that renders cfg's state read from src and
+// publishes it to Git under guard g, logging to log (nil: nowhere).
+func engineOver(t *testing.T, cfg *config.Loaded, src engine.Source, log *slog.Logger, g guard.Options) *engine.Engine {
+	t.Helper()
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, g, nil)
 }
 
 // Changing git.flux_shards never moves a tenant between two shards that both
@@ -37,15 +66,7 @@ func placement(t *testing.T, dir, gitPath string) map[string]map[string]int {
 // hash over the new count, and lowering the count moves only the tenants of
 // the shards no longer generated.
 func TestShardCountChangeMovesNoPlacedTenant(t *testing.T) {
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL = dir
-	cfg.Git.FluxShards = 2
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st, dir := exampleRepo(t, 2)
 	// The newest tenant of the plain namespace offering joins only after the
 	// count is raised.
 	src := &answers{st: st, drop: map[waldur.UUID]bool{}}
@@ -56,7 +77,7 @@ func TestShardCountChangeMovesNoPlacedTenant(t *testing.T) {
 		}
 	}
 	src.drop[late] = true
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	e := engineOver(t, cfg, src, nil, guard.DefaultOptions())
 	ctx := context.Background()
 	sync := func() map[string]map[string]int {
 		t.Helper()
@@ -106,7 +127,7 @@ lower:
 	dir = filepath.Join(t.TempDir(), "lower.git")
 	gittest.InitBare(t, dir, "main")
 	cfg.Git.URL = dir
-	e = engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	e = engineOver(t, cfg, src, nil, guard.DefaultOptions())
 	raised = sync()
 	cfg.Git.FluxShards = 3
 	lowered := sync()
@@ -138,17 +159,9 @@ lower:
 // only the new generation's shard directories, with every tenant placed by
 // the hash over the count, and the run warns what to do with the old shards.
 func TestShardGenerationPlacesEveryTenantAfresh(t *testing.T) {
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st, dir := exampleRepo(t, 2)
 	var logs strings.Builder
-	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: slog.New(slog.NewTextHandler(&logs, nil))}},
-		render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	e := engineOver(t, cfg, &answers{st: st}, slog.New(slog.NewTextHandler(&logs, nil)), guard.DefaultOptions())
 	sync := func() {
 		t.Helper()
 		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil {
@@ -159,12 +172,7 @@ func TestShardGenerationPlacesEveryTenantAfresh(t *testing.T) {
 	before := placement(t, dir, cfg.Git.Path)
 	cfg.Git.FluxShards, cfg.Git.FluxShardGeneration = 5, 1
 	sync()
-	tree := render.Tree{}
-	for p, data := range gittest.Files(t, dir, "main") {
-		if rel, ok := strings.CutPrefix(p, cfg.Git.Path+"/"); ok {
-			tree[rel] = []byte(data)
-		}
-	}
+	tree := tipTree(t, dir, cfg.Git.Path)
 	if g := gitsync.Generations(tree); len(g) != 1 || g[0] != 1 {
 		t.Errorf("the tip holds shard generations %v, want only 1", g)
 	}
@@ -190,18 +198,11 @@ func TestShardGenerationPlacesEveryTenantAfresh(t *testing.T) {
 // warning: the commit is pushed and the run succeeds (Flux's poll still
 // comes).
 func TestFluxReconcileFailureIsAWarning(t *testing.T) {
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL, cfg.Git.FluxShards, cfg.Git.FluxReconcile = dir, 2, true
+	cfg, st, _ := exampleRepo(t, 2)
+	cfg.Git.FluxReconcile = true
 	cfg.Git.FluxKubeconfigPath = filepath.Join(t.TempDir(), "missing-kubeconfig")
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var logs strings.Builder
-	log := slog.New(slog.NewTextHandler(&logs, nil))
-	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	e := engineOver(t, cfg, &answers{st: st}, slog.New(slog.NewTextHandler(&logs, nil)), guard.DefaultOptions())
 	out := e.Run(context.Background(), engine.Request{Command: "sync"})
 	if out.Err != nil || out.Report.Commit == "" {
 		t.Fatalf("sync: %v, commit %q", out.Err, out.Report.Commit)
@@ -215,16 +216,9 @@ func TestFluxReconcileFailureIsAWarning(t *testing.T) {
 // placement as a direct publish: raising the count while a removal waits on
 // review moves no placed tenant, the removed one included.
 func TestReviewRoutingKeepsShardPlacement(t *testing.T) {
-	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
-	dir := filepath.Join(t.TempDir(), "tenants.git")
-	gittest.InitBare(t, dir, "main")
-	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, st, dir := exampleRepo(t, 2)
 	src := &answers{st: st, drop: map[waldur.UUID]bool{}}
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	e := engineOver(t, cfg, src, nil, guard.DefaultOptions())
 	sync := func() map[string]map[string]int {
 		t.Helper()
 		// The removal waiting on review is a skip: exit 3, the rest done.
