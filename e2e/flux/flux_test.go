@@ -259,6 +259,16 @@ func (s *site) waitFor(what string, cond func() (bool, string)) {
 	}
 }
 
+// waitPathMissing waits until the Kustomization name reports that its path
+// is not in its source's artifact, as a shard no longer generated does.
+func (s *site) waitPathMissing(name string) {
+	s.t.Helper()
+	s.waitFor(name+" path missing", func() (bool, string) {
+		st, msg, _, err := s.ready(name)
+		return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
+	})
+}
+
 // ready returns a Kustomization's Ready condition and last applied revision.
 func (s *site) ready(name string) (status, message, applied string, err error) {
 	u, err := s.dc.Resource(kustomizations).Namespace(fluxtest.Namespace).Get(s.ctx, name, metav1.GetOptions{})
@@ -590,10 +600,7 @@ func TestFluxEndToEnd(t *testing.T) {
 	t.Run("before the first sync the shard root reports its path missing", func(t *testing.T) {
 		s.t = t
 		s.trigger()
-		s.waitFor("waldur-shards path missing", func() (bool, string) {
-			st, msg, _, err := s.ready("waldur-shards")
-			return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
-		})
+		s.waitPathMissing("waldur-shards")
 	})
 
 	var commit string
@@ -776,10 +783,7 @@ func TestFluxEndToEnd(t *testing.T) {
 		s.trigger()
 		s.waitApplied(commit, orphans...)
 		for _, n := range orphans {
-			s.waitFor(n+" path missing", func() (bool, string) {
-				st, msg, _, err := s.ready(n)
-				return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
-			})
+			s.waitPathMissing(n)
 		}
 		want, owner = s.rendered()
 		s.checkMatches(want, owner)

@@ -187,10 +187,7 @@ func TestFluxOCILayout(t *testing.T) {
 		t.Errorf("lowering the count pushed %d artifacts: the orphan's and at least one receiving shard's", pushed)
 	}
 	s.waitOCIApplied(out.Published.FluxRevisions)
-	s.waitFor(orphan+" path missing", func() (bool, string) {
-		st, msg, _, err := s.ready(orphan)
-		return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
-	})
+	s.waitPathMissing(orphan)
 	want, owner = s.rendered()
 	s.checkMatches(want, owner)
 	if got := s.uids(); !maps.Equal(got, uids) {
@@ -210,10 +207,7 @@ func TestFluxOCILayout(t *testing.T) {
 	}
 	s.waitOCIApplied(out.Published.FluxRevisions)
 	for _, n := range oldNames {
-		s.waitFor(n+" path missing", func() (bool, string) {
-			st, msg, _, err := s.ready(n)
-			return err == nil && st == "False" && strings.Contains(msg, "kustomization path not found"), fmt.Sprintf("Ready=%s %q %v", st, msg, err)
-		})
+		s.waitPathMissing(n)
 	}
 	want, owner = s.rendered()
 	s.checkMatches(want, owner)
