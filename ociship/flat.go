@@ -34,6 +34,7 @@ func ArtifactFiles(tree render.Tree, shardDir string) map[string][]byte {
 		return map[string][]byte{}
 	}
 	files := map[string][]byte{}
+	nested := map[string]bool{} // tenant directories carried as they are
 	var entry strings.Builder
 	for line := range strings.Lines(string(kz)) {
 		rel, listed := strings.CutPrefix(strings.TrimSpace(line), "- ../../")
@@ -53,14 +54,10 @@ func ArtifactFiles(tree render.Tree, shardDir string) map[string][]byte {
 			continue
 		}
 		entry.WriteString(line)
-		prefix := dir + "/"
-		for p, c := range tree {
-			if strings.HasPrefix(p, prefix) {
-				files[p] = c
-			}
-		}
+		nested[dir] = true
 	}
 	files[kzPath] = []byte(entry.String())
+	addUnder(files, tree, nested)
 	return files
 }
 

@@ -75,10 +75,16 @@ func ShardFiles(tree render.Tree, shardDir string) map[string][]byte {
 			dirs[path.Clean(rel)] = true
 		}
 	}
+	addUnder(files, tree, dirs)
+	return files
+}
+
+// addUnder adds to files every file of tree below one of dirs.
+func addUnder(files map[string][]byte, tree render.Tree, dirs map[string]bool) {
 	if len(dirs) == 0 {
-		return files
+		return
 	}
-	// One look-up per parent directory of every file, not per listed tenant.
+	// One look-up per parent directory of every file, not per directory.
 	for p, c := range tree {
 		for i := strings.IndexByte(p, '/'); i > 0; i = nextSlash(p, i) {
 			if dirs[p[:i]] {
@@ -87,7 +93,6 @@ func ShardFiles(tree render.Tree, shardDir string) map[string][]byte {
 			}
 		}
 	}
-	return files
 }
 
 func nextSlash(p string, i int) int {
