@@ -2,6 +2,7 @@ package gitsync
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -74,5 +75,28 @@ func TestReviewBranchLifecycle(t *testing.T) {
 	}
 	if err := r.Fetch(ctx); err != nil || len(r.ReviewBranches()) != 0 {
 		t.Errorf("after delete: %v %+v", err, r.ReviewBranches())
+	}
+}
+
+// A review branch a server hook declines fails with ErrDeclined and what the
+// hook printed, over the smart-HTTP transport, as a declined push to main
+// does (TestDeclinedPushSaysWhy); main is untouched.
+func TestDeclinedReviewBranchSaysWhy(t *testing.T) {
+	srv, url, dir := httpRepo(t)
+	r := open(t, url, "waldur", auth(srv))
+	if _, err := Sync(t.Context(), r, planOf(tenantTree("v1", "o/cluster/a", "o/cluster/b"), "base"), 0); err != nil {
+		t.Fatal(err)
+	}
+	mainTip := gittest.Head(t, dir, "main")
+	installHook(t, dir, "#!/bin/sh\necho 'review branches must be opened by a person' >&2\nexit 1\n")
+	_, err := r.PushReview(t.Context(), ReviewPrefix+"0123abcd", tenantTree("v1", "o/cluster/a"), "remove b")
+	if !errors.Is(err, ErrDeclined) || errors.Is(err, ErrRaced) {
+		t.Fatalf("err = %v: want ErrDeclined, not ErrRaced", err)
+	}
+	if msg := err.Error(); !strings.Contains(msg, "declined the push to "+ReviewPrefix+"0123abcd") || !strings.Contains(msg, "review branches must be opened by a person") {
+		t.Errorf("error does not say why:\n%s", msg)
+	}
+	if gittest.Head(t, dir, "main") != mainTip {
+		t.Error("main moved")
 	}
 }
