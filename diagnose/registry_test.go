@@ -2,19 +2,14 @@ package diagnose_test
 
 import (
 	"errors"
-	"io"
-	"log"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-containerregistry/pkg/registry"
-
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
+	"github.com/waldur/waldur-gitops/internal/registrytest"
 	"github.com/waldur/waldur-gitops/kube"
 )
 
@@ -31,16 +26,7 @@ var noDeps = diagnose.Deps{
 // with the credential's key and never its value.
 func TestRegistryCheck(t *testing.T) {
 	const user, pw = "pusher", "diag-registry-7c1d"
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pw {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	host := registrytest.Start(t, registrytest.BasicAuth(user, pw))
 	dir := t.TempDir()
 	pwFile := filepath.Join(dir, "registry-password")
 	for _, tc := range []struct {
@@ -54,7 +40,7 @@ func TestRegistryCheck(t *testing.T) {
 			l, err := config.Parse([]byte(`git:
   url: /srv/t.git
   flux_shards: 2
-  flux_oci_repository: `+strings.TrimPrefix(srv.URL, "http://")+`/site/tenants
+  flux_oci_repository: `+host+`/site/tenants
   flux_oci_insecure: true
   flux_oci_username: `+user+`
   flux_oci_password_file: registry-password

@@ -3,18 +3,13 @@ package engine_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
-
-	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
@@ -22,6 +17,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/exampletest"
 	"github.com/waldur/waldur-gitops/internal/gittest"
 	"github.com/waldur/waldur-gitops/internal/redact"
+	"github.com/waldur/waldur-gitops/internal/registrytest"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -47,17 +43,17 @@ func TestSyncShipsChangedShardArtifacts(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tenants.git")
 	gittest.InitBare(t, dir, "main")
 	var refuseWrites atomic.Bool
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if refuseWrites.Load() && r.Method != http.MethodGet && r.Method != http.MethodHead {
-			http.Error(w, "read-only", http.StatusServiceUnavailable)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	host := registrytest.Start(t, func(reg http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if refuseWrites.Load() && r.Method != http.MethodGet && r.Method != http.MethodHead {
+				http.Error(w, "read-only", http.StatusServiceUnavailable)
+				return
+			}
+			reg.ServeHTTP(w, r)
+		})
+	})
 	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
-	cfg.Git.FluxOCIRepository, cfg.Git.FluxOCIInsecure = strings.TrimPrefix(srv.URL, "http://")+"/site/tenants", true
+	cfg.Git.FluxOCIRepository, cfg.Git.FluxOCIInsecure = host+"/site/tenants", true
 	tpls, err := render.LoadTemplates(cfg.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -137,22 +133,13 @@ func TestSyncOCICredentials(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tenants.git")
 	gittest.InitBare(t, dir, "main")
 	const user, pw = "pusher", "registry-pass-9f3e1c7a"
-	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pw {
-			w.Header().Set("WWW-Authenticate", `Basic realm="registry"`)
-			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
-			return
-		}
-		reg.ServeHTTP(w, r)
-	}))
-	t.Cleanup(srv.Close)
+	host := registrytest.Start(t, registrytest.BasicAuth(user, pw))
 	pwFile := filepath.Join(t.TempDir(), "registry-password")
 	if err := os.WriteFile(pwFile, []byte("wrong-"+pw+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg.Git.URL, cfg.Git.FluxShards = dir, 2
-	cfg.Git.FluxOCIRepository, cfg.Git.FluxOCIInsecure = strings.TrimPrefix(srv.URL, "http://")+"/site/tenants", true
+	cfg.Git.FluxOCIRepository, cfg.Git.FluxOCIInsecure = host+"/site/tenants", true
 	cfg.Git.FluxOCIUsername, cfg.Git.FluxOCIPasswordFile = user, pwFile
 	tpls, err := render.LoadTemplates(cfg.Config)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"log"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -17,9 +16,9 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
+	"github.com/waldur/waldur-gitops/internal/registrytest"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -161,26 +160,13 @@ func TestArtifactFiles(t *testing.T) {
 	}
 }
 
-// startRegistry runs go-containerregistry's registry in process, behind
-// handler wrappers, and returns its host.
-func startRegistry(t *testing.T, wrap func(http.Handler) http.Handler) string {
-	t.Helper()
-	var h http.Handler = registry.New(registry.Logger(log.New(io.Discard, "", 0)))
-	if wrap != nil {
-		h = wrap(h)
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return strings.TrimPrefix(srv.URL, "http://")
-}
-
 // A first publish pushes every shard; publishing the same tree again pushes
 // nothing and keeps the digests (the tag is read first); a change to one
 // tenant pushes exactly that tenant's shard. The artifacts carry Flux's media
 // types and the commit.
 func TestPublishPushesOnlyChangedShards(t *testing.T) {
 	ctx := context.Background()
-	host := startRegistry(t, nil)
+	host := registrytest.Start(t, nil)
 	reg := ociship.Registry{Repository: host + "/site/tenants", Insecure: true}
 	tree := site()
 	first := reg.Publish(ctx, tree, shards, "c1", "https://bot:secret-pw@git.example.org/t.git")
@@ -235,7 +221,7 @@ func TestPublishPushesOnlyChangedShards(t *testing.T) {
 // A tag holding something else (another tool's image) is replaced.
 func TestPublishReplacesAForeignTag(t *testing.T) {
 	ctx := context.Background()
-	host := startRegistry(t, nil)
+	host := registrytest.Start(t, nil)
 	reg := ociship.Registry{Repository: host + "/w", Insecure: true}
 	data, _ := ociship.Archive(map[string][]byte{"x": []byte("y")})
 	img, _ := ociship.Image(data, "other", "")
@@ -255,7 +241,7 @@ func TestPublishCredentials(t *testing.T) {
 	ctx := context.Background()
 	const user, pw = "bot", "s3cret-registry-pass"
 	var sawAuth atomic.Bool // the registry serves blobs concurrently
-	host := startRegistry(t, func(h http.Handler) http.Handler {
+	host := registrytest.Start(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			u, p, ok := r.BasicAuth()
 			if !ok || u != user || p != pw {
@@ -347,7 +333,7 @@ func TestCheck(t *testing.T) {
 	const user, pw = "bot", "check-pass-51d0e2"
 	var readOnly atomic.Bool
 	readOnly.Store(true)
-	host := startRegistry(t, func(h http.Handler) http.Handler {
+	host := registrytest.Start(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			u, p, ok := r.BasicAuth()
 			if !ok || u != user || p != pw || readOnly.Load() && r.Method != http.MethodGet && r.Method != http.MethodHead {

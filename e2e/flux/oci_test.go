@@ -2,17 +2,13 @@ package flux_test
 
 import (
 	"fmt"
-	"io"
-	"log"
 	"maps"
-	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,6 +18,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/fluxtest"
 	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/registrytest"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/render"
@@ -41,9 +38,7 @@ import (
 // shard artifacts come from waldur-gitops through the registry.
 func startOCI(t testing.TB, tenants, shards int) *site {
 	t.Helper()
-	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(reg.Close)
-	host := strings.TrimPrefix(reg.URL, "http://")
+	host := registrytest.Start(t, nil)
 	s := startWith(t, tenants, shards, true, "flux_oci_repository: "+host+"/site/tenants", "flux_oci_insecure: true")
 	// Ask Flux to fetch what was pushed, through the test cluster.
 	s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
