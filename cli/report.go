@@ -155,7 +155,7 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if snap == nil {
 		// Seen in Waldur as the site agent's report service, like the other modes.
 		ann := &engine.AgentAnnouncer{Source: &engine.APISource{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}, Offerings: cfg.Offerings, Log: a.log}
-		_ = rep.Record("agent", func() (changeset.Set, map[string]int, error) { return ann.Announce(ctx, "report", f.dryRun) })
+		_ = rep.Record("agent", func() (changeset.Set, map[string]int, error) { return ann.Announce(ctx, nil, "report", f.dryRun) })
 	}
 	var runErr error
 	if err := rep.Record(usage.EntryStage, func() (changeset.Set, map[string]int, error) { return rp.Run(ctx) }); err != nil {

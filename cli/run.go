@@ -50,6 +50,7 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 		}
 	}
 	ctx, tally := waldur.WithTally(ctx)
+	v.wire.DryRun = v.req.DryRun
 	eng, err := a.newEngine(cfg, v.wire)
 	if err != nil {
 		return err

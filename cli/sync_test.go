@@ -258,6 +258,7 @@ func TestSyncNeverWipesOnAnEmptyWaldur(t *testing.T) {
 	before := gittest.Files(t, repo, "main")
 
 	empty := waldurtest.New(t, waldurtest.WithToken(os.Getenv("WALDUR_API_TOKEN")))
+	empty.Seed(emptyOfferings(t)) // they exist, with nothing in them
 	b, _ := os.ReadFile(cfg)
 	emptyCfg := filepath.Join(filepath.Dir(cfg), "empty.yaml")
 	writeFile(t, emptyCfg, regexp.MustCompile(`waldur_api_url: .*`).ReplaceAllString(string(b), "waldur_api_url: "+empty.URL()))
@@ -289,6 +290,20 @@ func TestSyncNeverWipesOnAnEmptyWaldur(t *testing.T) {
 	if code != ExitOK || len(files) != 1 || files["waldur/.waldur-gitops"] == "" {
 		t.Errorf("--allow-mass-prune: exit %d, %d files left\n%s", code, len(files), stderr)
 	}
+}
+
+// emptyOfferings is the example's offerings with nothing in them.
+func emptyOfferings(t *testing.T) *waldur.State {
+	t.Helper()
+	snap, err := waldur.LoadSnapshot(exampleSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &waldur.State{}
+	for _, o := range snap.Offerings {
+		st.Offerings = append(st.Offerings, waldur.OfferingState{Name: o.Name, OfferingUUID: o.OfferingUUID})
+	}
+	return st
 }
 
 func mustRead(t *testing.T, p string) []byte {

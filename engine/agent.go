@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"runtime"
@@ -50,8 +51,11 @@ type AgentAnnouncer struct {
 	Log       *slog.Logger
 }
 
-// Announce implements Announcer.
-func (a *AgentAnnouncer) Announce(ctx context.Context, mode string, dryRun bool) (changeset.Set, map[string]int, error) {
+// Announce implements Announcer. It registers for the offerings st holds,
+// those read and found in Waldur; with st nil (a command that reads no
+// state first) it reads each offering itself and registers for those found.
+// An offering not read or not found gets no identity.
+func (a *AgentAnnouncer) Announce(ctx context.Context, st *waldur.State, mode string, dryRun bool) (changeset.Set, map[string]int, error) {
 	var cs changeset.Set
 	if !slices.Contains(agentModes, mode) {
 		return cs, nil, nil
@@ -59,6 +63,9 @@ func (a *AgentAnnouncer) Announce(ctx context.Context, mode string, dryRun bool)
 	ctx, tally := waldur.WithTally(ctx)
 	for i := range a.Offerings {
 		o := &a.Offerings[i]
+		if !a.found(ctx, st, o, &cs) {
+			continue
+		}
 		entries, err := a.announce(ctx, o, mode, dryRun)
 		cs.Add(entries...)
 		if err != nil {
@@ -68,6 +75,30 @@ func (a *AgentAnnouncer) Announce(ctx context.Context, mode string, dryRun bool)
 		}
 	}
 	return cs, tally.Stats().Requests, nil
+}
+
+// found reports whether o was read into st or, with st nil, exists in
+// Waldur. An offering that was not is noted as a skip, so that the run
+// report says why it has no identity.
+func (a *AgentAnnouncer) found(ctx context.Context, st *waldur.State, o *config.Offering, cs *changeset.Set) bool {
+	var why error
+	switch {
+	case st != nil && slices.ContainsFunc(st.Offerings, func(r waldur.OfferingState) bool { return r.Name == o.Name }):
+		return true
+	case st != nil:
+		why = errors.New("the offering was not read")
+	default:
+		c, err := a.Source.Client(o)
+		if err == nil {
+			err = c.CheckOffering(ctx, waldur.UUID(o.WaldurOfferingUUID))
+		}
+		if err == nil {
+			return true
+		}
+		why = err
+	}
+	cs.Add(a.entry(o, "AgentIdentity", AgentIdentityName(o), changeset.Skip, "not registered: "+why.Error()))
+	return false
 }
 
 // AgentIdentityName is the identity name of an offering.

@@ -49,7 +49,8 @@ func newAgentFixture(t *testing.T, opts ...waldurtest.Option) *agentFixture {
 
 func (f *agentFixture) announce(t *testing.T, mode string, dryRun bool) (changeset.Set, map[string]int) {
 	t.Helper()
-	cs, calls, err := f.ann.Announce(context.Background(), mode, dryRun)
+	read := &waldur.State{Offerings: []waldur.OfferingState{{Name: "Plain", OfferingUUID: offeringUUID}}}
+	cs, calls, err := f.ann.Announce(context.Background(), read, mode, dryRun)
 	if err != nil {
 		t.Fatalf("announce %s: %v (the agent stage must never fail)", mode, err)
 	}
@@ -238,9 +239,11 @@ func TestAgentAnnouncerFailureIsASkip(t *testing.T) {
 }
 
 // TestSyncReportsTheAgentStageFirst: a sync wired by FromConfig with Announce
-// runs the agent stage first; from a snapshot it has none.
+// runs the agent stage right after the Waldur read (the offerings are found
+// before anything is registered); from a snapshot it has none.
 func TestSyncReportsTheAgentStageFirst(t *testing.T) {
 	f := newAgentFixture(t)
+	f.srv.AddOffering(waldur.ProviderOffering{UUID: offeringUUID, Name: "Plain"})
 	e, err := engine.FromConfig(f.cfg, engine.Options{Publish: engine.Directory, Dir: t.TempDir(), Announce: true})
 	if err != nil {
 		t.Fatal(err)
@@ -253,8 +256,8 @@ func TestSyncReportsTheAgentStageFirst(t *testing.T) {
 	for _, st := range out.Report.Stages {
 		names = append(names, st.Name)
 	}
-	if len(names) < 2 || names[0] != "agent" || names[1] != "waldur" {
-		t.Fatalf("stages %v: want agent first, then waldur", names)
+	if len(names) < 2 || names[0] != "waldur" || names[1] != "agent" {
+		t.Fatalf("stages %v: want waldur first, then agent", names)
 	}
 	if i, s, p := f.srv.AgentObjects(); i != 1 || s != 1 || p != 1 {
 		t.Errorf("%d identities, %d services, %d processors after a sync", i, s, p)

@@ -65,7 +65,7 @@ type stage struct {
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
 //
-//	agent → waldur → approve → render → quota → validate → publish → keycloak → orders → feedback
+//	waldur → agent → approve → render → quota → validate → publish → keycloak → orders → feedback
 //
 // A new stage goes here, with a seam in seams.go.
 func (e *Engine) stages(req Request) []stage {
@@ -73,11 +73,6 @@ func (e *Engine) stages(req Request) []stage {
 	g := e.guard
 	g.Allow = req.AllowMassPrune
 	var list []stage
-	if s.Announcer != nil {
-		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Announcer.Announce(ctx, req.Command, req.DryRun)
-		}})
-	}
 	list = append(list, stage{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 		var err error
 		if r, ok := s.Source.(Refresher); ok && len(req.Resources) > 0 && e.last != nil && e.last.State != nil {
@@ -87,6 +82,12 @@ func (e *Engine) stages(req Request) []stage {
 		}
 		return unreadEntries(o.State), nil, err
 	}})
+	if s.Announcer != nil {
+		// After the read: only offerings found in Waldur get an identity.
+		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+			return s.Announcer.Announce(ctx, o.State, req.Command, req.DryRun)
+		}})
+	}
 	if s.Orders != nil {
 		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
 			return s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun)

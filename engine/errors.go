@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -187,9 +189,21 @@ func verdict(req Request, out *Outcome, err error) error {
 		}
 	}
 	if len(parts) > 0 {
-		return Errorf(ClassPartial, "%s skipped (listed in the output), the rest done", strings.Join(parts, " and "))
+		return Errorf(ClassPartial, "%s skipped (listed in the output), the rest done%s", strings.Join(parts, " and "), unreadCause(out.State))
 	}
 	return nil
+}
+
+// unreadCause names every offering not read, with why, for the verdict.
+func unreadCause(st *waldur.State) string {
+	if st == nil || len(st.Unread) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(st.Unread)) {
+		fmt.Fprintf(&b, "; offering %q not read: %s", name, st.Unread[name])
+	}
+	return b.String()
 }
 
 // skipKinds names the skip entries that make a run partial, by stage/kind;

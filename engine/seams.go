@@ -191,10 +191,12 @@ type IdentityOptions struct {
 }
 
 // Announcer tells Waldur who is doing the work (the site agent identity of
-// every offering, the mode it runs in). It runs first; it never fails a run:
-// what it could not do is a skip entry.
+// every offering, the mode it runs in). It runs right after the Waldur read,
+// for the offerings st holds (read and found), so that nothing is registered
+// for an offering Waldur does not know; it never fails a run: what it could
+// not do is a skip entry.
 type Announcer interface {
-	Announce(ctx context.Context, mode string, dryRun bool) (changeset.Set, map[string]int, error)
+	Announce(ctx context.Context, st *waldur.State, mode string, dryRun bool) (changeset.Set, map[string]int, error)
 }
 
 // Feedback reports back to Waldur what the run found out about its resources

@@ -54,6 +54,10 @@ type Options struct {
 	// (kubeconfig, conflicts, rate); DryRun and Guard are set per run.
 	Apply apply.Options
 	Log   *slog.Logger
+	// DryRun says the verb's runs change nothing: the config check
+	// (preflight) then lets a Keycloak realm without credentials pass, as
+	// the dry run leaves it out.
+	DryRun bool
 	// TuneWaldur adjusts every Waldur client's options (tests).
 	TuneWaldur func(*waldur.ClientOptions)
 }
@@ -61,7 +65,8 @@ type Options struct {
 // FromConfig builds the engine a verb runs: the templates are loaded once,
 // one Waldur client per offering serves reading and the orders, and each seam
 // is the package that implements it. A config the templates cannot work
-// with is a config error.
+// with, or that lacks a key or credential the verb needs (preflight), is a
+// config error, returned before any request is sent.
 func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	tpls, err := render.LoadTemplates(cfg)
 	if err != nil {
@@ -126,6 +131,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	}
 	if previous != nil {
 		r = r.SharingWith(previous)
+	}
+	if err := preflight(cfg, o, api); err != nil {
+		return nil, err
 	}
 	e := New(s, r.Render, g, o.Log)
 	e.Holding = func(h render.QuotaHolds) Renderer { return r.Holding(h).Render }

@@ -16,7 +16,8 @@ type Reader interface {
 
 var _ Reader = (*Client)(nil)
 
-// ReadOffering reads everything the renderer needs about one offering: its
+// ReadOffering reads everything the renderer needs about one offering: first
+// the offering itself, which must exist (*OfferingNotFoundError), then its
 // resources, open orders, offering users, project service accounts, course
 // accounts, the resources terminated within
 // TerminatedWindow and the team of every project that has a resource. Teams
@@ -33,6 +34,9 @@ var _ Reader = (*Client)(nil)
 func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (*OfferingState, error) {
 	id, err := canonical("offering", offering)
 	if err != nil {
+		return nil, fmt.Errorf("read offering %q: %w", name, err)
+	}
+	if err := c.CheckOffering(ctx, id); err != nil {
 		return nil, fmt.Errorf("read offering %q: %w", name, err)
 	}
 	st := &OfferingState{Name: name, OfferingUUID: id}

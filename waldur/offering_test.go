@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -323,6 +325,7 @@ func TestFixturePayloads(t *testing.T) {
 // "resources": [] rather than null.
 func TestReadOfferingOfAnEmptyOffering(t *testing.T) {
 	srv := waldurtest.New(t)
+	srv.AddOffering(waldur.ProviderOffering{UUID: offering, Name: "iris"})
 	st, err := clientFor(t, srv).ReadOffering(context.Background(), "iris", offering)
 	if err != nil {
 		t.Fatal(err)
@@ -331,5 +334,55 @@ func TestReadOfferingOfAnEmptyOffering(t *testing.T) {
 	want := `{"name":"iris","offering_uuid":"` + string(offering) + `","resources":[],"orders":[],"teams":{},"offering_users":[]}`
 	if string(b) != want {
 		t.Errorf("got  %s\nwant %s", b, want)
+	}
+}
+
+// TestReadOfferingOfAnUnknownOffering: an offering Waldur answers 404 for is
+// an *OfferingNotFoundError naming it and the Waldur, found before any
+// listing (which would answer empty pages and read as an empty offering); a
+// 404 that is not Waldur's (an HTML page) stays a plain API error.
+func TestReadOfferingOfAnUnknownOffering(t *testing.T) {
+	tests := []struct {
+		name     string
+		base     func(t *testing.T) (url, token string, listings func() int)
+		notFound bool
+	}{
+		{"waldur answers 404", func(t *testing.T) (string, string, func() int) {
+			srv := waldurtest.New(t)
+			srv.AddResource(waldur.Resource{OfferingUUID: "0c1d2e3f405162738495a6b7c8d9e0f1"}) // another offering
+			return srv.URL(), srv.Token(), func() int { return srv.Requests("/") - srv.Requests("/api/marketplace-provider-offerings/") }
+		}, true},
+		{"a proxy answers an HTML 404", func(t *testing.T) (string, string, func() int) {
+			var other atomic.Int32
+			h := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if !strings.HasPrefix(r.URL.Path, "/api/marketplace-provider-offerings/") {
+					other.Add(1)
+				}
+				w.Header().Set("Content-Type", "text/html")
+				w.WriteHeader(http.StatusNotFound)
+				_, _ = io.WriteString(w, "<html>not here</html>")
+			}))
+			t.Cleanup(h.Close)
+			return h.URL, "0123456789abcdef0123456789abcdef01234567", func() int { return int(other.Load()) }
+		}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url, token, listings := tc.base(t)
+			_, err := newClient(t, url, token).ReadOffering(context.Background(), "iris", offering)
+			if err == nil {
+				t.Fatal("an unknown offering was read")
+			}
+			want := "offering " + string(offering) + " not found at " + url + "/api/"
+			if got := waldur.IsOfferingNotFound(err); got != tc.notFound || strings.Contains(err.Error(), want) != tc.notFound {
+				t.Errorf("not found %v, want %v: %v", got, tc.notFound, err)
+			}
+			if !waldur.IsNotFound(err) {
+				t.Errorf("the 404 is not kept: %v", err)
+			}
+			if n := listings(); n != 0 {
+				t.Errorf("%d other requests before the offering was found", n)
+			}
+		})
 	}
 }

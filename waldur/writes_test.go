@@ -188,13 +188,14 @@ func TestStatsCountCallsByKind(t *testing.T) {
 		waldur.KindTerminatedList:    1,
 		waldur.KindServiceAccounts:   1,
 		waldur.KindCourseAccounts:    1,
+		waldur.KindOfferingGet:       1, // the offering itself, first
 	}
 	for k, n := range want {
 		if st.Requests[k] != n {
 			t.Errorf("%s: %d requests, want %d", k, st.Requests[k], n)
 		}
 	}
-	if st.TotalRequests() != 16 || st.TotalRetries() != 1 || st.Retries[waldur.KindOrdersList] != 1 || st.TotalErrors() != 0 {
+	if st.TotalRequests() != 17 || st.TotalRetries() != 1 || st.Retries[waldur.KindOrdersList] != 1 || st.TotalErrors() != 0 {
 		t.Errorf("stats %+v", st)
 	}
 	if b, err := json.Marshal(st); err != nil || !strings.Contains(string(b), `"requests"`) {

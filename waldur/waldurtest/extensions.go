@@ -25,10 +25,10 @@ var extensions = []extension{
 	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/$`), func(s *Server, _ *http.Request, id string) *response { return s.providerOffering(id) }},
 	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-plans/([^/]+)/$`), func(s *Server, _ *http.Request, id string) *response { return s.plan(id) }},
 	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/list_project_service_accounts/$`), func(s *Server, r *http.Request, id string) *response {
-		return s.list(r, nil, s.accountsOf(s.data.serviceAccounts, id), nil)
+		return s.accounts(r, nil, s.data.serviceAccounts, id)
 	}},
 	{http.MethodGet, regexp.MustCompile(`^/api/marketplace-provider-offerings/([^/]+)/list_course_accounts/$`), func(s *Server, r *http.Request, id string) *response {
-		return s.list(r, nil, s.accountsOf(s.data.courseAccounts, id), nil)
+		return s.accounts(r, nil, s.data.courseAccounts, id)
 	}},
 }
 
@@ -79,7 +79,7 @@ func (s *Server) currentUser() *response {
 }
 
 func (s *Server) providerOffering(id string) *response {
-	o, ok := s.data.offerings[uuidKey(id)]
+	o, ok := s.data.offering(id)
 	if !ok {
 		return notFound()
 	}
@@ -115,7 +115,8 @@ func (s *Server) SetCurrentUser(u waldur.User) {
 }
 
 // AddOffering stores a provider offering, read with GET
-// /api/marketplace-provider-offerings/<uuid>/; its components also restrict
+// /api/marketplace-provider-offerings/<uuid>/ (see store.offering for the
+// offerings that exist without it); its components also restrict
 // set_usage to the offering's usage- and limit-billed component types, as
 // Waldur does. Without AddOffering any type is accepted.
 func (s *Server) AddOffering(o waldur.ProviderOffering) {

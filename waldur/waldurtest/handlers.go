@@ -108,12 +108,12 @@ func (s *Server) listOfferingUsers(r *http.Request, _ []byte, op *operation) *re
 // listServiceAccounts lists the offering's project service accounts. The
 // endpoint's query parameters filter offerings, not accounts: none is applied.
 func (s *Server) listServiceAccounts(r *http.Request, _ []byte, op *operation) *response {
-	return s.list(r, op, s.accountsOf(s.data.serviceAccounts, op.Params["uuid"]), nil)
+	return s.accounts(r, op, s.data.serviceAccounts, op.Params["uuid"])
 }
 
 // listCourseAccounts lists the offering's course accounts, like listServiceAccounts.
 func (s *Server) listCourseAccounts(r *http.Request, _ []byte, op *operation) *response {
-	return s.list(r, op, s.accountsOf(s.data.courseAccounts, op.Params["uuid"]), nil)
+	return s.accounts(r, op, s.data.courseAccounts, op.Params["uuid"])
 }
 
 func (s *Server) accountsOf(by map[string]*collection, offering string) []object {
@@ -121,6 +121,15 @@ func (s *Server) accountsOf(by map[string]*collection, offering string) []object
 		return c.items
 	}
 	return nil
+}
+
+// accounts answers an offering's account listing; an offering that does not
+// exist answers 404, as the detail action of an unknown object does in Waldur.
+func (s *Server) accounts(r *http.Request, op *operation, by map[string]*collection, offering string) *response {
+	if _, ok := s.data.offering(offering); !ok {
+		return notFound()
+	}
+	return s.list(r, op, s.accountsOf(by, offering), nil)
 }
 
 func (s *Server) getResource(r *http.Request, _ []byte, op *operation) *response {

@@ -477,3 +477,41 @@ func TestUnknownSubset(t *testing.T) {
 		t.Errorf("error %v", err)
 	}
 }
+
+// TestOfferingsExistAsInWaldur: an offering exists once added, seeded (even
+// empty) or owning data; reading any other answers 404 and so do its
+// account listings, while a listing filtered by it answers an empty page,
+// as Waldur's do.
+func TestOfferingsExistAsInWaldur(t *testing.T) {
+	const (
+		seeded  = "1a2b3c4d5e6f40718293a4b5c6d7e8f9"
+		added   = "2b3c4d5e6f7a40818293a4b5c6d7e8f9"
+		missing = "0c1d2e3f405162738495a6b7c8d9e0f1"
+	)
+	srv := waldurtest.New(t)
+	srv.Seed(&waldur.State{Offerings: []waldur.OfferingState{{Name: "Empty", OfferingUUID: seeded}}})
+	srv.AddOffering(waldur.ProviderOffering{UUID: added, Name: "Added"})
+	srv.AddResource(waldur.Resource{OfferingUUID: offering})
+	tests := []struct {
+		name, path string
+		status     int
+		body       string
+	}{
+		{"seeded, empty", "/api/marketplace-provider-offerings/" + seeded + "/", 200, `"name":"Empty"`},
+		{"added", "/api/marketplace-provider-offerings/" + added + "/", 200, `"name":"Added"`},
+		{"owning a resource", "/api/marketplace-provider-offerings/" + string(offering) + "/", 200, `"uuid":"` + string(offering) + `"`},
+		{"unknown", "/api/marketplace-provider-offerings/" + missing + "/", 404, `{"detail":"Not found."}`},
+		{"unknown, its accounts", "/api/marketplace-provider-offerings/" + missing + "/list_project_service_accounts/", 404, `{"detail":"Not found."}`},
+		{"unknown, its course accounts", "/api/marketplace-provider-offerings/" + missing + "/list_course_accounts/", 404, `{"detail":"Not found."}`},
+		{"unknown, a filtered listing", "/api/marketplace-provider-resources/?offering_uuid=" + missing, 200, `[]`},
+		{"seeded, its accounts", "/api/marketplace-provider-offerings/" + seeded + "/list_project_service_accounts/", 200, `[]`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			resp, body := do(t, srv, http.MethodGet, tc.path, "")
+			if resp.StatusCode != tc.status || !strings.Contains(body, tc.body) {
+				t.Errorf("%d %s, want %d with %s", resp.StatusCode, body, tc.status, tc.body)
+			}
+		})
+	}
+}

@@ -75,6 +75,7 @@ type store struct {
 	teams                             map[string][]object
 	serviceAccounts, courseAccounts   map[string]*collection // by offering
 	offerings                         map[string]waldur.ProviderOffering
+	seeded                            map[string]string // offering uuid → name, from Seed
 	components                        map[string][]waldur.OfferingComponent
 	plans                             map[string]waldur.Plan
 	user                              waldur.User
@@ -88,7 +89,7 @@ func newStore(base string, fail func(format string, args ...any)) *store {
 		fail: fail, base: base,
 		resources: newCollection(), orders: newCollection(), oUsers: newCollection(), usages: newCollection(),
 		teams: map[string][]object{}, serviceAccounts: map[string]*collection{}, courseAccounts: map[string]*collection{},
-		offerings: map[string]waldur.ProviderOffering{}, components: map[string][]waldur.OfferingComponent{},
+		offerings: map[string]waldur.ProviderOffering{}, seeded: map[string]string{}, components: map[string][]waldur.OfferingComponent{},
 		plans: map[string]waldur.Plan{}, memberStatuses: map[string][]waldur.MemberSyncStatus{}, agent: newAgentState(),
 	}
 }
@@ -354,6 +355,9 @@ func decodeObjects(raw []byte) ([]object, error) {
 // offering users and teams of every offering (a snapshot served as the API).
 func (s *Server) Seed(st *waldur.State) {
 	for _, o := range st.Offerings {
+		s.mu.Lock()
+		s.data.seeded[uuidKey(string(o.OfferingUUID))] = o.Name
+		s.mu.Unlock()
 		for _, r := range o.Resources {
 			s.AddResource(r)
 		}
@@ -506,4 +510,37 @@ func (s *Server) decodeStored(c *collection, id waldur.UUID, v any) bool {
 		return false
 	}
 	return true
+}
+
+// offering is the provider offering id, if it exists. As in Waldur, an
+// offering exists before anything of it does: one added with AddOffering,
+// one Seed named (empty or not), or one a resource, order, offering user or
+// account was added for (such data cannot exist without its offering). Any
+// other uuid does not exist: reading it answers 404, while a listing
+// filtered by it answers an empty page.
+func (d *store) offering(id string) (waldur.ProviderOffering, bool) {
+	key := uuidKey(id)
+	if o, ok := d.offerings[key]; ok {
+		return o, true
+	}
+	name, ok := d.seeded[key]
+	if !ok && !d.referenced(key) {
+		return waldur.ProviderOffering{}, false
+	}
+	return waldur.ProviderOffering{UUID: waldur.UUID(key), Name: cmpOr(name, "Offering "+key[:8]), Type: "Marketplace.Basic", State: "Active"}, true
+}
+
+// referenced reports whether any stored object belongs to the offering key.
+func (d *store) referenced(key string) bool {
+	if d.serviceAccounts[key] != nil || d.courseAccounts[key] != nil {
+		return true
+	}
+	for _, c := range []*collection{d.resources, d.orders, d.oUsers} {
+		for _, o := range c.items {
+			if uuidKey(o["offering_uuid"]) == key {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,0 +1,90 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/waldur/waldur-gitops/apply"
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/keycloak"
+)
+
+// preflight checks, before a run sends a single request, that the config
+// holds every key the seams wired with o need and that every credential
+// they name can be read: a Waldur token per offering read from the API,
+// the repository, its credentials and signing key for a Git publish, the
+// kubeconfigs of the clusters an apply or a server-side validation talks
+// to, the credentials of every Keycloak reconciled. Whatever is missing is
+// one config error (exit 2) naming every key, so that a run never writes
+// half of its work before finding the config incomplete.
+func preflight(cfg *config.Config, o Options, api *APISource) error {
+	var errs []error
+	if api != nil {
+		errs = append(errs, waldurPreflight(api)...)
+	}
+	if o.Publish == Git {
+		errs = append(errs, gitPreflight(cfg)...)
+	}
+	if o.Publish == Cluster || o.ValidateServer {
+		if err := apply.Preflight(cfg, o.Apply); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if o.Identities {
+		errs = append(errs, keycloakPreflight(cfg, o.DryRun)...)
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return Classify(ClassConfig, fmt.Errorf("the config is incomplete for this command, nothing was done: %w", errors.Join(errs...)))
+}
+
+// waldurPreflight builds the client of every offering: its token is read
+// and its URL checked.
+func waldurPreflight(api *APISource) []error {
+	var errs []error
+	for i := range api.Offerings {
+		if _, err := api.Client(&api.Offerings[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// gitPreflight reads what the Git publish needs: git.url, its credentials
+// and signing key, the OCI registry's credentials and the forge token.
+func gitPreflight(cfg *config.Config) []error {
+	var errs []error
+	if _, err := gitsync.OptionsFromConfig(cfg.Git); err != nil {
+		errs = append(errs, err)
+	}
+	if cfg.Git.FluxOCIRepository != "" {
+		if _, _, err := cfg.Git.FluxOCICredentials(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if f := cfg.Review.Forge; f != nil {
+		if _, err := f.Token(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// keycloakPreflight builds the client of every Keycloak target (it makes no
+// call): its URL is checked and its credentials read. A dry run leaves a
+// realm whose settings name no credential out (KeycloakStage says so), so
+// only a run that writes needs its credentials.
+func keycloakPreflight(cfg *config.Config, dryRun bool) []error {
+	var errs []error
+	for _, t := range keycloak.Targets(cfg) {
+		if dryRun && NoCredentials(t.Settings) {
+			continue
+		}
+		if _, err := keycloak.NewClient(t, keycloak.ClientOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("keycloak %s: %w", t, err))
+		}
+	}
+	return errs
+}
