@@ -49,6 +49,9 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
 		}
 	}
+	if err := pushPreflight(cfg, v); err != nil {
+		return err
+	}
 	ctx, tally := waldur.WithTally(ctx)
 	v.wire.DryRun = v.req.DryRun
 	eng, err := a.newEngine(cfg, v.wire)

@@ -271,3 +271,44 @@ func TestSyncReportsTheAgentStageFirst(t *testing.T) {
 		t.Errorf("without Announce: %v, first stage %s", out.Err, out.Report.Stages[0].Name)
 	}
 }
+
+// TestAgentAnnouncerOnlyForOfferingsFound: an identity is registered only for
+// an offering the run read, or, without a state (the report command), one
+// Waldur finds when asked; any other is a skip entry saying why.
+func TestAgentAnnouncerOnlyForOfferingsFound(t *testing.T) {
+	read := &waldur.State{Offerings: []waldur.OfferingState{{Name: "Plain", OfferingUUID: offeringUUID}}}
+	tests := []struct {
+		name       string
+		st         *waldur.State
+		exists     bool
+		identities int
+		reason     string
+	}{
+		{"read", read, true, 1, ""},
+		{"not read", &waldur.State{Unread: map[string]string{"Plain": "waldur said no"}}, true, 0, "not registered: the offering was not read"},
+		{"no state, found", nil, true, 1, ""},
+		{"no state, unknown", nil, false, 0, "not registered: offering " + offeringUUID + " not found at "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newAgentFixture(t)
+			if tc.exists {
+				f.srv.AddOffering(waldur.ProviderOffering{UUID: offeringUUID, Name: "Plain"})
+			}
+			cs, _, err := f.ann.Announce(context.Background(), tc.st, "sync", false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i, _, _ := f.srv.AgentObjects(); i != tc.identities {
+				t.Errorf("%d identities, want %d", i, tc.identities)
+			}
+			skips := cs.ByAction(changeset.Skip)
+			switch {
+			case tc.reason == "" && len(skips) != 0:
+				t.Errorf("skips %v", skips)
+			case tc.reason != "" && (len(skips) != 1 || !strings.HasPrefix(skips[0].Reason, tc.reason)):
+				t.Errorf("skips %v, want one saying %q", skips, tc.reason)
+			}
+		})
+	}
+}

@@ -62,6 +62,7 @@ func newRig(t *testing.T, opts ...waldurtest.Option) *rig {
 	t.Helper()
 	b := rmq.Need(t)
 	w := waldurtest.New(t, append([]waldurtest.Option{waldurtest.WithEventBroker(b)}, opts...)...)
+	w.AddOffering(waldur.ProviderOffering{UUID: offeringUUID, Name: "hpc"})
 	r := &rig{b: b, w: w, sink: &events.Coalescer{Window: 300 * time.Millisecond}, log: &syncBuffer{}, passcode: w.Token()}
 	r.metrics = events.NewMetrics("test", prometheus.NewRegistry())
 	c, err := waldur.NewClient(waldur.ClientOptions{BaseURL: w.URL(), Token: w.Token()})

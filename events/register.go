@@ -25,7 +25,7 @@ type Registrar interface {
 }
 
 // WaldurRegistrar registers with a Waldur server as the site agent identity
-// Identity of the offering: register_queue (8.1.0 and later, one queue) or,
+// Identity of the offering, once the offering is found: register_queue (8.1.0 and later, one queue) or,
 // on an older server or when register_queue answers 404, one event
 // subscription and queue per object type (8.0.x).
 type WaldurRegistrar struct {
@@ -43,6 +43,10 @@ func (r *WaldurRegistrar) Register(ctx context.Context) ([]Queue, error) {
 	c, err := r.Client()
 	if err != nil {
 		return nil, err
+	}
+	// An offering Waldur does not know gets no identity.
+	if err := c.CheckOffering(ctx, r.Offering); err != nil {
+		return nil, fmt.Errorf("register for events: %w", err)
 	}
 	id, err := c.FindAgentIdentity(ctx, r.Offering, r.Identity.Name)
 	if err == nil && id == nil {

@@ -1,0 +1,22 @@
+package cli
+
+import (
+	"fmt"
+
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/engine"
+)
+
+// pushPreflight reads the Pushgateway password of a run that will push its
+// metrics, before the run sends anything: a password the config names but
+// the process cannot read is a config error (exit 2), as the engine's own
+// check (engine.FromConfig) makes every other missing credential.
+func pushPreflight(cfg *config.Loaded, v verb) error {
+	if !v.push || v.req.DryRun || cfg.Metrics.PushgatewayURL == "" {
+		return nil
+	}
+	if _, _, err := cfg.Metrics.BasicAuth(); err != nil {
+		return engine.Classify(engine.ClassConfig, fmt.Errorf("the config is incomplete for this command, nothing was done: %w", err))
+	}
+	return nil
+}
