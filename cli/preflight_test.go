@@ -55,6 +55,11 @@ func TestIncompleteConfigWritesNothing(t *testing.T) {
 			text = strings.ReplaceAll(text, "keycloak_enabled: false", "keycloak_enabled: true")
 			return strings.Replace(text, `keycloak_password: ""`, "keycloak_password_env: KC_PASSWORD_UNSET", 1)
 		}, "keycloak.keycloak_password_env"},
+		{"keycloak with the Keycloak password unset", []string{"keycloak"}, func(t *testing.T, text string) string {
+			t.Setenv("KC_PASSWORD_UNSET", "")
+			text = strings.ReplaceAll(text, "keycloak_enabled: false", "keycloak_enabled: true")
+			return strings.Replace(text, `keycloak_password: ""`, "keycloak_password_env: KC_PASSWORD_UNSET", 1)
+		}, "keycloak.keycloak_password_env"},
 		{"sync with the Pushgateway password unset", []string{"sync"}, func(t *testing.T, text string) string {
 			t.Setenv("PUSH_PASSWORD_UNSET", "")
 			return text + "\nmetrics:\n  pushgateway_url: http://127.0.0.1:9\n  username: pusher\n  password_env: PUSH_PASSWORD_UNSET\n"

@@ -1,8 +1,8 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
@@ -27,9 +27,7 @@ func preflight(cfg *config.Config, o Options, api *APISource) error {
 		errs = append(errs, gitPreflight(cfg)...)
 	}
 	if o.Publish == Cluster || o.ValidateServer {
-		if err := apply.Preflight(cfg, o.Apply); err != nil {
-			errs = append(errs, err)
-		}
+		errs = append(errs, unjoin(apply.Preflight(cfg, o.Apply))...)
 	}
 	if o.Identities {
 		errs = append(errs, keycloakPreflight(cfg, o.DryRun)...)
@@ -37,7 +35,38 @@ func preflight(cfg *config.Config, o Options, api *APISource) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return Classify(ClassConfig, fmt.Errorf("the config is incomplete for this command, nothing was done: %w", errors.Join(errs...)))
+	return Classify(ClassConfig, &incompleteError{errs: errs})
+}
+
+// incompleteError is every key or credential preflight found missing, one
+// per line when there are several, as config validation lists its problems.
+type incompleteError struct{ errs []error }
+
+func (e *incompleteError) Error() string {
+	var b strings.Builder
+	b.WriteString("the config is incomplete for this command, nothing was done: ")
+	if len(e.errs) == 1 {
+		b.WriteString(e.errs[0].Error())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d problem(s)", len(e.errs))
+	for _, err := range e.errs {
+		b.WriteString("\n  " + strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	return b.String()
+}
+
+func (e *incompleteError) Unwrap() []error { return e.errs }
+
+// unjoin lists the errors err joins: err alone when it joins none, none for nil.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }
 
 // waldurPreflight builds the client of every offering: its token is read
