@@ -12,7 +12,12 @@ import (
 // the process cannot read is a config error (exit 2), as the engine's own
 // check (engine.FromConfig) makes every other missing credential.
 func pushPreflight(cfg *config.Loaded, v verb) error {
-	if !v.push || v.req.DryRun || cfg.Metrics.PushgatewayURL == "" {
+	return metricsPreflight(cfg, v.push && !v.req.DryRun)
+}
+
+// metricsPreflight is pushPreflight for a command that pushes when push is set.
+func metricsPreflight(cfg *config.Loaded, push bool) error {
+	if !push || cfg.Metrics.PushgatewayURL == "" {
 		return nil
 	}
 	if _, _, err := cfg.Metrics.BasicAuth(); err != nil {

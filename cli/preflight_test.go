@@ -64,6 +64,10 @@ func TestIncompleteConfigWritesNothing(t *testing.T) {
 			t.Setenv("PUSH_PASSWORD_UNSET", "")
 			return text + "\nmetrics:\n  pushgateway_url: http://127.0.0.1:9\n  username: pusher\n  password_env: PUSH_PASSWORD_UNSET\n"
 		}, "metrics.password_env"},
+		{"report with the Pushgateway password unset", []string{"report"}, func(t *testing.T, text string) string {
+			t.Setenv("PUSH_PASSWORD_UNSET", "")
+			return text + "\nmetrics:\n  pushgateway_url: http://127.0.0.1:9\n  username: pusher\n  password_env: PUSH_PASSWORD_UNSET\n"
+		}, "metrics.password_env"},
 		{"apply with a missing kubeconfig", []string{"apply", "--kubeconfig", filepath.Join(t.TempDir(), "absent")}, func(t *testing.T, text string) string {
 			return text
 		}, "load kubeconfig"},

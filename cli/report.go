@@ -95,6 +95,9 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := metricsPreflight(cfg, !f.dryRun); err != nil {
+		return err
+	}
 	var snap *waldur.Snapshot
 	if f.snapshot != "" {
 		if snap, err = waldur.LoadSnapshot(f.snapshot); err != nil {
