@@ -13,7 +13,10 @@
 // AllowPath; under the 8.0.5 subset three real endpoints it lacks (users/me,
 // the provider offering and the plan, see extensions.go) are served on allowed
 // paths, unvalidated. GET /api/version/ answers the subset's version unless
-// WithVersion sets another. One deliberate deviation from the subset:
+// WithVersion sets another. As in Waldur, an offering exists once AddOffering
+// or Seed names it or data of it is added: reading any other offering, or its
+// account listings, answers 404, while a listing filtered by its uuid answers
+// an empty page. One deliberate deviation from the subset:
 // ComponentUsage.usage is checked as a number, not an integer, because Waldur
 // stores and returns fractional amounts there.
 //
