@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
@@ -13,6 +15,7 @@ func (a *app) keycloakCommand() *cobra.Command {
 	var (
 		snapshot, output                 string
 		dryRun, noDelete, allowMassPrune bool
+		timeout                          time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "keycloak --config C [--snapshot state.json] [--dry-run] [--no-delete] [--output json]",
@@ -51,7 +54,7 @@ picks up what was left.`,
 			return a.runVerb(cmd.Context(), verb{
 				wire: engine.Options{Snapshot: snapshot, Identities: true},
 				req:  engine.Request{Command: "keycloak", DryRun: dryRun, NoDelete: noDelete, AllowMassPrune: allowMassPrune},
-				show: a.showKeycloak(asJSON, dryRun), report: true, push: true,
+				show: a.showKeycloak(asJSON, dryRun), report: true, push: true, timeout: timeout,
 			})
 		},
 	}
@@ -60,5 +63,6 @@ picks up what was left.`,
 	cmd.Flags().BoolVar(&noDelete, "no-delete", false, "create and add only: keep groups no resource needs")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "let this run delete the groups of more resources than deletion_guard allows")
 	outputFlag(cmd, &output, "the operations or a summary; json: the run report")
+	timeoutFlag(cmd, &timeout)
 	return cmd
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
@@ -12,6 +14,7 @@ func (a *app) renderCommand() *cobra.Command {
 	var (
 		snapshot, out, output  string
 		dryRun, allowMassPrune bool
+		timeout                time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "render --config C [--snapshot state.json] [--out DIR]",
@@ -57,7 +60,7 @@ or more on error (7 when a guard would refuse the sync).`,
 			case dryRun:
 				return a.runVerb(cmd.Context(), verb{
 					wire: engine.Options{Snapshot: snapshot, Publish: engine.Git, Orders: true, Identities: true},
-					req:  req, show: a.showPlan(asJSON),
+					req:  req, show: a.showPlan(asJSON), timeout: timeout,
 				})
 			case allowMassPrune:
 				return usageErr("--allow-mass-prune only goes with --dry-run here (or with sync)")
@@ -66,7 +69,7 @@ or more on error (7 when a guard would refuse the sync).`,
 			if out != "" {
 				w.Publish, w.Dir = engine.Directory, out
 			}
-			return a.runVerb(cmd.Context(), verb{wire: w, req: req, show: a.showRender(out, asJSON)})
+			return a.runVerb(cmd.Context(), verb{wire: w, req: req, show: a.showRender(out, asJSON), timeout: timeout})
 		},
 	}
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "render from this snapshot file instead of the Waldur API")
@@ -74,5 +77,6 @@ or more on error (7 when a guard would refuse the sync).`,
 	outputFlag(cmd, &output, "the YAML stream, or the changes with --out or --dry-run; also yaml")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what sync would change in Git, Keycloak and Waldur's orders; write nothing; exit 1 on differences")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "with --dry-run: show the plan as sync --allow-mass-prune would make it")
+	timeoutFlag(cmd, &timeout)
 	return cmd
 }

@@ -36,6 +36,9 @@ const (
 	ExitCluster     = engine.ExitCluster
 	ExitCheckFailed = engine.ExitCheckFailed
 	ExitApply       = engine.ExitApply
+	ExitDeadline    = engine.ExitDeadline
+	ExitInterrupted = engine.ExitInterrupted
+	ExitTerminated  = engine.ExitTerminated
 )
 
 // usageErr is a flag or config problem found before the engine runs.
@@ -54,26 +57,68 @@ type app struct {
 	warned map[string]bool
 }
 
-// Main runs the CLI with args and returns the process exit code.
+// Main runs the CLI with args and returns the process exit code. SIGINT
+// and SIGTERM stop the run in progress (see run); a second one ends the
+// process at once.
 func Main(args []string, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	return runMain(args, stdout, stderr, sigs, func(code int) {
+		fmt.Fprintln(stderr, "second interrupt: exiting now")
+		os.Exit(code)
+	})
+}
+
+// runMain is Main with the signals it listens to and what a second signal does
+// (tests send their own). The first signal cancels the command's context
+// with an engine.Stopped cause: a one-shot command stops the stage in
+// progress at its next request, writes its report and exits 130 (SIGINT)
+// or 143 (SIGTERM); serve finishes or abandons its run as documented.
+func runMain(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, again func(code int)) int {
 	a := &app{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := root.ExecuteContext(ctx)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		select {
+		case s := <-sigs:
+			engine.Interrupt(cancel, s)
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case s := <-sigs:
+			again(engine.ExitCode(&engine.Error{Class: engine.ClassStopped, Err: &engine.Stopped{Kind: engine.StopInterrupt, Signal: s}}))
+		case <-ctx.Done():
+		}
+	}()
+	err := interrupted(ctx, root.ExecuteContext(ctx))
 	code := engine.ExitCode(err)
-	switch code {
-	case ExitOK:
-	case ExitDiff:
-	case ExitPartial:
+	switch {
+	case code == ExitOK, code == ExitDiff:
+	case engine.StopOfErr(err) != nil:
+		fmt.Fprintln(stderr, redact.String(err.Error())) // the one line of a stopped run
+	case code == ExitPartial:
 		fmt.Fprintf(stderr, "warning: %s\n", redact.String(err.Error()))
 	default:
 		fmt.Fprintf(stderr, "error: %s\n", redact.String(err.Error()))
 	}
 	return code
+}
+
+// interrupted makes the failure of a command that a signal cut short, before
+// or outside the engine's stages, the interrupt's: the exit code then says
+// what happened. A command that ended well stays so (serve stops cleanly).
+func interrupted(ctx context.Context, err error) error {
+	s := engine.StopOf(ctx)
+	if err == nil || s == nil || engine.StopOfErr(err) != nil {
+		return err
+	}
+	return &engine.Error{Class: engine.ClassStopped, Err: fmt.Errorf("%w: %w", s, err)}
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -12,6 +12,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
+	"github.com/waldur/waldur-gitops/internal/unreachable"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -33,11 +34,17 @@ type verb struct {
 	quiet bool
 	// push sends the run's metrics to the config's Pushgateway (not for a dry run).
 	push bool
+	// timeout is --timeout: the run's deadline, zero for the config's
+	// run_timeout (default config.DefaultRunTimeout).
+	timeout time.Duration
 }
 
 // runVerb loads the config, builds the engine and runs it once: the cycle
 // for every command that runs it (sync, render, apply, keycloak).
 func (a *app) runVerb(ctx context.Context, v verb) error {
+	if v.timeout < 0 {
+		return usageErr("--timeout must not be negative, got %s", v.timeout)
+	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -54,12 +61,38 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := runContext(ctx, runTimeout(v.timeout, cfg, config.DefaultRunTimeout))
+	defer cancel()
 	out := eng.Run(ctx, v.req)
 	err = a.finish(cfg, out, v)
 	if v.push && !v.req.DryRun {
 		a.pushMetrics(ctx, cfg, out.Report, tally.Stats())
 	}
 	return err
+}
+
+// runContext is the context of one run: bounded by its deadline, and with a
+// memory of the hosts found unreachable, so that one dead endpoint costs one
+// stage of the run (internal/unreachable).
+func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return engine.WithDeadline(unreachable.Track(ctx), d)
+}
+
+// runTimeout is a run's deadline: --timeout, else the config's run_timeout,
+// else def.
+func runTimeout(flag time.Duration, cfg *config.Loaded, def time.Duration) time.Duration {
+	switch {
+	case flag > 0:
+		return flag
+	case cfg.RunDeadline() > 0:
+		return cfg.RunDeadline()
+	}
+	return def
+}
+
+// timeoutFlag registers --timeout, the run's deadline.
+func timeoutFlag(cmd *cobra.Command, d *time.Duration) {
+	cmd.Flags().DurationVar(d, "timeout", 0, "the run's deadline: the stage in progress is cancelled and the run exits 12 with its report (default: the config's run_timeout, else 9m)")
 }
 
 // newEngine wires the engine of a verb with the app's logger and test hooks;

@@ -193,7 +193,11 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 		}
 	}
 	var failed, refused error
+	var cut Cut
 	for _, st := range e.stages(req) {
+		if !cut.Before(ctx, st.name) {
+			continue
+		}
 		before := out.Published // what earlier stages published
 		err := out.Report.Record(st.name, func() (cs changeset.Set, calls map[string]int, err error) {
 			cs, calls, err = st.run(ctx, out)
@@ -202,6 +206,9 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			}
 			return cs, calls, err
 		})
+		if cut.After(ctx, st.name) {
+			continue // whatever the stage says, it did not finish
+		}
 		if err == nil {
 			continue
 		}
@@ -215,7 +222,11 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			break
 		}
 	}
-	out.Err = verdict(req, out, cmpOr(refused, failed))
+	if err := cut.Err(out.Report, out.Published); err != nil {
+		out.Err = err // the stop says more than what it cut short
+	} else {
+		out.Err = verdict(req, out, cmpOr(refused, failed))
+	}
 	if out.Published != nil && !req.DryRun {
 		out.Report.Commit = out.Published.Ref
 		out.Report.ReviewBranches = out.Published.ReviewBranches

@@ -81,6 +81,10 @@ func (r *Repo) URL() string { return r.url }
 // the branch is still at the commit this Repo last fetched or pushed, it
 // keeps what it holds and downloads nothing.
 func (r *Repo) Fetch(ctx context.Context) error {
+	return r.bounded(ctx, "fetch", r.fetch)
+}
+
+func (r *Repo) fetch(ctx context.Context) error {
 	start := time.Now()
 	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
 	if err != nil {
@@ -297,6 +301,10 @@ func (r *Repo) Push(ctx context.Context) error {
 // ErrRaced when the server's ref is not at old, and with a declined error
 // (ErrDeclined) when a server hook said no, carrying what the hook printed.
 func (r *Repo) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
+	return r.bounded(ctx, "push", func(ctx context.Context) error { return r.sendRefNow(ctx, ref, old, new, hashes) })
+}
+
+func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
 	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
 	if err != nil {
 		return r.wrap("push", err)

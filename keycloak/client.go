@@ -19,6 +19,7 @@ import (
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/unreachable"
 )
 
 // ErrCredentials is wrapped by the error of a target whose settings cannot
@@ -125,6 +126,8 @@ type Client struct {
 	target   Target
 	gc       *gocloak.GoCloak
 	adminURL string
+	host     string // host[:port] of keycloak_url, for internal/unreachable
+	timeout  time.Duration
 	pageSize int
 	retries  int
 	backoff  time.Duration
@@ -154,7 +157,8 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 	}
 	t.Settings = k
 	base := strings.TrimRight(t.URL, "/")
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: keycloak_url must be an http or https URL", ErrCredentials)
 	}
 	gc := gocloak.NewClient(base)
@@ -165,7 +169,8 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 	}
 	rc := gc.RestyClient()
 	rc.SetTransport(tr)
-	rc.SetTimeout(time.Duration(deref(k.TimeoutSeconds, config.DefaultKeycloakTimeoutSeconds)) * time.Second)
+	timeout := time.Duration(deref(k.TimeoutSeconds, config.DefaultKeycloakTimeoutSeconds)) * time.Second
+	rc.SetTimeout(timeout)
 	if o.UserAgent != "" {
 		rc.SetHeader("User-Agent", o.UserAgent)
 	}
@@ -173,6 +178,8 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 		target:   t,
 		gc:       gc,
 		adminURL: base + "/admin/realms/" + url.PathEscape(t.Realm),
+		host:     u.Host,
+		timeout:  timeout,
 		pageSize: deref(k.PageSize, config.DefaultKeycloakPageSize),
 		retries:  deref(k.MaxRetries, config.DefaultKeycloakMaxRetries),
 		backoff:  cmpOr(o.Backoff, defaultBackoff),
@@ -338,6 +345,9 @@ func (c *Client) do(ctx context.Context, kind string, auth bool, fn func(token s
 func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token string) error) error {
 	renewed := false
 	for attempt := 0; ; attempt++ {
+		if err := unreachable.Check(ctx, c.host); err != nil {
+			return &unavailableError{err}
+		}
 		tok := ""
 		if auth {
 			var err error
@@ -345,10 +355,18 @@ func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token 
 				return err
 			}
 		}
+		start := time.Now()
 		err := c.once(ctx, kind, func() error { return fn(tok) })
+		// gocloak keeps only the text of a transport error: a try without
+		// an answer that lasted the whole timeout is what timed out.
+		noAnswer := statusOf(err) == 0 && time.Since(start) >= c.timeout
 		switch {
 		case err == nil:
 			return nil
+		case noAnswer && attempt+1 >= maxTimeoutAttempts && ctx.Err() == nil:
+			// Each try waited the whole timeout_seconds: give up sooner.
+			unreachable.Mark(ctx, c.host, connectionError{err})
+			return &unavailableError{fmt.Errorf("%w (gave up after %d attempts without an answer)", err, attempt+1)}
 		case auth && statusOf(err) == http.StatusUnauthorized && !renewed:
 			// The token expired early, or Keycloak restarted and forgot it.
 			renewed = true
@@ -359,6 +377,9 @@ func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token 
 		case !retryable(ctx, err):
 			return err
 		case attempt >= c.retries:
+			if statusOf(err) == 0 {
+				unreachable.Mark(ctx, c.host, connectionError{err})
+			}
 			return &unavailableError{fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)}
 		}
 		c.count(CallRetries)
@@ -382,6 +403,21 @@ func (c *Client) once(ctx context.Context, kind string, fn func() error) error {
 	c.count(kind)
 	return fn()
 }
+
+// connectionError is a gocloak transport failure (status 0: no HTTP answer
+// at all), which gocloak hands over as text only; it tells
+// internal/unreachable that the host could not be reached.
+type connectionError struct{ err error }
+
+func (e connectionError) Error() string { return e.err.Error() }
+func (e connectionError) Unwrap() error { return e.err }
+
+// Unreachable marks it for internal/unreachable.IsConnection.
+func (connectionError) Unreachable() bool { return true }
+
+// maxTimeoutAttempts bounds the tries of a call that got no answer at all
+// within timeout_seconds: each costs the whole timeout.
+const maxTimeoutAttempts = 2
 
 // wait is the backoff before retry attempt+1: doubling, capped, with up to 50%
 // jitter so that parallel callers do not retry in step.

@@ -37,6 +37,10 @@ type Run struct {
 	Counts map[string]map[changeset.Action]int `json:"counts"`
 	// Changes lists every entry, skipped resources included.
 	Changes []changeset.Entry `json:"changes"`
+	// Stopped is set when the run was cut short by its deadline or a
+	// signal: the run is incomplete, and the next run continues from what
+	// it finished. Omitted for a run that ran to its end.
+	Stopped *Stop `json:"stopped,omitempty"`
 	// ExitCode is the process exit code the run ends with.
 	ExitCode int `json:"exit_code"`
 	// ReportFile is the file this report was written to, set once it has
@@ -52,6 +56,41 @@ type ReviewBranch struct {
 	// Commit is its tip; Opened the tip's commit time (omitted when unknown).
 	Commit string    `json:"commit"`
 	Opened time.Time `json:"opened,omitzero"`
+}
+
+// Stop says why and where a run was cut short, what it had finished and
+// what it left for the next run.
+type Stop struct {
+	// By is "deadline" or "interrupt".
+	By string `json:"by"`
+	// Signal names the signal of an interrupt (SIGINT, SIGTERM).
+	Signal string `json:"signal,omitempty"`
+	// TimeoutSeconds is the deadline's length, for a deadline.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// During is the stage in progress when the run was stopped; empty when
+	// it stopped between stages.
+	During string `json:"during,omitempty"`
+	// Done says what had taken effect: the commit pushed, the apply made.
+	Done string `json:"done"`
+	// Pending lists the stages left unfinished (During first) or not run.
+	Pending []string `json:"pending"`
+}
+
+// Line is the one line that tells a person of the stop: "interrupted
+// during keycloak: commit 1a2b pushed; pending: keycloak, orders".
+func (s *Stop) Line() string {
+	what := "interrupted"
+	if s.By == "deadline" {
+		what = fmt.Sprintf("deadline of %s reached", time.Duration(s.TimeoutSeconds*float64(time.Second)))
+	}
+	if s.During != "" {
+		what += " during " + s.During
+	}
+	pending := "nothing"
+	if len(s.Pending) > 0 {
+		pending = strings.Join(s.Pending, ", ")
+	}
+	return fmt.Sprintf("%s: %s; pending: %s", what, s.Done, pending)
 }
 
 // Stage is one stage of the pipeline.
@@ -157,6 +196,9 @@ func (r *Run) WriteSummary(w io.Writer) error {
 	}
 	if r.Commit != "" {
 		fmt.Fprintf(&b, "commit %s\n", r.Commit)
+	}
+	if r.Stopped != nil {
+		fmt.Fprintf(&b, "incomplete, %s\n", r.Stopped.Line())
 	}
 	for _, rb := range r.ReviewBranches {
 		age := ""
