@@ -46,18 +46,18 @@ type Error struct {
 	// From is the URL that answered with the redirect, To its target; both
 	// are safe to print.
 	From, To string
-	// Cross reports a target on another origin; false: the client follows
-	// no redirect at all.
-	Cross bool
+	// Differs is what the target does not share with From: "scheme", "host"
+	// or "port"; "" when the client follows no redirect at all.
+	Differs string
 }
 
 // Error implements error.
 func (e *Error) Error() string {
 	why := "this client follows no redirect"
-	if e.Cross {
-		why = "another scheme, host or port; credentials for " + e.Key + " go only to its own"
+	if e.Differs != "" {
+		why = "another " + e.Differs + ", and credentials for " + e.Key + " go to its own scheme, host and port only"
 	}
-	return fmt.Sprintf("%s: refused the redirect from %s to %s (%s): set %s to the URL that answers",
+	return fmt.Sprintf("%s: refused the redirect from %s to %s: %s; set %s to the URL that answers",
 		e.Key, e.From, e.To, why, e.Key)
 }
 
@@ -70,9 +70,9 @@ func IsRefused(err error) bool {
 // Check applies the policy to one redirect from one URL to the next; hops is
 // the number of requests made so far in the chain.
 func Check(key string, f Follow, from, to *url.URL, hops int) error {
-	switch {
-	case !SameOriginURL(from, to):
-		return &Error{Key: key, From: Display(from), To: Display(to), Cross: true}
+	switch d := differs(from, to); {
+	case d != "":
+		return &Error{Key: key, From: Display(from), To: Display(to), Differs: d}
 	case f != SameOrigin:
 		return &Error{Key: key, From: Display(from), To: Display(to)}
 	case hops >= maxHops:
@@ -150,12 +150,20 @@ func isRedirect(code int) bool {
 	return false
 }
 
-// SameOriginURL reports whether a and b have the same scheme, host and port
-// (a missing port is the scheme's default; ws and wss count as http and
-// https).
-func SameOriginURL(a, b *url.URL) bool {
+// differs names what of the origin b does not share with a: "scheme",
+// "host" or "port" ("" for the same origin). A missing port is the scheme's
+// default; ws and wss count as http and https.
+func differs(a, b *url.URL) string {
 	sa, sb := scheme(a), scheme(b)
-	return sa == sb && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a, sa) == port(b, sb)
+	switch {
+	case sa != sb:
+		return "scheme"
+	case !strings.EqualFold(a.Hostname(), b.Hostname()):
+		return "host"
+	case port(a, sa) != port(b, sb):
+		return "port"
+	}
+	return ""
 }
 
 func scheme(u *url.URL) string {

@@ -25,26 +25,25 @@ func TestCheck(t *testing.T) {
 	for _, tc := range []struct {
 		name, from, to string
 		follow         hostbound.Follow
-		refused, cross bool
+		refused        bool
+		differs        string
 	}{
-		{"same origin followed", "https://git.example/a", "https://git.example/b", hostbound.SameOrigin, false, false},
-		{"default port is the same port", "https://git.example/a", "https://GIT.example:443/b", hostbound.SameOrigin, false, false},
-		{"ws is http", "ws://mq.example/x", "http://mq.example:80/y", hostbound.SameOrigin, false, false},
-		{"another host", "https://git.example/a", "https://evil.example/a", hostbound.SameOrigin, true, true},
-		{"another port", "https://git.example/a", "https://git.example:8443/a", hostbound.SameOrigin, true, true},
-		{"another scheme", "http://git.example/a", "https://git.example/a", hostbound.SameOrigin, true, true},
-		{"None refuses the same origin", "https://kc.example/a", "https://kc.example/b", hostbound.None, true, false},
+		{"same origin followed", "https://git.example/a", "https://git.example/b", hostbound.SameOrigin, false, ""},
+		{"default port is the same port", "https://git.example/a", "https://GIT.example:443/b", hostbound.SameOrigin, false, ""},
+		{"ws is http", "ws://mq.example/x", "http://mq.example:80/y", hostbound.SameOrigin, false, ""},
+		{"another host", "https://git.example/a", "https://evil.example/a", hostbound.SameOrigin, true, "host"},
+		{"another port", "https://git.example/a", "https://git.example:8443/a", hostbound.SameOrigin, true, "port"},
+		{"another scheme", "http://git.example/a", "https://git.example/a", hostbound.SameOrigin, true, "scheme"},
+		{"None refuses another host", "https://kc.example/a", "https://evil.example/a", hostbound.None, true, "host"},
+		{"None refuses the same origin", "https://kc.example/a", "https://kc.example/b", hostbound.None, true, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := hostbound.Check("some.url", tc.follow, mustURL(t, tc.from), mustURL(t, tc.to), 1)
 			if got := hostbound.IsRefused(err); got != tc.refused {
 				t.Fatalf("refused = %v (%v), want %v", got, err, tc.refused)
 			}
-			if he := (*hostbound.Error)(nil); tc.refused {
-				he = err.(*hostbound.Error)
-				if he.Cross != tc.cross {
-					t.Errorf("Cross = %v, want %v", he.Cross, tc.cross)
-				}
+			if he, ok := err.(*hostbound.Error); ok && he.Differs != tc.differs {
+				t.Errorf("Differs = %q, want %q", he.Differs, tc.differs)
 			}
 		})
 	}
