@@ -55,9 +55,9 @@ type Error struct {
 func (e *Error) Error() string {
 	why := "this client follows no redirect"
 	if e.Differs != "" {
-		why = "another " + e.Differs + ", and credentials for " + e.Key + " go to its own scheme, host and port only"
+		why = "another " + e.Differs + ": credentials stay with the configured one"
 	}
-	return fmt.Sprintf("%s: refused the redirect from %s to %s: %s; set %s to the URL that answers",
+	return fmt.Sprintf("%s: refused the redirect from %s to %s (%s); set %s to the URL that answers",
 		e.Key, e.From, e.To, why, e.Key)
 }
 
