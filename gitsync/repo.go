@@ -81,7 +81,8 @@ func Open(o Options) (*Repo, error) {
 // only within the origin of git.url, as smart HTTP servers use them (a
 // renamed repository, a ".git" added): go-git re-points the session to where
 // /info/refs was answered, so a redirect to another host would get the
-// credential, the fetch and the push.
+// credential, the fetch and the push. (go-git needs an *http.Transport only
+// for an endpoint with TLS or proxy options, which a git.url never has.)
 func NewTransport(ep *transport.Endpoint) (transport.Transport, error) {
 	if ep.Protocol == "http" || ep.Protocol == "https" {
 		return githttp.NewClient(hostbound.Client(nil, "git.url", hostbound.SameOrigin)), nil

@@ -92,14 +92,16 @@ func CheckRedirect(key string, f Follow) func(*http.Request, []*http.Request) er
 	}
 }
 
-// Client returns a copy of hc (nil: a client on http.DefaultTransport) whose
-// redirects follow the policy.
+// Client returns a copy of hc (nil: a new client) whose redirects follow the
+// policy: its transport refuses them (so that the error names the request
+// that was redirected, not the target) and so does its CheckRedirect.
 func Client(hc *http.Client, key string, f Follow) *http.Client {
-	c := &http.Client{Transport: http.DefaultTransport}
+	c := &http.Client{}
 	if hc != nil {
 		cp := *hc
 		c = &cp
 	}
+	c.Transport = Transport(c.Transport, key, f)
 	c.CheckRedirect = CheckRedirect(key, f)
 	return c
 }
