@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/internal/hostbound"
 	"github.com/waldur/waldur-gitops/internal/redirecttest"
@@ -91,8 +92,9 @@ func get(t *testing.T, hc *http.Client, u string) error {
 func TestClientsRefuseAnotherHost(t *testing.T) {
 	for _, code := range redirecttest.Codes {
 		for name, hc := range map[string]*http.Client{
-			"CheckRedirect": hostbound.Client(nil, "some.url", hostbound.SameOrigin),
+			"CheckRedirect": {CheckRedirect: hostbound.CheckRedirect("some.url", hostbound.SameOrigin)},
 			"Transport":     {Transport: hostbound.Transport(nil, "some.url", hostbound.SameOrigin)},
+			"Client":        hostbound.Client(nil, "some.url", hostbound.SameOrigin),
 		} {
 			t.Run(http.StatusText(code)+"/"+name, func(t *testing.T) {
 				rec := redirecttest.NewRecorder(t)
@@ -118,10 +120,12 @@ func TestSameOriginIsFollowedOnlyWhenAsked(t *testing.T) {
 		hc      *http.Client
 		refused bool
 	}{
-		{"CheckRedirect SameOrigin", hostbound.Client(nil, "k", hostbound.SameOrigin), false},
+		{"CheckRedirect SameOrigin", &http.Client{CheckRedirect: hostbound.CheckRedirect("k", hostbound.SameOrigin)}, false},
 		{"Transport SameOrigin", &http.Client{Transport: hostbound.Transport(nil, "k", hostbound.SameOrigin)}, false},
-		{"CheckRedirect None", hostbound.Client(nil, "k", hostbound.None), true},
+		{"Client SameOrigin", hostbound.Client(nil, "k", hostbound.SameOrigin), false},
+		{"CheckRedirect None", &http.Client{CheckRedirect: hostbound.CheckRedirect("k", hostbound.None)}, true},
 		{"Transport None", &http.Client{Transport: hostbound.Transport(nil, "k", hostbound.None)}, true},
+		{"Client None", hostbound.Client(nil, "k", hostbound.None), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := get(t, tc.hc, srv.URL)
@@ -129,5 +133,18 @@ func TestSameOriginIsFollowedOnlyWhenAsked(t *testing.T) {
 				t.Errorf("err = %v, want refused %v", err, tc.refused)
 			}
 		})
+	}
+}
+
+// TestClientLeavesTheOriginalAlone: Client works on a copy, keeping its
+// settings; the caller's client is not changed.
+func TestClientLeavesTheOriginalAlone(t *testing.T) {
+	hc := &http.Client{Timeout: time.Second}
+	c := hostbound.Client(hc, "k", hostbound.None)
+	if hc.Transport != nil || hc.CheckRedirect != nil {
+		t.Error("the caller's client was changed")
+	}
+	if c.Timeout != time.Second || c.Transport == nil || c.CheckRedirect == nil {
+		t.Errorf("copy: timeout %v, transport %v, check %v", c.Timeout, c.Transport != nil, c.CheckRedirect != nil)
 	}
 }
