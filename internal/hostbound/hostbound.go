@@ -9,9 +9,11 @@
 // origin is followed only by the clients whose protocol needs it (Follow
 // SameOrigin); the others refuse every redirect (Follow None).
 //
-// CheckRedirect is for clients whose http.Client this program builds;
-// Transport for those that build their own from a RoundTripper (client-go,
-// go-containerregistry).
+// Client binds an http.Client this program builds; Transport a RoundTripper
+// for libraries that build their own client from one (client-go,
+// go-containerregistry); CheckRedirect is the policy as a redirect callback
+// for a client whose errors are only passed on as text (gocloak), where the
+// caller keeps the refusal itself.
 package hostbound
 
 import (
