@@ -20,7 +20,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -66,12 +68,26 @@ func Open(o Options) (*Repo, error) {
 	if err != nil {
 		return nil, r.wrap("open", err)
 	}
-	c, err := client.NewClient(ep)
+	c, err := NewTransport(ep)
 	if err != nil {
 		return nil, r.wrap("open", err)
 	}
 	r.ep, r.client = ep, c
 	return r, nil
+}
+
+// NewTransport returns the go-git client of an endpoint. Over HTTP it is a
+// client of its own (not go-git's shared default) that follows a redirect
+// only within the origin of git.url, as smart HTTP servers use them (a
+// renamed repository, a ".git" added): go-git re-points the session to where
+// /info/refs was answered, so a redirect to another host would get the
+// credential, the fetch and the push. (go-git needs an *http.Transport only
+// for an endpoint with TLS or proxy options, which a git.url never has.)
+func NewTransport(ep *transport.Endpoint) (transport.Transport, error) {
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		return githttp.NewClient(hostbound.Client(nil, "git.url", hostbound.SameOrigin)), nil
+	}
+	return client.NewClient(ep)
 }
 
 // URL is the repository URL without credentials.

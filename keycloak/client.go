@@ -14,11 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
 )
 
@@ -142,6 +144,10 @@ type Client struct {
 
 	callMu sync.Mutex
 	calls  map[string]int
+
+	// refused is the last redirect refused (hostbound): gocloak passes
+	// transport errors on as text only.
+	refused atomic.Pointer[hostbound.Error]
 }
 
 // NewClient builds the client of t from its connection settings. It makes no
@@ -188,7 +194,27 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 		sem:      make(chan struct{}, deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
 		calls:    map[string]int{},
 	}
+	rc.GetClient().CheckRedirect = c.checkRedirect
 	return c, nil
+}
+
+// checkRedirect refuses every redirect: Keycloak's token and admin endpoints
+// need none, and one to another host would carry the password, the client
+// secret or the token there.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	err := hostbound.CheckRedirect("keycloak_url", hostbound.None)(req, via)
+	if he := (*hostbound.Error)(nil); errors.As(err, &he) {
+		c.refused.Store(he)
+	}
+	return err
+}
+
+// refusal returns the refused redirect behind err, a transport error, or nil.
+func (c *Client) refusal(err error) error {
+	if he := c.refused.Load(); he != nil && statusOf(err) == 0 {
+		return he
+	}
+	return nil
 }
 
 func deref[T any](p *T, def T) T {
@@ -363,6 +389,9 @@ func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token 
 		switch {
 		case err == nil:
 			return nil
+		case c.refusal(err) != nil:
+			// Every retry would be redirected as well.
+			return c.refusal(err)
 		case noAnswer && attempt+1 >= maxTimeoutAttempts && ctx.Err() == nil:
 			// Each try waited the whole timeout_seconds: give up sooner.
 			unreachable.Mark(ctx, c.host, connectionError{err})
