@@ -67,7 +67,7 @@ func goBuild(t *testing.T, dir, pkg, arch string) string {
 		t.Fatalf("the go command is needed to build the binary: %v", err)
 	}
 	out := filepath.Join(buildDir, fmt.Sprintf("bin%d", len(built.paths)), "waldur-gitops")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-buildvcs=false", "-ldflags", LDFlags(testVersion), "-o", out, pkg)
+	cmd := exec.Command(gobin, "build", "-trimpath", "-buildvcs=false", "-ldflags", LDFlags(testVersion, ""), "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), GoBuildEnv, "GOOS=linux", "GOARCH="+arch, "GOFLAGS=")
 	if msg, err := cmd.CombinedOutput(); err != nil {
