@@ -15,7 +15,9 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
+	"github.com/waldur/waldur-gitops/report"
 )
 
 // TestLogLevelFlag: --log-level takes what log_level takes, and anything
@@ -249,6 +251,25 @@ func progressCounts(t *testing.T, s string) (last, marks map[string]string) {
 	return last, marks
 }
 
+// TestProgressCountsEachRun: an engine serve runs again and again starts
+// its counts again at each run, and a stage's line gives the counts a later
+// stage added under an earlier stage's name.
+func TestProgressCountsEachRun(t *testing.T) {
+	var out bytes.Buffer
+	p := newProgress(&out, false)
+	tenant := changeset.Entry{Stage: "render", Kind: "Tenant", Subject: "t", Action: changeset.Create}
+	commit := changeset.Entry{Stage: "git", Kind: "Commit", Subject: "main", Action: changeset.Create}
+	for range 2 {
+		p.stage(report.Stage{Name: "render"}, changeset.Set{})
+		p.stage(report.Stage{Name: "git", DurationSeconds: 1.5}, changeset.Set{Entries: []changeset.Entry{tenant, commit}})
+		p.stage(report.Stage{Name: "keycloak", Error: "refused"}, changeset.Set{})
+	}
+	want := "ok     render      0.00s  no changes\nok     git         1.50s  +1; render now +1\nFAILED keycloak    0.00s  failed\n"
+	if out.String() != want+want {
+		t.Errorf("progress:\n%s\nwant twice:\n%s", out.String(), want)
+	}
+}
+
 // TestLineWriterKeepsLinesWhole: writers that send lines in pieces, at
 // once, never cut into each other's lines.
 func TestLineWriterKeepsLinesWhole(t *testing.T) {
@@ -352,5 +373,19 @@ func TestCredentialErrorsNameTheirSource(t *testing.T) {
 				t.Error("a secret was printed")
 			}
 		})
+	}
+}
+
+// TestGitCredentialErrorNamesItsSource: a Git server refusing the password
+// makes the error name git.username and the variable the password came from.
+func TestGitCredentialErrorNamesItsSource(t *testing.T) {
+	_, waldurCfg := serveExample(t)
+	gsrv, _, url := gitRepo(t)
+	cfg := withGit(t, waldurCfg, gsrv, url)
+	t.Setenv(gitPasswordEnv, "not-the-git-password")
+	code, _, stderr := run(t, "sync", "--config", cfg, "--snapshot", exampleSnapshot)
+	want := "check the credential, git.username " + gsrv.User() + " with git.password_env $" + gitPasswordEnv
+	if code != ExitGit || !strings.Contains(stderr, want) || strings.Contains(stderr, "not-the-git-password") {
+		t.Errorf("exit %d, want %d saying %q\n%s", code, ExitGit, want, stderr)
 	}
 }

@@ -267,6 +267,11 @@ const (
 	fmtWide format = "wide"
 )
 
+// outputFormats are the values of -o: text, json, yaml and those of extra.
+func outputFormats(extra []string) []string {
+	return append([]string{string(fmtText), string(fmtJSON), string(fmtYAML)}, extra...)
+}
+
 // data reports whether f is a machine format: json or yaml.
 func (f format) data() bool { return f == fmtJSON || f == fmtYAML }
 

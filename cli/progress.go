@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/report"
@@ -69,21 +68,25 @@ func colourOK(w io.Writer) bool { return os.Getenv("NO_COLOR") == "" && isTTY(w)
 type progress struct {
 	w      io.Writer
 	colour bool
-	start  time.Time
-	// byStage holds the entries seen so far per stage name; shown the
-	// stage names printed already.
+	// byStage holds the entries of this run so far per stage name; shown
+	// the stage names printed already. A name shown again starts a new run
+	// (serve runs one engine many times).
 	byStage map[string]*changeset.Set
 	shown   []string
 }
 
 func newProgress(w io.Writer, colour bool) *progress {
-	return &progress{w: w, colour: colour, start: time.Now(), byStage: map[string]*changeset.Set{}}
+	return &progress{w: w, colour: colour, byStage: map[string]*changeset.Set{}}
 }
 
-// stage prints the line of a stage that ended: ✔ or ✗ (green or red) with
-// colours, "ok" or "FAILED" without; the failure's cause is left to the
-// summary and the error line, which say it once.
+// stage prints the line of a stage that ended, as the summary will: its
+// duration and counts, after ✔ or ✗ (green or red) with colours, "ok" or
+// "FAILED" without; the failure's cause is left to the summary and the
+// error line, which say it once.
 func (p *progress) stage(st report.Stage, cs changeset.Set) {
+	if slices.Contains(p.shown, st.Name) {
+		p.byStage, p.shown = map[string]*changeset.Set{}, nil
+	}
 	var touched []string
 	for _, e := range cs.Entries {
 		if p.byStage[e.Stage] == nil {
@@ -102,7 +105,7 @@ func (p *progress) stage(st report.Stage, cs changeset.Set) {
 	for _, name := range touched {
 		status += "; " + name + " now " + p.counts(name)
 	}
-	fmt.Fprintf(p.w, "%s %-9s %6.1fs  %s\n", p.mark(st.Error == ""), st.Name, time.Since(p.start).Seconds(), status)
+	fmt.Fprintf(p.w, "%s %-9s %6.2fs  %s\n", p.mark(st.Error == ""), st.Name, st.DurationSeconds, status)
 }
 
 // counts is the summary of the entries seen under a stage name.

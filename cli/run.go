@@ -132,14 +132,14 @@ func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
 // YAML is made from the JSON), and the formats of extra. Shell completion
 // offers the values.
 func outputFlag(cmd *cobra.Command, output *string, what string, extra ...string) {
-	formats := append([]string{string(fmtText), string(fmtJSON), string(fmtYAML)}, extra...)
+	formats := outputFormats(extra)
 	cmd.Flags().StringVarP(output, "output", "o", string(fmtText), "output format: "+strings.Join(formats, ", ")+"; text: "+what)
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
 // outputFormat reads -o: text, json or yaml, and the formats of extra.
 func outputFormat(output string, extra ...string) (format, error) {
-	formats := append([]string{string(fmtText), string(fmtJSON), string(fmtYAML)}, extra...)
+	formats := outputFormats(extra)
 	if slices.Contains(formats, output) {
 		return format(output), nil
 	}

@@ -38,6 +38,32 @@ func (k *KeycloakSettings) CredentialSource() string {
 	return out
 }
 
+// CredentialSource names the Git credential: the key file of an ssh URL, else
+// the user and the file or variable the password or token is read from, in
+// the order HTTPCredentials reads them.
+func (g *Git) CredentialSource() string {
+	if g.SSHKeyFile != "" {
+		return "git.ssh_key_file " + g.SSHKeyFile
+	}
+	var secret string
+	switch {
+	case g.PasswordFile != "":
+		secret = "git.password_file " + g.PasswordFile
+	case g.PasswordEnv != "":
+		secret = "git.password_env $" + g.PasswordEnv
+	case g.TokenFile != "":
+		secret = "git.token_file " + g.TokenFile
+	case g.TokenEnv != "":
+		secret = "git.token_env $" + g.TokenEnv
+	default:
+		return "no credential"
+	}
+	if g.Username == "" {
+		return secret
+	}
+	return "git.username " + g.Username + " with " + secret
+}
+
 // secretOrigin names the file (key_file), the variable (key_env) or the
 // inline key a secret is given with.
 func secretOrigin(key, file, env string, inline bool) string {

@@ -2,6 +2,7 @@ package report_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -64,5 +65,33 @@ func TestSummarySaysACauseOnce(t *testing.T) {
 		if got := strings.Count(out, tc.say); got != tc.want {
 			t.Errorf("%q said %d times, want %d:\n%s", tc.say, got, tc.want, out)
 		}
+	}
+}
+
+// TestSummaryOfManyEntries: the summary of a large run groups in one pass
+// (10,000 entries sharing a cause are one line, at once) and counts the
+// entries it leaves out, not its lines.
+func TestSummaryOfManyEntries(t *testing.T) {
+	r := report.New("keycloak", "test", false, time.Now())
+	var cs changeset.Set
+	for i := range 10000 {
+		cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakMembership", Subject: fmt.Sprintf("/g/u%d", i), Action: changeset.Skip, Reason: "user not found"})
+	}
+	for i := range 10000 {
+		cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakRealm", Subject: fmt.Sprintf("K realm r%d", i), Action: changeset.Skip,
+			Reason: fmt.Sprintf("failed: keycloak K realm r%d: list groups: 401 Unauthorized: invalid_grant", i)})
+	}
+	r.Add(cs)
+	r.Finish(8, time.Now())
+	start := time.Now()
+	var b strings.Builder
+	if err := r.WriteSummary(&b); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("the summary of 20,000 entries took %s", took)
+	}
+	if !strings.Contains(b.String(), "… and 19960 more: run with --output json to see them all") {
+		t.Errorf("summary:\n%.2000s", b.String())
 	}
 }

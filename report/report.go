@@ -115,11 +115,23 @@ func (r *Run) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
-// summaryLine is a line of the summary's changes and how many entries it
-// stands for.
+// summaryLine is a line of the summary's changes: an entry without a
+// reason (text), or the sign and kind (prefix) and the subjects and reason
+// of the entries it stands for.
 type summaryLine struct {
-	text    string
-	entries int
+	text, prefix string
+	item         causes.Item
+	entries      int
+}
+
+// lineText is the text of a summary line; a reason the failed stage's line
+// gives already is not repeated.
+func (r *Run) lineText(l summaryLine) string {
+	if l.text != "" {
+		return l.text
+	}
+	item := causes.Item{Context: l.item.Context, Message: r.saidAbove(l.item.Message)}
+	return l.prefix + causes.Grouped{Item: item}.String()
 }
 
 // entryLines are the summary's lines of the changes that are not
@@ -140,7 +152,7 @@ func (r *Run) entryLines() []summaryLine {
 		case e.Action == changeset.Unchanged:
 			continue
 		case e.Reason == "":
-			k.kind = "\x00" + e.String() // a line of its own
+			k.kind = "\x00" + e.String() // a line of its own, whatever its kind
 		case grouped[k] != nil:
 			grouped[k] = append(grouped[k], causes.Item{Context: e.Subject, Message: e.Reason})
 			continue
@@ -151,7 +163,7 @@ func (r *Run) entryLines() []summaryLine {
 	var lines []summaryLine
 	for _, k := range order {
 		if strings.HasPrefix(k.kind, "\x00") {
-			lines = append(lines, summaryLine{k.kind[1:], 1})
+			lines = append(lines, summaryLine{text: k.kind[1:], entries: 1})
 			continue
 		}
 		prefix := changeset.Entry{Action: k.action, Kind: k.kind}.String()
@@ -161,12 +173,11 @@ func (r *Run) entryLines() []summaryLine {
 				// The same words for each (an order waiting for the
 				// cluster): a statement per entry, not a shared failure.
 				for _, i := range g.Members {
-					lines = append(lines, summaryLine{prefix + causes.Grouped{Item: causes.Item{Context: items[i].Context, Message: r.saidAbove(items[i].Message)}}.String(), 1})
+					lines = append(lines, summaryLine{prefix: prefix, item: items[i], entries: 1})
 				}
 				continue
 			}
-			g.Message = r.saidAbove(g.Message)
-			lines = append(lines, summaryLine{prefix + g.String(), len(g.Members)})
+			lines = append(lines, summaryLine{prefix: prefix, item: g.Item, entries: len(g.Members)})
 		}
 	}
 	return lines
@@ -219,7 +230,7 @@ func (r *Run) WriteSummary(w io.Writer) error {
 			more += l.entries
 			continue
 		}
-		fmt.Fprintf(&b, "  %s\n", l.text)
+		fmt.Fprintf(&b, "  %s\n", r.lineText(l))
 		shown++
 	}
 	if more > 0 {

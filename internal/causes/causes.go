@@ -29,36 +29,47 @@ func (g Grouped) String() string { return line(g.Context, g.Message) }
 // named by the first part of its message before the cause. Groups are in the
 // order of their first item.
 func Group(items []Item) []Grouped {
-	done := make([]bool, len(items))
 	var out []Grouped
+	at := map[string]int{} // a two-part tail → its group in out
 	for i, it := range items {
-		if done[i] {
-			continue
-		}
-		members := []int{i}
-		for j := i + 1; j < len(items); j++ {
-			if !done[j] && cause(it.Message, items[j].Message) != "" {
-				members = append(members, j)
+		key := lastTwo(it.Message)
+		g, ok := at[key]
+		if key == "" || !ok {
+			if key != "" {
+				at[key] = len(out)
 			}
-		}
-		c := items[i].Message
-		for _, j := range members[1:] {
-			c = cause(c, items[j].Message)
-		}
-		if len(members) == 1 || c == "" {
 			out = append(out, Grouped{it, []int{i}})
 			continue
 		}
+		out[g].Members = append(out[g].Members, i)
+		out[g].Message = cause(out[g].Message, it.Message)
+	}
+	for k, g := range out {
+		if len(g.Members) == 1 {
+			continue
+		}
 		var names []string
-		for _, j := range members {
-			done[j] = true
-			if n := name(items[j], c); n != "" && !contains(names, n) {
+		for _, i := range g.Members {
+			if n := name(items[i], g.Message); n != "" && !contains(names, n) {
 				names = append(names, n)
 			}
 		}
-		out = append(out, Grouped{Item{strings.Join(names, ", "), c}, members})
+		out[k].Context = strings.Join(names, ", ")
 	}
 	return out
+}
+
+// lastTwo is the tail of m made of its last two ": "-separated parts, the
+// shortest a cause can be; "" when m has one part.
+func lastTwo(m string) string {
+	last := strings.LastIndex(m, ": ")
+	if last < 0 {
+		return ""
+	}
+	if before := strings.LastIndex(m[:last], ": "); before >= 0 {
+		return m[before+2:]
+	}
+	return m
 }
 
 // Lines groups the lines of a message (an errors.Join of several) by cause.
@@ -93,7 +104,10 @@ func (j *joined) Unwrap() []error { return j.err.(interface{ Unwrap() []error })
 // message, or after ": ") and has two parts at least; "" when none.
 func cause(a, b string) string {
 	for _, t := range tails(a) {
-		if strings.Contains(t, ": ") && (t == b || strings.HasSuffix(b, ": "+t)) {
+		if !strings.Contains(t, ": ") {
+			break
+		}
+		if t == b || strings.HasSuffix(b, ": "+t) {
 			return t
 		}
 	}
