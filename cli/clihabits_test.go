@@ -270,16 +270,17 @@ func TestProgressCountsEachRun(t *testing.T) {
 	}
 }
 
-// TestLineWriterKeepsLinesWhole: writers that send lines in pieces, at
-// once, never cut into each other's lines.
+// TestLineWriterKeepsLinesWhole: writers into one sink that send their
+// lines in pieces, at once, never cut into each other's lines.
 func TestLineWriterKeepsLinesWhole(t *testing.T) {
 	var out bytes.Buffer
-	lw := &lineWriter{w: &out}
+	sink := &lineSink{w: &out}
 	var wg sync.WaitGroup
 	for _, word := range []string{"progress", "log"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			lw := sink.writer()
 			for range 200 {
 				fmt.Fprint(lw, word, " ")
 				fmt.Fprint(lw, word)

@@ -12,16 +12,26 @@ import (
 	"github.com/waldur/waldur-gitops/report"
 )
 
-// lineWriter passes whole lines to w, one writer at a time: the log lines
-// and the progress lines of a terminal go through the one lineWriter, so
-// neither cuts into the other. An unfinished line waits for its newline.
-type lineWriter struct {
-	mu  sync.Mutex
-	w   io.Writer
-	buf []byte
+// lineSink is stderr as the logs and the progress share it: each writes
+// through a lineWriter of its own, and whole lines reach w one at a time,
+// so neither cuts into the other's lines.
+type lineSink struct {
+	mu sync.Mutex
+	w  io.Writer
 }
 
-// Write keeps p and writes every line it completes.
+// writer is a new writer into the sink.
+func (s *lineSink) writer() *lineWriter { return &lineWriter{sink: s} }
+
+// lineWriter keeps one writer's unfinished line until its newline and
+// passes each finished line to the sink.
+type lineWriter struct {
+	mu   sync.Mutex
+	sink *lineSink
+	buf  []byte
+}
+
+// Write keeps p and passes on every line it finishes.
 func (l *lineWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -30,23 +40,25 @@ func (l *lineWriter) Write(p []byte) (int, error) {
 	if end < 0 {
 		return len(p), nil
 	}
-	_, err := l.w.Write(l.buf[:end+1])
+	l.sink.mu.Lock()
+	_, err := l.sink.w.Write(l.buf[:end+1])
+	l.sink.mu.Unlock()
 	l.buf = l.buf[:copy(l.buf, l.buf[end+1:])]
 	return len(p), err
 }
 
-// errOut is where logs and progress go: stderr, through one lineWriter.
+// errOut is a new writer into stderr as the logs and the progress share it.
 func (a *app) errOut() io.Writer {
-	if a.errw == nil {
-		a.errw = &lineWriter{w: a.stderr}
+	if a.errSink == nil {
+		a.errSink = &lineSink{w: a.stderr}
 	}
-	return a.errw
+	return a.errSink.writer()
 }
 
-// isTTY reports whether w (or the writer a lineWriter writes to) is a terminal.
+// isTTY reports whether w (or the stderr a lineWriter writes to) is a terminal.
 func isTTY(w io.Writer) bool {
 	if l, ok := w.(*lineWriter); ok {
-		w = l.w
+		w = l.sink.w
 	}
 	f, ok := w.(*os.File)
 	if !ok {

@@ -49,8 +49,8 @@ type app struct {
 	configPath     string
 	logLevel       string
 	log            *slog.Logger
-	// errw carries the logs and the progress to stderr (errOut).
-	errw *lineWriter
+	// errSink carries the logs and the progress to stderr (errOut).
+	errSink *lineSink
 	// warned holds the config warnings logged already: serve loads the
 	// config at every run and says each once.
 	warned map[string]bool

@@ -64,6 +64,39 @@ func (g *Git) CredentialSource() string {
 	return "git.username " + g.Username + " with " + secret
 }
 
+// FluxOCICredentialSource names the credential the shard artifacts are
+// pushed with: the user and the file or variable of the password.
+func (g *Git) FluxOCICredentialSource() string {
+	var secret string
+	switch {
+	case g.FluxOCIPasswordFile != "":
+		secret = "git.flux_oci_password_file " + g.FluxOCIPasswordFile
+	case g.FluxOCIPasswordEnv != "":
+		secret = "git.flux_oci_password_env $" + g.FluxOCIPasswordEnv
+	default:
+		return "no credential"
+	}
+	if g.FluxOCIUsername == "" {
+		return secret
+	}
+	return "git.flux_oci_username " + g.FluxOCIUsername + " with " + secret
+}
+
+// CredentialSource names the Pushgateway credential: the user and the
+// file or variable of the password.
+func (m *Metrics) CredentialSource() string {
+	secret := secretOrigin("metrics.password", m.PasswordFile, m.PasswordEnv, false)
+	if m.Username == "" {
+		return secret
+	}
+	return "metrics.username " + m.Username + " with " + secret
+}
+
+// TokenSource names the file or variable the forge's API token is read from.
+func (f *Forge) TokenSource() string {
+	return secretOrigin("review.forge.token", f.TokenFile, f.TokenEnv, false)
+}
+
 // secretOrigin names the file (key_file), the variable (key_env) or the
 // inline key a secret is given with.
 func secretOrigin(key, file, env string, inline bool) string {
