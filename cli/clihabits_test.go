@@ -118,7 +118,8 @@ func equalJSON(a, b any) bool {
 }
 
 // TestOutputCompletion: shell completion offers the values of -o on every
-// command that has it (and wide on diagnose), and no file names.
+// command that has it (and wide on diagnose), and no file names; every
+// command takes each of them.
 func TestOutputCompletion(t *testing.T) {
 	root := (&app{}).rootCommand()
 	for _, c := range root.Commands() {
@@ -138,6 +139,12 @@ func TestOutputCompletion(t *testing.T) {
 			for i, w := range want {
 				if lines[i] != w {
 					t.Errorf("completion %d: %q, want %q", i, lines[i], w)
+				}
+				// Every value offered is taken: the command goes on to
+				// its config, which is missing.
+				_, _, stderr := run(t, c.Name(), "--config", filepath.Join(t.TempDir(), "none.yaml"), "-o", w)
+				if strings.Contains(stderr, "-o/--output must be") {
+					t.Errorf("-o %s refused:\n%s", w, stderr)
 				}
 			}
 		})

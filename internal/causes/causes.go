@@ -4,6 +4,7 @@ package causes
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -45,18 +46,35 @@ func Group(items []Item) []Grouped {
 		out[g].Message = cause(out[g].Message, it.Message)
 	}
 	for k, g := range out {
-		if len(g.Members) == 1 {
-			continue
+		if len(g.Members) > 1 {
+			out[k].Context = names(items, g)
 		}
-		var names []string
-		for _, i := range g.Members {
-			if n := name(items[i], g.Message); n != "" && !contains(names, n) {
-				names = append(names, n)
-			}
-		}
-		out[k].Context = strings.Join(names, ", ")
 	}
 	return out
+}
+
+// NamesShown is how many items a group names; "and N more" counts the rest.
+const NamesShown = 5
+
+// names names the items of a group, the first NamesShown of them.
+func names(items []Item, g Grouped) string {
+	var list []string
+	more := 0
+	for _, i := range g.Members {
+		n := name(items[i], g.Message)
+		switch {
+		case n == "" || contains(list, n):
+		case len(list) == NamesShown:
+			more++
+		default:
+			list = append(list, n)
+		}
+	}
+	s := strings.Join(list, ", ")
+	if more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s
 }
 
 // lastTwo is the tail of m made of its last two ": "-separated parts, the

@@ -25,6 +25,9 @@ func TestGroup(t *testing.T) {
 		{"different causes keep their lines", []Item{{Message: "a: x: refused"}, {Message: "b: y: reset"}},
 			[]string{"a: x: refused", "b: y: reset"}},
 		{"identical messages once", []Item{{Message: "a: b: c"}, {Message: "a: b: c"}}, []string{"a: b: c"}},
+		{"the first names of many", []Item{{Context: "r1", Message: "x1: 401: no"}, {Context: "r2", Message: "x2: 401: no"}, {Context: "r3", Message: "x3: 401: no"},
+			{Context: "r4", Message: "x4: 401: no"}, {Context: "r5", Message: "x5: 401: no"}, {Context: "r6", Message: "x6: 401: no"}, {Context: "r7", Message: "x7: 401: no"}},
+			[]string{"r1, r2, r3, r4, r5 and 2 more: 401: no"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
