@@ -81,13 +81,14 @@ docs/orders.md.`,
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "read measured usage from this cluster for every offering, instead of the config's kubeconfig keys")
 	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "with --dry-run: read the resources and orders from this snapshot file instead of the Waldur API")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute and show the reports, post nothing (exit 1 if anything would be posted)")
-	outputFlag(cmd, &f.output, "a summary; json: the report of this run")
+	outputFlag(cmd, &f.output, "a summary; json and yaml: the report of this run")
 	timeoutFlag(cmd, &f.timeout)
 	return cmd
 }
 
 func (a *app) runReport(ctx context.Context, f reportFlags) error {
-	if _, err := outputJSON(f.output, false); err != nil {
+	out, err := outputFormat(f.output)
+	if err != nil {
 		return err
 	}
 	if f.timeout < 0 {
@@ -179,8 +180,8 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if !f.dryRun {
 		a.pushMetrics(ctx, cfg, rep, calls.Stats())
 	}
-	if f.output == "json" {
-		if err := rep.WriteJSON(a.stdout); err != nil && runErr == nil {
+	if out.data() {
+		if err := writeData(a.stdout, out, rep); err != nil && runErr == nil {
 			runErr = engine.Classify(engine.ClassOutput, err)
 		}
 		return runErr

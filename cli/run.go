@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,15 +97,12 @@ func timeoutFlag(cmd *cobra.Command, d *time.Duration) {
 }
 
 // newEngine wires the engine of a verb with the app's logger and test hooks;
-// on a terminal it shows each stage as it ends.
+// on a terminal it shows each stage as it ends, with the summary's counts.
 func (a *app) newEngine(cfg *config.Loaded, o engine.Options) (*engine.Engine, error) {
 	o.Log, o.TuneWaldur = a.log, tuneWaldurClient
 	e, err := engine.FromConfig(cfg.Config, o)
-	if err == nil && isTerminal(a.stderr) {
-		start := time.Now()
-		e.Progress = func(st report.Stage, cs changeset.Set) {
-			fmt.Fprintf(a.stderr, "  %-9s done after %5.1fs: %s\n", st.Name, time.Since(start).Seconds(), cs.Summary())
-		}
+	if err == nil && isTTY(a.stderr) {
+		e.Progress = newProgress(a.errOut(), colourOK(a.stderr)).stage
 	}
 	return e, err
 }
@@ -164,23 +162,20 @@ func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
 }
 
 // outputFlag registers -o/--output, the one output-format flag of every
-// command: text for people, json for machines (and for render the YAML
-// stream, text, also as yaml).
-func outputFlag(cmd *cobra.Command, output *string, what string) {
-	cmd.Flags().StringVarP(output, "output", "o", "text", "output format: text ("+what+") or json")
+// command: text for people, json or yaml for machines (the same fields; the
+// YAML is made from the JSON), and the formats of extra. Shell completion
+// offers the values.
+func outputFlag(cmd *cobra.Command, output *string, what string, extra ...string) {
+	formats := outputFormats(extra)
+	cmd.Flags().StringVarP(output, "output", "o", string(fmtText), "output format: "+strings.Join(formats, ", ")+"; text: "+what)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// outputJSON reads -o: text (or yaml, where the text is YAML) or json.
-func outputJSON(output string, yamlToo bool) (bool, error) {
-	switch {
-	case output == "text", output == "yaml" && yamlToo:
-		return false, nil
-	case output == "json":
-		return true, nil
+// outputFormat reads -o: text, json or yaml, and the formats of extra.
+func outputFormat(output string, extra ...string) (format, error) {
+	formats := outputFormats(extra)
+	if slices.Contains(formats, output) {
+		return format(output), nil
 	}
-	want := "text or json"
-	if yamlToo {
-		want = "text (or yaml) or json"
-	}
-	return false, usageErr("-o/--output must be %s, got %q", want, output)
+	return fmtText, usageErr("-o/--output must be %s or %s, got %q", strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1], output)
 }

@@ -191,7 +191,11 @@ func (c *Client) send(ctx context.Context, method, path string, body, out any) e
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s%s: %s: %s", method, c.cfg.APIURL, path, resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])))
+		hint := ""
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			hint = " (check the token, " + c.cfg.TokenSource() + ")"
+		}
+		return fmt.Errorf("%s %s%s: %s: %s%s", method, c.cfg.APIURL, path, resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])), hint)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%s %s%s: decode the answer: %w", method, c.cfg.APIURL, path, err)

@@ -39,6 +39,9 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives progress messages (default: discarded).
 	Log *slog.Logger
+	// CredentialSource names where the credential was read from (config
+	// keys and files or variables, never the value), for a refusal's error.
+	CredentialSource string
 	// secrets are values that must never appear in an error.
 	secrets []string
 }
@@ -54,7 +57,7 @@ func OptionsFromConfig(g config.Git) (Options, error) {
 	if err != nil {
 		return o, err
 	}
-	o.Auth = auth
+	o.Auth, o.CredentialSource = auth, g.CredentialSource()
 	if secret != "" {
 		o.secrets = append(o.secrets, secret)
 	}

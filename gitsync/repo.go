@@ -540,6 +540,8 @@ func (r *Repo) wrap(op string, err error) error {
 	}
 	hint := ""
 	switch {
+	case r.opts.CredentialSource != "" && (errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)):
+		hint = ": check the credential, " + r.opts.CredentialSource
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		hint = ": check git.username and the password or token (git.password_file, git.password_env, git.token_file, git.token_env)"
 	case errors.Is(err, transport.ErrRepositoryNotFound):

@@ -503,7 +503,7 @@ func (c *Client) token(ctx context.Context) (string, error) {
 		if k.Username != "" {
 			who = "user " + k.Username + " with client " + k.ClientID
 		}
-		return "", fmt.Errorf("log in to realm %s as %s: %w", k.UserRealm, who, err)
+		return "", fmt.Errorf("log in to realm %s as %s (%s): %w", k.UserRealm, who, k.CredentialSource(), err)
 	}
 	c.setToken(jwt, now)
 	return jwt.AccessToken, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,9 +47,19 @@ func Push(ctx context.Context, cfg *config.Metrics, command string, g prometheus
 		p = p.BasicAuth(user, pass.Reveal())
 	}
 	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push metrics to %s (job %s): %w", shown, cfg.Job, redact(err, pass.Reveal()))
+		return fmt.Errorf("push metrics to %s (job %s): %w%s", shown, cfg.Job, redact(err, pass.Reveal()), refusedHint(err, user, cfg))
 	}
 	return nil
+}
+
+// refusedHint names where the credential was read from when the
+// Pushgateway refused it (401 or 403); "" otherwise.
+func refusedHint(err error, user string, cfg *config.Metrics) string {
+	msg := err.Error()
+	if user == "" || !strings.Contains(msg, "status code 401") && !strings.Contains(msg, "status code 403") {
+		return ""
+	}
+	return " (check the credential, " + cfg.CredentialSource() + ")"
 }
 
 // GroupingCommand is the grouping label that names the command whose run was pushed.

@@ -163,6 +163,9 @@ type Registry struct {
 	Insecure bool
 	// Username and Password authenticate; both empty: anonymous.
 	Username, Password string
+	// CredentialSource names where Password was read from (config keys and
+	// a file or variable, never the value), for the error of a refusal.
+	CredentialSource string
 	// Workers bounds the shards checked and pushed at once (0: 4).
 	Workers int
 }
@@ -207,7 +210,7 @@ func FromConfig(g config.Git) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{Repository: g.FluxOCIRepository, Insecure: g.FluxOCIInsecure, Username: user, Password: string(pw)}, nil
+	return &Registry{Repository: g.FluxOCIRepository, Insecure: g.FluxOCIInsecure, Username: user, Password: string(pw), CredentialSource: g.FluxOCICredentialSource()}, nil
 }
 
 // Ref returns the reference of a shard's tag.
@@ -294,7 +297,7 @@ func (g Registry) publish(ctx context.Context, tree render.Tree, s Shard, commit
 		return r
 	}
 	if err := remote.Write(ref, img, opts...); err != nil {
-		r.Err = redact.Error(fmt.Errorf("push the flux artifact %s: %w", ref, err))
+		r.Err = redact.Error(g.refused(fmt.Errorf("push the flux artifact %s: %w", ref, err)))
 		return r
 	}
 	d, err := img.Digest()
@@ -315,7 +318,7 @@ func (g Registry) holds(ref name.Reference, want v1.Hash, opts []remote.Option) 
 		if errors.As(err, &te) && (te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)) {
 			return "", false, nil
 		}
-		return "", false, redact.Error(fmt.Errorf("read the flux artifact %s: %w", ref, err))
+		return "", false, redact.Error(g.refused(fmt.Errorf("read the flux artifact %s: %w", ref, err)))
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {

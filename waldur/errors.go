@@ -33,6 +33,8 @@ type APIError struct {
 	// JSON reports whether the body was JSON, as Waldur's own answers are; an
 	// HTML 404 comes from a proxy or a wrong URL, not from Waldur.
 	JSON bool
+	// TokenSource names where the token sent was read from (ClientOptions).
+	TokenSource string
 }
 
 // Error implements error.
@@ -54,6 +56,9 @@ func (e *APIError) Error() string {
 func (e *APIError) hint() string {
 	switch {
 	case e.StatusCode == http.StatusUnauthorized:
+		if e.TokenSource != "" {
+			return "authentication failed: check the token from " + e.TokenSource
+		}
 		return "authentication failed: check waldur_api_token"
 	case e.StatusCode == http.StatusForbidden:
 		return "permission denied: the token's user needs the OFFERING.MANAGER role on the offering"

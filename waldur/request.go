@@ -103,6 +103,7 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 		return fail(fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown, maxBodyBytes))
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		ae := newAPIError(cl.method, shown, resp, body, c.red)
+		ae.TokenSource = c.opts.TokenSource
 		if attempts > 1 && retryableStatus(resp.StatusCode) {
 			ae.Attempts = attempts
 		}
