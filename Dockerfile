@@ -4,18 +4,19 @@
 # containerimage/dockerfile_test.go fails when the two drift apart. See docs/image.md.
 #
 #   docker build --build-arg VERSION=$(git describe --tags --always --dirty) \
-#     -t ghcr.io/waldur/waldur-gitops:TAG .
+#     --build-arg REVISION=$(git rev-parse HEAD) -t ghcr.io/waldur/waldur-gitops:TAG .
 
 FROM --platform=$BUILDPLATFORM golang:1.26 AS build
 ARG TARGETOS=linux
 ARG TARGETARCH
 ARG VERSION=dev
+ARG REVISION=
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH go build -trimpath \
-      -ldflags "-s -w -X github.com/waldur/waldur-gitops/internal/version.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/waldur/waldur-gitops/internal/version.Version=${VERSION} -X github.com/waldur/waldur-gitops/internal/version.Commit=${REVISION}" \
       -o /out/waldur-gitops ./cmd/waldur-gitops
 # Directories the final stage copies in: scratch has no shell to make them.
 # The home directory is staged apart from /rootfs so that the final stage

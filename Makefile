@@ -2,7 +2,8 @@
 GO       ?= go
 BIN      := bin/waldur-gitops
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
-LDFLAGS  := -s -w -X github.com/waldur/waldur-gitops/internal/version.Version=$(VERSION)
+COMMIT   ?= $(shell git rev-parse HEAD 2>/dev/null)
+LDFLAGS  := -s -w -X github.com/waldur/waldur-gitops/internal/version.Version=$(VERSION) -X github.com/waldur/waldur-gitops/internal/version.Commit=$(COMMIT)
 PKGS     := ./...
 
 .PHONY: help build image test test-short e2e-argocd lint fmt bench fuzz golden example demo clean validate-examples

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"slices"
 
 	"github.com/spf13/cobra"
@@ -16,6 +18,7 @@ func (a *app) applyCommand() *cobra.Command {
 		forceConflicts, allowMassPrune       bool
 		noOrders, noKeycloak                 bool
 		qps                                  float32
+		timeout                              time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "apply --config C [--kubeconfig K] [--dry-run=server] [--force-conflicts] [--snapshot S]",
@@ -66,7 +69,7 @@ read; the exit code is then 1 when something would change. See docs/apply.md.`,
 			default:
 				return usageErr("--dry-run must be server or none, got %q", dryRun)
 			}
-			asJSON, err := outputJSON(output, false)
+			f, err := outputFormat(output)
 			if err != nil {
 				return err
 			}
@@ -74,7 +77,7 @@ read; the exit code is then 1 when something would change. See docs/apply.md.`,
 			w.Apply.Kubeconfig, w.Apply.ForceConflicts, w.Apply.QPS = kubeconfig, forceConflicts, qpsOption(qps)
 			return a.runVerb(cmd.Context(), verb{
 				wire: w, req: engine.Request{Command: "apply", DryRun: server, AllowMassPrune: allowMassPrune},
-				show: a.showApplied(asJSON, server), report: true, push: true,
+				show: a.showApplied(f, server), report: true, push: true, timeout: timeout,
 			})
 		},
 	}
@@ -87,7 +90,8 @@ read; the exit code is then 1 when something would change. See docs/apply.md.`,
 	cmd.Flags().BoolVar(&noOrders, "no-orders", false, "neither approve nor finish Waldur orders (apply only)")
 	cmd.Flags().BoolVar(&noKeycloak, "no-keycloak", false, "do not reconcile the Keycloak groups of offerings with keycloak_enabled")
 	cmd.Flags().Float32Var(&qps, "qps", 100, "requests per second to each cluster, bursts of twice that (0: no client-side limit)")
-	outputFlag(cmd, &output, "one line per object that changes; json: the run report")
+	outputFlag(cmd, &output, "one line per object that changes; json and yaml: the run report")
+	timeoutFlag(cmd, &timeout)
 	return cmd
 }
 

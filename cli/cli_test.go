@@ -116,7 +116,7 @@ func TestExitCodes(t *testing.T) {
 			"offerings[0].waldur_api_url", "offerings[0].backend_type", "offerings[0].bogus", "offerings[0].waldur_offering_uuid (line 2): required",
 		}},
 		{"missing snapshot", []string{"render", "--config", exampleConfig, "--snapshot", filepath.Join(dir, "none.json")}, ExitUsage, []string{"none.json"}},
-		{"bad output flag", []string{"render", "--config", exampleConfig, "--output", "xml"}, ExitUsage, []string{"-o/--output must be text (or yaml) or json"}},
+		{"bad output flag", []string{"render", "--config", exampleConfig, "--output", "xml"}, ExitUsage, []string{"-o/--output must be text, json or yaml"}},
 		{"partial render", []string{"render", "--config", exampleConfig, "--snapshot", partial, "--out", filepath.Join(dir, "out")}, ExitPartial, []string{
 			`skipped ut-namespaces/3cfe5210e4db306c7aabcd8103b2ad22 ("Genomics pipeline"): namespace name "waldur-Not_Valid"`,
 		}},

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -46,7 +45,7 @@ func (a *app) diagnoseCommand() *cobra.Command {
 	var kubeconfig, output string
 	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "diagnose --config C [--kubeconfig K] [--timeout 30s] [--output json]",
+		Use:   "diagnose --config C [--kubeconfig K] [--timeout 30s] [--output wide|json|yaml]",
 		Short: "Check every credential and connection the config names and print a table",
 		Long: `Diagnose checks, without changing anything:
 
@@ -70,9 +69,11 @@ func (a *app) diagnoseCommand() *cobra.Command {
     or --kubeconfig): the account may patch the GitRepository and, in the OCI
     layout, the OCIRepositories. examples/rbac/consumers has the Roles.
 
-It prints one row per check: the offerings it serves, what it checks, the
-credential it tests (the config key and the file or variable it is read from,
-never the value), and pass, FAIL with the reason, or skip. A check that needs
+It prints one row per check, 100 columns wide: what it checks, the offerings
+it serves, pass, FAIL with the reason, or skip, and under the detail the target
+and the credential it tests (the config key and the file or variable it is
+read from, never the value); long values are wrapped. -o wide prints one line
+per check however long, -o json and -o yaml the results. A check that needs
 an earlier one (the offering after the token, the push after the read, the
 realm after the login) is skipped when that one failed. --timeout bounds each
 check and is the request timeout of every client. The exit code is 10 when any
@@ -84,32 +85,36 @@ check failed.`,
   waldur-gitops diagnose --config site.yaml --kubeconfig ~/.kube/config -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if _, err := outputJSON(output, false); err != nil {
+			f, err := outputFormat(output, string(fmtWide))
+			if err != nil {
 				return err
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
 			}
-			return a.runDiagnose(cmd.Context(), cfg.Config, kubeconfig, output, timeout)
+			return a.runDiagnose(cmd.Context(), cfg.Config, kubeconfig, f, timeout)
 		},
 	}
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "check this cluster instead of the config's kubeconfig keys")
-	outputFlag(cmd, &output, "a table")
+	outputFlag(cmd, &output, "a table 100 columns wide; wide: one line per check", string(fmtWide))
 	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Second, "time limit of each check, and the request timeout of every client")
 	return cmd
 }
 
-func (a *app) runDiagnose(ctx context.Context, cfg *config.Config, kubeconfig, output string, timeout time.Duration) error {
+func (a *app) runDiagnose(ctx context.Context, cfg *config.Config, kubeconfig string, f format, timeout time.Duration) error {
 	checks := diagnose.Checks(cfg, kubeconfig, diagnoseDeps(a, timeout))
 	results := diagnose.Run(ctx, checks, diagnose.Options{Timeout: timeout})
-	if output == "json" {
-		enc := json.NewEncoder(a.stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(map[string]any{"checks": results, "failed": diagnose.Failed(results), "skipped": diagnose.Skipped(results)}); err != nil {
-			return engine.Classify(engine.ClassOutput, err)
-		}
-	} else if err := diagnose.WriteTable(a.stdout, results); err != nil {
+	var err error
+	switch f {
+	case fmtJSON, fmtYAML:
+		err = writeData(a.stdout, f, map[string]any{"checks": results, "failed": diagnose.Failed(results), "skipped": diagnose.Skipped(results)})
+	case fmtWide:
+		err = diagnose.WriteWideTable(a.stdout, results)
+	default:
+		err = diagnose.WriteTable(a.stdout, results)
+	}
+	if err != nil {
 		return engine.Classify(engine.ClassOutput, err)
 	}
 	if n := diagnose.Failed(results); n > 0 {

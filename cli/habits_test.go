@@ -61,8 +61,8 @@ func TestKubectlHabits(t *testing.T) {
 		want string
 	}{
 		{[]string{"apply", "--config", "x.yaml", "--dry-run", "server"}, "--dry-run=server"},
-		{[]string{"sync", "--config", "x.yaml", "-o", "yaml"}, "-o/--output must be text or json"},
-		{[]string{"render", "--config", "x.yaml", "-o", "wide"}, "-o/--output must be text (or yaml) or json"},
+		{[]string{"sync", "--config", "x.yaml", "-o", "xml"}, "-o/--output must be text, json or yaml"},
+		{[]string{"render", "--config", "x.yaml", "-o", "wide"}, "-o/--output must be text, json or yaml"},
 	} {
 		if code, _, stderr := run(t, tc.args...); code != ExitUsage || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, want %d saying %q\n%s", tc.args, code, ExitUsage, tc.want, stderr)

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
@@ -13,9 +15,10 @@ func (a *app) keycloakCommand() *cobra.Command {
 	var (
 		snapshot, output                 string
 		dryRun, noDelete, allowMassPrune bool
+		timeout                          time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "keycloak --config C [--snapshot state.json] [--dry-run] [--no-delete] [--output json]",
+		Use:   "keycloak --config C [--snapshot state.json] [--dry-run] [--no-delete] [--output json|yaml]",
 		Short: "Reconcile the Keycloak groups and memberships with the rendered state",
 		Long: `Keycloak reads Waldur (or a snapshot), renders, and makes the Keycloak groups
 and memberships of every offering with keycloak_enabled match what was
@@ -36,7 +39,7 @@ picks up what was left.`,
   waldur-gitops keycloak --config site.yaml --no-delete`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(output, false)
+			f, err := outputFormat(output)
 			if err != nil {
 				return err
 			}
@@ -51,7 +54,7 @@ picks up what was left.`,
 			return a.runVerb(cmd.Context(), verb{
 				wire: engine.Options{Snapshot: snapshot, Identities: true},
 				req:  engine.Request{Command: "keycloak", DryRun: dryRun, NoDelete: noDelete, AllowMassPrune: allowMassPrune},
-				show: a.showKeycloak(asJSON, dryRun), report: true, push: true,
+				show: a.showKeycloak(f, dryRun), report: true, push: true, timeout: timeout,
 			})
 		},
 	}
@@ -59,6 +62,7 @@ picks up what was left.`,
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "read Keycloak and print the operations, make none (exit 1 if there are any)")
 	cmd.Flags().BoolVar(&noDelete, "no-delete", false, "create and add only: keep groups no resource needs")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "let this run delete the groups of more resources than deletion_guard allows")
-	outputFlag(cmd, &output, "the operations or a summary; json: the run report")
+	outputFlag(cmd, &output, "the operations or a summary; json and yaml: the run report")
+	timeoutFlag(cmd, &timeout)
 	return cmd
 }

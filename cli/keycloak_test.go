@@ -158,7 +158,7 @@ func TestKeycloakCommandFailures(t *testing.T) {
 	}{
 		{"Keycloak down", keycloakConfig(t, down, "max_retries: 1", true), nil, ExitKeycloak, "gave up after 2 attempts"},
 		{"no credentials", noCreds, nil, ExitUsage, "set keycloak_username and keycloak_password, or client_secret"},
-		{"bad output", cfg, []string{"--output", "xml"}, ExitUsage, "--output must be text or json"},
+		{"bad output", cfg, []string{"--output", "xml"}, ExitUsage, "--output must be text, json or yaml"},
 		{"missing users", keycloakConfig(t, empty.URL, "", true), nil, ExitPartial, "Keycloak group(s) or membership(s) skipped"},
 		{"Keycloak disabled", disabled, nil, ExitOK, ""},
 	}

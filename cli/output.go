@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -22,11 +23,11 @@ import (
 // Everything a command prints about a run is read from the engine's outcome:
 // the report (stages, change set, commit, exit code) and what the stages left.
 
-// showReport prints the run report: as JSON, or as the one-screen summary.
-func (a *app) showReport(asJSON bool) func(*config.Loaded, *engine.Outcome) error {
+// showReport prints the run report: as JSON or YAML, or as the one-screen summary.
+func (a *app) showReport(f format) func(*config.Loaded, *engine.Outcome) error {
 	return func(_ *config.Loaded, out *engine.Outcome) error {
-		if asJSON {
-			return out.Report.WriteJSON(a.stdout)
+		if f.data() {
+			return writeData(a.stdout, f, out.Report)
 		}
 		return out.Report.WriteSummary(a.stdout)
 	}
@@ -50,7 +51,7 @@ type planJSON struct {
 // repository and a per-stage list of changes; for machines the change set.
 // Every stage's entries are shown, so the Keycloak operations and the order
 // moves appear in the same plan as the diff.
-func (a *app) showPlan(asJSON bool) func(*config.Loaded, *engine.Outcome) error {
+func (a *app) showPlan(f format) func(*config.Loaded, *engine.Outcome) error {
 	return func(cfg *config.Loaded, out *engine.Outcome) error {
 		pub := out.Published
 		if pub == nil {
@@ -72,7 +73,7 @@ func (a *app) showPlan(asJSON bool) func(*config.Loaded, *engine.Outcome) error 
 		if engine.ClassOf(out.Err) == engine.ClassGuard {
 			refused = out.Err.Error()
 		}
-		if asJSON {
+		if f.data() {
 			repo, _, _ := strings.Cut(pub.Where, " ")
 			p := planJSON{DryRun: true, Repository: repo, Branch: cfg.Git.Branch, Path: cfg.Git.Path, Base: pub.Base,
 				Changed: changes.Changed(), Files: files, Guard: refused, Summary: map[string]map[changeset.Action]int{}, Changes: changes.Entries}
@@ -88,10 +89,10 @@ func (a *app) showPlan(asJSON bool) func(*config.Loaded, *engine.Outcome) error 
 				}
 				p.Summary[e.Stage][e.Action]++
 			}
-			return writeJSON(a.stdout, p)
+			return writeData(a.stdout, f, p)
 		}
 		w := a.stdout
-		if err := gitsync.WriteDiff(w, cfg.Git.Path, pub.Before, pub.After, isTerminal(w)); err != nil {
+		if err := gitsync.WriteDiff(w, cfg.Git.Path, pub.Before, pub.After, colourOK(w)); err != nil {
 			return err
 		}
 		if len(files) > 0 {
@@ -137,7 +138,7 @@ type tenantJSON struct {
 
 // showRender prints a render: the YAML stream (no directory), the per-tenant
 // changes made to the directory, or either as JSON.
-func (a *app) showRender(dir string, asJSON bool) func(*config.Loaded, *engine.Outcome) error {
+func (a *app) showRender(dir string, f format) func(*config.Loaded, *engine.Outcome) error {
 	return func(_ *config.Loaded, out *engine.Outcome) error {
 		res := out.Result
 		if res == nil {
@@ -145,7 +146,7 @@ func (a *app) showRender(dir string, asJSON bool) func(*config.Loaded, *engine.O
 		}
 		changes := changeset.Set{Entries: slices.Clone(out.Report.Changes)}
 		changes.Sort()
-		if asJSON {
+		if f.data() {
 			rep := renderReport{Out: dir, Summary: changes.Counts(), Changes: changes.Entries, Groups: res.Groups}
 			if rep.Changes == nil {
 				rep.Changes = []changeset.Entry{}
@@ -155,7 +156,7 @@ func (a *app) showRender(dir string, asJSON bool) func(*config.Loaded, *engine.O
 					rep.Tenants = append(rep.Tenants, tenantJSON{Dir: t.Dir, Offering: t.Offering, Resource: t.Resource, Orders: t.Orders, Objects: t.Objects})
 				}
 			}
-			return writeJSON(a.stdout, rep)
+			return writeData(a.stdout, f, rep)
 		}
 		if dir == "" {
 			_, err := a.stdout.Write(res.Stream())
@@ -185,10 +186,10 @@ var applyVerbs = map[changeset.Action]string{
 
 // showApplied prints a line per object that changed or was skipped, the
 // counts, and the other stages' changes (orders, Keycloak) after them.
-func (a *app) showApplied(asJSON, dryRun bool) func(*config.Loaded, *engine.Outcome) error {
+func (a *app) showApplied(f format, dryRun bool) func(*config.Loaded, *engine.Outcome) error {
 	return func(_ *config.Loaded, out *engine.Outcome) error {
-		if asJSON {
-			return out.Report.WriteJSON(a.stdout)
+		if f.data() {
+			return writeData(a.stdout, f, out.Report)
 		}
 		all := changeset.Set{Entries: out.Report.Changes}
 		applied := changeset.Set{Entries: all.Filter(func(e changeset.Entry) bool { return e.Stage == "apply" })}
@@ -236,10 +237,10 @@ func (a *app) showApplied(asJSON, dryRun bool) func(*config.Loaded, *engine.Outc
 
 // showKeycloak prints a keycloak run: the JSON report, the summary, or for a
 // dry run the operations and their counts.
-func (a *app) showKeycloak(asJSON, dryRun bool) func(*config.Loaded, *engine.Outcome) error {
+func (a *app) showKeycloak(f format, dryRun bool) func(*config.Loaded, *engine.Outcome) error {
 	return func(_ *config.Loaded, out *engine.Outcome) error {
-		if asJSON {
-			return out.Report.WriteJSON(a.stdout)
+		if f.data() {
+			return writeData(a.stdout, f, out.Report)
 		}
 		if !dryRun {
 			return out.Report.WriteSummary(a.stdout)
@@ -256,21 +257,40 @@ func (a *app) showKeycloak(asJSON, dryRun bool) func(*config.Loaded, *engine.Out
 	}
 }
 
+// format is a value of -o/--output.
+type format string
+
+const (
+	fmtText format = "text"
+	fmtJSON format = "json"
+	fmtYAML format = "yaml"
+	fmtWide format = "wide"
+)
+
+// outputFormats are the values of -o: text, json, yaml and those of extra.
+func outputFormats(extra []string) []string {
+	return append([]string{string(fmtText), string(fmtJSON), string(fmtYAML)}, extra...)
+}
+
+// data reports whether f is a machine format: json or yaml.
+func (f format) data() bool { return f == fmtJSON || f == fmtYAML }
+
+// writeData prints v as JSON, or as YAML made from that JSON: both formats
+// carry the same fields under the same names.
+func writeData(w io.Writer, f format, v any) error {
+	if f != fmtYAML {
+		return writeJSON(w, v)
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode the output as yaml: %w", err)
+	}
+	_, err = w.Write(b)
+	return err
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// isTerminal reports whether w is a terminal that takes colours.
-func isTerminal(w io.Writer) bool {
-	if os.Getenv("NO_COLOR") != "" {
-		return false
-	}
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	st, err := f.Stat()
-	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
@@ -12,6 +14,7 @@ func (a *app) renderCommand() *cobra.Command {
 	var (
 		snapshot, out, output  string
 		dryRun, allowMassPrune bool
+		timeout                time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "render --config C [--snapshot state.json] [--out DIR]",
@@ -46,7 +49,7 @@ or more on error (7 when a guard would refuse the sync).`,
   waldur-gitops render --config site.yaml --snapshot state.json -o json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(output, true)
+			f, err := outputFormat(output)
 			if err != nil {
 				return err
 			}
@@ -57,7 +60,7 @@ or more on error (7 when a guard would refuse the sync).`,
 			case dryRun:
 				return a.runVerb(cmd.Context(), verb{
 					wire: engine.Options{Snapshot: snapshot, Publish: engine.Git, Orders: true, Identities: true},
-					req:  req, show: a.showPlan(asJSON),
+					req:  req, show: a.showPlan(f), timeout: timeout,
 				})
 			case allowMassPrune:
 				return usageErr("--allow-mass-prune only goes with --dry-run here (or with sync)")
@@ -66,13 +69,14 @@ or more on error (7 when a guard would refuse the sync).`,
 			if out != "" {
 				w.Publish, w.Dir = engine.Directory, out
 			}
-			return a.runVerb(cmd.Context(), verb{wire: w, req: req, show: a.showRender(out, asJSON)})
+			return a.runVerb(cmd.Context(), verb{wire: w, req: req, show: a.showRender(out, f), timeout: timeout})
 		},
 	}
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "render from this snapshot file instead of the Waldur API")
 	cmd.Flags().StringVar(&out, "out", "", "write the tree to this directory (replaced atomically)")
-	outputFlag(cmd, &output, "the YAML stream, or the changes with --out or --dry-run; also yaml")
+	outputFlag(cmd, &output, "the YAML stream, or the changes with --out or --dry-run; json and yaml: the render report, or the change set with --dry-run")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what sync would change in Git, Keycloak and Waldur's orders; write nothing; exit 1 on differences")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "with --dry-run: show the plan as sync --allow-mass-prune would make it")
+	timeoutFlag(cmd, &timeout)
 	return cmd
 }

@@ -25,6 +25,7 @@ type reportFlags struct {
 	snapshot   string
 	dryRun     bool
 	output     string
+	timeout    time.Duration
 }
 
 // openUsageCluster opens the cluster measured usage is read from; tests
@@ -80,13 +81,18 @@ docs/orders.md.`,
 	cmd.Flags().StringVar(&f.kubeconfig, "kubeconfig", "", "read measured usage from this cluster for every offering, instead of the config's kubeconfig keys")
 	cmd.Flags().StringVar(&f.snapshot, "snapshot", "", "with --dry-run: read the resources and orders from this snapshot file instead of the Waldur API")
 	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "compute and show the reports, post nothing (exit 1 if anything would be posted)")
-	outputFlag(cmd, &f.output, "a summary; json: the report of this run")
+	outputFlag(cmd, &f.output, "a summary; json and yaml: the report of this run")
+	timeoutFlag(cmd, &f.timeout)
 	return cmd
 }
 
 func (a *app) runReport(ctx context.Context, f reportFlags) error {
-	if _, err := outputJSON(f.output, false); err != nil {
+	out, err := outputFormat(f.output)
+	if err != nil {
 		return err
+	}
+	if f.timeout < 0 {
+		return usageErr("--timeout must not be negative, got %s", f.timeout)
 	}
 	if f.snapshot != "" && !f.dryRun {
 		return usageErr("--snapshot goes with --dry-run: usage is posted only from what the Waldur API says now")
@@ -113,6 +119,8 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		return engine.Classify(engine.ClassConfig, err)
 	}
 	ctx, calls := waldur.WithTally(ctx)
+	ctx, cancel := runContext(ctx, runTimeout(f.timeout, cfg, config.DefaultRunTimeout))
+	defer cancel()
 	rp := &usage.Reporter{Config: cfg.Config, Templates: tpls, Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
@@ -155,26 +163,16 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		rp.Offerings = append(rp.Offerings, uo)
 	}
 	rep := report.New("report", version.String(), f.dryRun, time.Now())
-	if snap == nil {
+	var cut engine.Cut
+	if snap == nil && cut.Before(ctx, "agent") {
 		// Seen in Waldur as the site agent's report service, like the other modes.
 		ann := &engine.AgentAnnouncer{Source: &engine.APISource{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}, Offerings: cfg.Offerings, Log: a.log}
 		_ = rep.Record("agent", func() (changeset.Set, map[string]int, error) { return ann.Announce(ctx, nil, "report", f.dryRun) })
+		cut.After(ctx, "agent")
 	}
-	var runErr error
-	if err := rep.Record(usage.EntryStage, func() (changeset.Set, map[string]int, error) { return rp.Run(ctx) }); err != nil {
-		var re *usage.ReadError
-		var ce *usage.ClusterError
-		var rde *usage.RenderError
-		switch {
-		case errors.As(err, &re):
-			runErr = engine.Classify(engine.ClassWaldur, err)
-		case errors.As(err, &ce):
-			runErr = engine.Classify(engine.ClassCluster, err)
-		case errors.As(err, &rde):
-			runErr = engine.Classify(engine.ClassConfig, err)
-		default:
-			runErr = engine.Classify(engine.ClassPartial, err)
-		}
+	runErr := a.postUsage(ctx, rep, rp, &cut)
+	if err := cut.Err(rep, nil); err != nil {
+		runErr = err
 	}
 	changes := changeset.Set{Entries: rep.Changes}
 	posts := changeset.Set{Entries: changes.Filter(func(e changeset.Entry) bool { return e.Stage == usage.EntryStage })}
@@ -185,8 +183,8 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if !f.dryRun {
 		a.pushMetrics(ctx, cfg, rep, calls.Stats())
 	}
-	if f.output == "json" {
-		if err := rep.WriteJSON(a.stdout); err != nil && runErr == nil {
+	if out.data() {
+		if err := writeData(a.stdout, out, rep); err != nil && runErr == nil {
 			runErr = engine.Classify(engine.ClassOutput, err)
 		}
 		return runErr
@@ -195,6 +193,30 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		runErr = engine.Classify(engine.ClassOutput, err)
 	}
 	return runErr
+}
+
+// postUsage runs the usage stage, unless the run was stopped before it,
+// and classifies its failure.
+func (a *app) postUsage(ctx context.Context, rep *report.Run, rp *usage.Reporter, cut *engine.Cut) error {
+	if !cut.Before(ctx, usage.EntryStage) {
+		return nil
+	}
+	err := rep.Record(usage.EntryStage, func() (changeset.Set, map[string]int, error) { return rp.Run(ctx) })
+	if cut.After(ctx, usage.EntryStage) || err == nil {
+		return nil
+	}
+	var re *usage.ReadError
+	var ce *usage.ClusterError
+	var rde *usage.RenderError
+	switch {
+	case errors.As(err, &re):
+		return engine.Classify(engine.ClassWaldur, err)
+	case errors.As(err, &ce):
+		return engine.Classify(engine.ClassCluster, err)
+	case errors.As(err, &rde):
+		return engine.Classify(engine.ClassConfig, err)
+	}
+	return engine.Classify(engine.ClassPartial, err)
 }
 
 // hasMeasured reports whether an offering has a component measured in the cluster.

@@ -36,6 +36,9 @@ const (
 	ExitCluster     = engine.ExitCluster
 	ExitCheckFailed = engine.ExitCheckFailed
 	ExitApply       = engine.ExitApply
+	ExitDeadline    = engine.ExitDeadline
+	ExitInterrupted = engine.ExitInterrupted
+	ExitTerminated  = engine.ExitTerminated
 )
 
 // usageErr is a flag or config problem found before the engine runs.
@@ -49,31 +52,75 @@ type app struct {
 	configPath     string
 	logLevel       string
 	log            *slog.Logger
+	// errSink carries the logs and the progress to stderr (errOut).
+	errSink *lineSink
 	// warned holds the config warnings logged already: serve loads the
 	// config at every run and says each once.
 	warned map[string]bool
 }
 
-// Main runs the CLI with args and returns the process exit code.
+// Main runs the CLI with args and returns the process exit code. SIGINT
+// and SIGTERM stop the run in progress (see run); a second one ends the
+// process at once.
 func Main(args []string, stdout, stderr io.Writer) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+	return runMain(args, stdout, stderr, sigs, func(code int) {
+		fmt.Fprintln(stderr, "second interrupt: exiting now")
+		os.Exit(code)
+	})
+}
+
+// runMain is Main with the signals it listens to and what a second signal does
+// (tests send their own). The first signal cancels the command's context
+// with an engine.Stopped cause: a one-shot command stops the stage in
+// progress at its next request, writes its report and exits 130 (SIGINT)
+// or 143 (SIGTERM); serve finishes or abandons its run as documented.
+func runMain(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, again func(code int)) int {
 	a := &app{stdout: stdout, stderr: stderr}
 	root := a.rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	err := root.ExecuteContext(ctx)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	go func() {
+		select {
+		case s := <-sigs:
+			engine.Interrupt(cancel, s)
+		case <-ctx.Done():
+			return
+		}
+		select {
+		case s := <-sigs:
+			again(engine.ExitCode(&engine.Error{Class: engine.ClassStopped, Err: &engine.Stopped{Kind: engine.StopInterrupt, Signal: s}}))
+		case <-ctx.Done():
+		}
+	}()
+	err := interrupted(ctx, root.ExecuteContext(ctx))
 	code := engine.ExitCode(err)
-	switch code {
-	case ExitOK:
-	case ExitDiff:
-	case ExitPartial:
+	switch {
+	case code == ExitOK, code == ExitDiff:
+	case engine.StopOfErr(err) != nil:
+		fmt.Fprintln(stderr, redact.String(err.Error())) // the one line of a stopped run
+	case code == ExitPartial:
 		fmt.Fprintf(stderr, "warning: %s\n", redact.String(err.Error()))
 	default:
 		fmt.Fprintf(stderr, "error: %s\n", redact.String(err.Error()))
 	}
 	return code
+}
+
+// interrupted makes the failure of a command that a signal cut short, before
+// or outside the engine's stages, the interrupt's: the exit code then says
+// what happened. A command that ended well stays so (serve stops cleanly).
+func interrupted(ctx context.Context, err error) error {
+	s := engine.StopOf(ctx)
+	if err == nil || s == nil || engine.StopOfErr(err) != nil {
+		return err
+	}
+	return &engine.Error{Class: engine.ClassStopped, Err: fmt.Errorf("%w: %w", s, err)}
 }
 
 func (a *app) rootCommand() *cobra.Command {
@@ -91,12 +138,14 @@ report for one stage alone, and serve to run it on an interval.
 
 Documentation: docs/README.md (installing, every config key, troubleshooting
 by error message).`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-		Version:       version.String(),
+		SilenceUsage:      true,
+		SilenceErrors:     true,
+		Version:           version.String(),
+		PersistentPreRunE: func(*cobra.Command, []string) error { return checkLogLevel(a.logLevel) },
 	}
 	root.PersistentFlags().StringVarP(&a.configPath, "config", "c", "", "config file (YAML)")
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "", "log level: debug, info, warning, error (default: the config's log_level, else info)")
+	_ = root.RegisterFlagCompletionFunc("log-level", cobra.FixedCompletions(logLevels, cobra.ShellCompDirectiveNoFileComp))
 	cobra.EnableCommandSorting = false
 	var cmds []*cobra.Command
 	for _, c := range commands {
@@ -139,7 +188,7 @@ func (a *app) loadConfig() (*config.Loaded, error) {
 	if level == "" {
 		level = cfg.LogLevel
 	}
-	a.log = newLogger(a.stderr, level)
+	a.log = newLogger(a.errOut(), level)
 	for _, w := range cfg.Warnings {
 		if a.warned[w] {
 			continue
@@ -168,22 +217,53 @@ func newLogger(w io.Writer, level string) *slog.Logger {
 	}
 	// Every log line passes the one redactor: no secret reaches a log.
 	opts := &slog.HandlerOptions{Level: l, ReplaceAttr: redact.ReplaceAttr}
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			return slog.New(slog.NewTextHandler(w, opts))
-		}
+	if isTTY(w) {
+		return slog.New(slog.NewTextHandler(w, opts))
 	}
 	return slog.New(slog.NewJSONHandler(w, opts))
 }
 
+// logLevels are the values of --log-level, as of the config's log_level
+// (which also takes warn and critical).
+var logLevels = []string{"debug", "info", "warning", "error"}
+
+// checkLogLevel refuses a --log-level the config's log_level would refuse.
+func checkLogLevel(level string) error {
+	if level == "" || slices.Contains(slices.Concat(logLevels, []string{"warn", "critical"}), strings.ToLower(level)) {
+		return nil
+	}
+	return usageErr("--log-level must be one of %s; got %q", strings.Join(logLevels, ", "), level)
+}
+
 func (a *app) versionCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
+	var output string
+	cmd := &cobra.Command{
+		Use:   "version [-o json|yaml]",
+		Short: "Print the version, commit, Go version and platform",
+		Example: `  waldur-gitops version
+  waldur-gitops version -o json`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_, err := fmt.Fprintf(a.stdout, "waldur-gitops %s\n", version.String())
-			return err
+			f, err := outputFormat(output)
+			if err != nil {
+				return err
+			}
+			if err := a.writeVersion(f); err != nil {
+				return engine.Classify(engine.ClassOutput, err)
+			}
+			return nil
 		},
 	}
+	outputFlag(cmd, &output, "one line each")
+	return cmd
+}
+
+// writeVersion prints the build's version information in format f.
+func (a *app) writeVersion(f format) error {
+	v := version.Get()
+	if f.data() {
+		return writeData(a.stdout, f, v)
+	}
+	_, err := fmt.Fprintf(a.stdout, "waldur-gitops %s\ncommit:   %s\ngo:       %s\nplatform: %s\n", v.Version, v.Commit, v.GoVersion, v.Platform)
+	return err
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
+	"github.com/waldur/waldur-gitops/internal/unreachable"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -33,11 +35,17 @@ type verb struct {
 	quiet bool
 	// push sends the run's metrics to the config's Pushgateway (not for a dry run).
 	push bool
+	// timeout is --timeout: the run's deadline, zero for the config's
+	// run_timeout (default config.DefaultRunTimeout).
+	timeout time.Duration
 }
 
 // runVerb loads the config, builds the engine and runs it once: the cycle
 // for every command that runs it (sync, render, apply, keycloak).
 func (a *app) runVerb(ctx context.Context, v verb) error {
+	if v.timeout < 0 {
+		return usageErr("--timeout must not be negative, got %s", v.timeout)
+	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -58,6 +66,8 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	if err != nil {
 		return err
 	}
+	ctx, cancel := runContext(ctx, runTimeout(v.timeout, cfg, config.DefaultRunTimeout))
+	defer cancel()
 	out := eng.Run(ctx, v.req)
 	err = a.finish(cfg, out, v)
 	if v.push && !v.req.DryRun {
@@ -66,16 +76,37 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	return err
 }
 
+// runContext is the context of one run: bounded by its deadline, and with a
+// memory of the hosts found unreachable, so that one dead endpoint costs one
+// stage of the run (internal/unreachable).
+func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return engine.WithDeadline(unreachable.Track(ctx), d)
+}
+
+// runTimeout is a run's deadline: --timeout, else the config's run_timeout,
+// else def.
+func runTimeout(flag time.Duration, cfg *config.Loaded, def time.Duration) time.Duration {
+	switch {
+	case flag > 0:
+		return flag
+	case cfg.RunDeadline() > 0:
+		return cfg.RunDeadline()
+	}
+	return def
+}
+
+// timeoutFlag registers --timeout, the run's deadline.
+func timeoutFlag(cmd *cobra.Command, d *time.Duration) {
+	cmd.Flags().DurationVar(d, "timeout", 0, "the run's deadline: the stage in progress is cancelled and the run exits 12 with its report (default: the config's run_timeout, else 9m)")
+}
+
 // newEngine wires the engine of a verb with the app's logger and test hooks;
-// on a terminal it shows each stage as it ends.
+// on a terminal it shows each stage as it ends, with the summary's counts.
 func (a *app) newEngine(cfg *config.Loaded, o engine.Options) (*engine.Engine, error) {
 	o.Log, o.TuneWaldur = a.log, tuneWaldurClient
 	e, err := engine.FromConfig(cfg.Config, o)
-	if err == nil && isTerminal(a.stderr) {
-		start := time.Now()
-		e.Progress = func(st report.Stage, cs changeset.Set) {
-			fmt.Fprintf(a.stderr, "  %-9s done after %5.1fs: %s\n", st.Name, time.Since(start).Seconds(), cs.Summary())
-		}
+	if err == nil && isTTY(a.stderr) {
+		e.Progress = newProgress(a.errOut(), colourOK(a.stderr)).stage
 	}
 	return e, err
 }
@@ -135,23 +166,20 @@ func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
 }
 
 // outputFlag registers -o/--output, the one output-format flag of every
-// command: text for people, json for machines (and for render the YAML
-// stream, text, also as yaml).
-func outputFlag(cmd *cobra.Command, output *string, what string) {
-	cmd.Flags().StringVarP(output, "output", "o", "text", "output format: text ("+what+") or json")
+// command: text for people, json or yaml for machines (the same fields; the
+// YAML is made from the JSON), and the formats of extra. Shell completion
+// offers the values.
+func outputFlag(cmd *cobra.Command, output *string, what string, extra ...string) {
+	formats := outputFormats(extra)
+	cmd.Flags().StringVarP(output, "output", "o", string(fmtText), "output format: "+strings.Join(formats, ", ")+"; text: "+what)
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(formats, cobra.ShellCompDirectiveNoFileComp))
 }
 
-// outputJSON reads -o: text (or yaml, where the text is YAML) or json.
-func outputJSON(output string, yamlToo bool) (bool, error) {
-	switch {
-	case output == "text", output == "yaml" && yamlToo:
-		return false, nil
-	case output == "json":
-		return true, nil
+// outputFormat reads -o: text, json or yaml, and the formats of extra.
+func outputFormat(output string, extra ...string) (format, error) {
+	formats := outputFormats(extra)
+	if slices.Contains(formats, output) {
+		return format(output), nil
 	}
-	want := "text or json"
-	if yamlToo {
-		want = "text (or yaml) or json"
-	}
-	return false, usageErr("-o/--output must be %s, got %q", want, output)
+	return fmtText, usageErr("-o/--output must be %s or %s, got %q", strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1], output)
 }

@@ -35,6 +35,7 @@ type serveFlags struct {
 	staleAfter     time.Duration
 	events         bool
 	eventsWindow   time.Duration
+	timeout        time.Duration
 }
 
 // tuneServeLoop adjusts the loop runServe built before it starts; tests gate
@@ -78,6 +79,7 @@ safety net. See docs/serve.md.`,
 	fl.DurationVar(&f.interval, "interval", 15*time.Minute, "time between the starts of two runs")
 	fl.Float64Var(&f.jitter, "jitter", 0.1, "spread every wait randomly within ±this fraction of --interval (0 to below 1)")
 	fl.DurationVar(&f.grace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long the run in progress may go on before it is cancelled")
+	fl.DurationVar(&f.timeout, "timeout", 0, "each run's deadline: the stage in progress is cancelled and the run ends with exit 12 in its report (default: the config's run_timeout, else --interval)")
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "health fails when no run ended for this long (default 2×interval×(1+jitter)+shutdown-grace)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
 	fl.BoolVar(&f.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
@@ -93,6 +95,8 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		return usageErr("--interval must be above 0, got %s", f.interval)
 	case f.jitter < 0 || f.jitter >= 1:
 		return usageErr("--jitter must be at least 0 and below 1, got %v", f.jitter)
+	case f.timeout < 0:
+		return usageErr("--timeout must not be negative, got %s", f.timeout)
 	case f.grace < 0:
 		return usageErr("--shutdown-grace must not be negative, got %s", f.grace)
 	case f.staleAfter < 0:
@@ -131,7 +135,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	log := a.log
 	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: f.validateServer, Feedback: true}
 	w.Apply.Kubeconfig = f.kubeconfig
-	runs := &serveRuns{a: a, rec: rec, wire: w}
+	runs := &serveRuns{a: a, rec: rec, wire: w, timeout: f.timeout, interval: f.interval}
 	loop := &serve.Loop{
 		Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log,
 		Run: runs.run,
@@ -162,6 +166,9 @@ type serveRuns struct {
 	eng  *engine.Engine
 	hash [sha256.Size]byte // of the config file eng was built from
 	ev   *events.Metrics
+	// timeout is --timeout; with run_timeout unset too, a run may take
+	// interval.
+	timeout, interval time.Duration
 }
 
 // startEvents starts the event consumer when --events or an offering's
@@ -259,7 +266,9 @@ func (s *serveRuns) runRequest(ctx context.Context, req engine.Request, trigger 
 		eng, err = s.engine(cfg)
 	}
 	if err == nil {
-		out := eng.Run(ctx, req)
+		runCtx, cancel := runContext(ctx, runTimeout(s.timeout, cfg, s.interval))
+		out := eng.Run(runCtx, req)
+		cancel()
 		err, rep = a.finish(cfg, out, verb{report: true, quiet: true}), out.Report
 	} else {
 		// The config or the templates could not be loaded: a failed run without stages.

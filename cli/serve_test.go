@@ -62,13 +62,15 @@ type served struct {
 var listenRE = regexp.MustCompile(`"msg":"serving".*"listen":"(127\.0\.0\.1:\d+)"`)
 
 // startServe runs serve with args on a free port of 127.0.0.1; stop ends it
-// the way SIGTERM does (the command's context is cancelled).
+// the way SIGTERM does (the command's context is cancelled). Each run's
+// deadline is a minute unless args say otherwise: the tests' intervals of a
+// millisecond would otherwise be the deadline too.
 func startServe(t *testing.T, args ...string) *served {
 	t.Helper()
 	stderr := &syncBuffer{}
 	a := &app{stdout: stderr, stderr: stderr}
 	root := a.rootCommand()
-	root.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0"}, args...))
+	root.SetArgs(append([]string{"serve", "--listen", "127.0.0.1:0", "--timeout", "1m"}, args...))
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{t: t, stderr: stderr, cancel: cancel, done: make(chan struct{})}
 	go func() {

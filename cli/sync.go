@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"time"
+
 	"github.com/spf13/cobra"
 
 	"github.com/waldur/waldur-gitops/engine"
@@ -12,6 +14,7 @@ func (a *app) syncCommand() *cobra.Command {
 	var (
 		snapshot, output, kubeconfig           string
 		dryRun, allowMassPrune, validateServer bool
+		timeout                                time.Duration
 	)
 	cmd := &cobra.Command{
 		Use:   "sync --config C [--snapshot state.json] [--dry-run] [--allow-mass-prune]",
@@ -40,18 +43,18 @@ render --dry-run.`,
   waldur-gitops sync --config site.yaml --snapshot state.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			asJSON, err := outputJSON(output, false)
+			f, err := outputFormat(output)
 			if err != nil {
 				return err
 			}
 			v := verb{
 				wire: engine.Options{Snapshot: snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: validateServer, Feedback: true},
 				req:  engine.Request{Command: "sync", DryRun: dryRun, AllowMassPrune: allowMassPrune},
-				show: a.showReport(asJSON), report: true, push: true,
+				show: a.showReport(f), report: true, push: true, timeout: timeout,
 			}
 			v.wire.Apply.Kubeconfig = kubeconfig
 			if dryRun {
-				v.show = a.showPlan(asJSON)
+				v.show = a.showPlan(f)
 			}
 			return a.runVerb(cmd.Context(), v)
 		},
@@ -59,8 +62,9 @@ render --dry-run.`,
 	cmd.Flags().StringVar(&snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "show what would be committed (exit 1 if anything), change nothing")
 	cmd.Flags().BoolVar(&allowMassPrune, "allow-mass-prune", false, "let this run remove more tenants than deletion_guard allows")
-	outputFlag(cmd, &output, "a summary, or the diff with --dry-run; json: the run report, or the change set with --dry-run")
+	outputFlag(cmd, &output, "a summary, or the diff with --dry-run; json and yaml: the run report, or the change set with --dry-run")
 	cmd.Flags().BoolVar(&validateServer, "validate-server", false, "server-side dry-run every rendered object before committing; a rejected object blocks the commit")
+	timeoutFlag(cmd, &timeout)
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server (default: the config's kubeconfig keys, then client-go's rules)")
 	return cmd
 }

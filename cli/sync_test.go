@@ -376,7 +376,7 @@ func TestSyncFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"bad sync output", []string{"sync", "--config", exampleConfig, "--output", "yaml"}, "--output must be text or json"},
+		{"bad sync output", []string{"sync", "--config", exampleConfig, "--output", "xml"}, "--output must be text, json or yaml"},
 		{"dry run with --out", []string{"render", "--config", exampleConfig, "--dry-run", "--out", "x"}, "drop --out"},
 		{"allow-mass-prune without dry run", []string{"render", "--config", exampleConfig, "--allow-mass-prune"}, "only goes with --dry-run"},
 	} {

@@ -12,6 +12,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -111,6 +112,11 @@ type Config struct {
 	Usage Usage `yaml:"usage"`
 	// Review routes each class of change to git.branch or a review branch.
 	Review Review `yaml:"review"`
+	// RunTimeout is a duration ("9m"): how long one run may take before the
+	// stage in progress is cancelled and the run ends with exit 12 (default
+	// DefaultRunTimeout for one-shot commands, serve's interval for serve).
+	RunTimeout string `yaml:"run_timeout"`
+	runTimeout time.Duration
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`
@@ -174,6 +180,10 @@ type Git struct {
 	// or openpgp; no signature without it.
 	SigningKeyFile string `yaml:"signing_key_file"`
 	SigningKeyType string `yaml:"signing_key_type"`
+	// Timeout is a duration ("2m") bounding one fetch and one push
+	// (default DefaultGitTimeout).
+	Timeout string `yaml:"timeout"`
+	timeout time.Duration
 	// PushRetries bounds how often a push that lost a race with another writer
 	// is retried on the new tip (default 3).
 	PushRetries *int `yaml:"push_retries"`

@@ -72,6 +72,7 @@ func (c *Config) applyDefaults(file string) {
 	c.Git.applyDefaults(dir)
 	c.Orders.applyDefaults()
 	c.Review.applyDefaults(dir)
+	c.applyDeadlineDefaults()
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
 		o.configDir = dir
@@ -104,6 +105,7 @@ func (c *Config) validate(r *report) {
 	}
 	c.Orders.validate(r)
 	c.Review.validate(r)
+	c.validateDeadlines(r)
 	if st, err := os.Stat(c.KeycloakState); c.KeycloakState != "" && err == nil && !st.Mode().IsRegular() {
 		r.addf("keycloak_state", nil, "%s is not a regular file; name a file the Keycloak stage may replace", c.KeycloakState)
 	}

@@ -142,8 +142,8 @@ func TestDockerfileInStep(t *testing.T) {
 		}
 		f := fields(build)
 		i := slices.Index(f, "-ldflags")
-		if i < 0 || i+1 >= len(f) || f[i+1] != LDFlags("${VERSION}") {
-			t.Errorf("go build in the Dockerfile: %q, want -ldflags %q", build, LDFlags("${VERSION}"))
+		if i < 0 || i+1 >= len(f) || f[i+1] != LDFlags("${VERSION}", "${REVISION}") {
+			t.Errorf("go build in the Dockerfile: %q, want -ldflags %q", build, LDFlags("${VERSION}", "${REVISION}"))
 		}
 		for _, want := range []string{GoBuildEnv, "-trimpath", "./cmd/waldur-gitops"} {
 			if !slices.Contains(f, want) {
@@ -243,8 +243,8 @@ func TestDockerfileInStep(t *testing.T) {
 func TestMakefileLDFlags(t *testing.T) {
 	mk := readRepoFile(t, "Makefile")
 	m := regexp.MustCompile(`(?m)^LDFLAGS\s*:?=\s*(.*)$`).FindStringSubmatch(mk)
-	if m == nil || strings.TrimSpace(m[1]) != LDFlags("$(VERSION)") {
-		t.Errorf("Makefile LDFLAGS = %q, want %q", m, LDFlags("$(VERSION)"))
+	if m == nil || strings.TrimSpace(m[1]) != LDFlags("$(VERSION)", "$(COMMIT)") {
+		t.Errorf("Makefile LDFLAGS = %q, want %q", m, LDFlags("$(VERSION)", "$(COMMIT)"))
 	}
 	for _, target := range []string{"build", "image"} {
 		recipe := regexp.MustCompile(`(?ms)^` + target + `:[^\n]*\n((?:\t[^\n]*\n)+)`).FindStringSubmatch(mk)

@@ -56,6 +56,8 @@ const (
 	DefaultRepository = "ghcr.io/waldur/waldur-gitops"
 	// VersionVariable is the linker symbol that carries the version (internal/version.Version).
 	VersionVariable = "github.com/waldur/waldur-gitops/internal/version.Version"
+	// CommitVariable is the linker symbol that carries the commit (internal/version.Commit).
+	CommitVariable = "github.com/waldur/waldur-gitops/internal/version.Commit"
 	// GoBuildEnv is the environment the binary must be built with: no cgo, so it is static.
 	GoBuildEnv = "CGO_ENABLED=0"
 )
@@ -74,9 +76,9 @@ const (
 var DefaultCmd = []string{"--help"}
 
 // LDFlags returns the -ldflags value `make build` and the Dockerfile use:
-// stripped, with version linked into internal/version.
-func LDFlags(version string) string {
-	return "-s -w -X " + VersionVariable + "=" + version
+// stripped, with version and commit linked into internal/version.
+func LDFlags(version, commit string) string {
+	return "-s -w -X " + VersionVariable + "=" + version + " -X " + CommitVariable + "=" + commit
 }
 
 // Env returns the image's environment. SSL_CERT_FILE is deliberately absent:

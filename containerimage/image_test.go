@@ -30,6 +30,9 @@ import (
 
 const testVersion = "v0.0.0-imagetest"
 
+// testCommit is the commit linked into the test binary.
+const testCommit = "0123456789abcdef0123456789abcdef01234567"
+
 var hostPlatform = v1.Platform{OS: "linux", Architecture: runtime.GOARCH}
 
 // buildDir holds the binaries built once for the whole test run.
@@ -67,7 +70,7 @@ func goBuild(t *testing.T, dir, pkg, arch string) string {
 		t.Fatalf("the go command is needed to build the binary: %v", err)
 	}
 	out := filepath.Join(buildDir, fmt.Sprintf("bin%d", len(built.paths)), "waldur-gitops")
-	cmd := exec.Command(gobin, "build", "-trimpath", "-buildvcs=false", "-ldflags", LDFlags(testVersion), "-o", out, pkg)
+	cmd := exec.Command(gobin, "build", "-trimpath", "-buildvcs=false", "-ldflags", LDFlags(testVersion, testCommit), "-o", out, pkg)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), GoBuildEnv, "GOOS=linux", "GOARCH="+arch, "GOFLAGS=")
 	if msg, err := cmd.CombinedOutput(); err != nil {
@@ -343,8 +346,8 @@ func checkFiles(t *testing.T, files map[string]tarFile, opts Options) {
 		if err != nil {
 			t.Fatalf("%s version: %v", exe, err)
 		}
-		if got, want := string(out), "waldur-gitops "+testVersion+"\n"; got != want {
-			t.Errorf("%s version printed %q, want %q", BinaryPath, got, want)
+		if got, want := string(out), "waldur-gitops "+testVersion+"\ncommit:   "+testCommit+"\n"; !strings.HasPrefix(got, want) {
+			t.Errorf("%s version printed %q, want it to start %q", BinaryPath, got, want)
 		}
 	})
 

@@ -19,6 +19,7 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
@@ -190,25 +191,124 @@ func count(rs []Result, status string) int {
 	return n
 }
 
-// WriteTable prints the results as an aligned table: check, the offerings it
-// serves ("all" for the shared GitOps repository), target, the credential it
-// tests, pass, FAIL or skip, and the detail or the reason.
+// TableWidth is the width WriteTable fits its lines in.
+const TableWidth = 100
+
+// WriteTable prints the results in TableWidth columns: per check a row with
+// the check, the offerings it serves ("all" for the shared GitOps
+// repository), pass, FAIL or skip, and the detail or the reason, then the
+// target and the credential it tests on lines of their own under the detail.
+// A value too long for its column is wrapped.
 func WriteTable(w io.Writer, rs []Result) error {
+	nameW, offW := len("CHECK"), len("OFFERING")
+	for _, r := range rs {
+		nameW = max(nameW, min(utf8.RuneCountInString(r.Name), 20))
+		offW = max(offW, min(utf8.RuneCountInString(offeringsOf(r)), 16))
+	}
+	detailW := TableWidth - nameW - offW - len("RESULT") - 3*2
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tOFFERING\tRESULT\tDETAIL")
+	for _, r := range rs {
+		detail := wrap(cmpOr(r.Detail, "-"), detailW)
+		detail = append(detail, wrap("target: "+r.Target, detailW)...)
+		if r.Credential != "" {
+			detail = append(detail, wrapParts("credential: ", strings.Split(r.Credential, ", "), detailW)...)
+		}
+		cols := [][]string{wrap(r.Name, nameW), wrap(offeringsOf(r), offW), {statusWord(r)}, detail}
+		writeRows(tw, cols)
+	}
+	return finishTable(w, tw, rs)
+}
+
+// WriteWideTable prints the results one line per check, however long:
+// check, offerings, target, credential, result and detail (-o wide).
+func WriteWideTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOFFERING\tTARGET\tCREDENTIAL\tRESULT\tDETAIL")
 	for _, r := range rs {
-		status := map[string]string{StatusPass: "pass", StatusFail: "FAIL", StatusSkipped: "skip"}[r.Status]
-		offerings := strings.Join(r.Offerings, ", ")
-		if offerings == "" {
-			offerings = "all"
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, offerings, r.Target, cmpOr(r.Credential, "-"), status, r.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Name, offeringsOf(r), r.Target, cmpOr(r.Credential, "-"), statusWord(r), r.Detail)
 	}
+	return finishTable(w, tw, rs)
+}
+
+// finishTable flushes the table and prints the counts under it.
+func finishTable(w io.Writer, tw *tabwriter.Writer, rs []Result) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	_, err := fmt.Fprintf(w, "%d check(s), %d failed, %d skipped\n", len(rs), Failed(rs), Skipped(rs))
 	return err
+}
+
+// writeRows writes one table row of wrapped cells: as many lines as its
+// tallest cell, the others left empty.
+func writeRows(tw io.Writer, cols [][]string) {
+	height := 0
+	for _, c := range cols {
+		height = max(height, len(c))
+	}
+	for i := range height {
+		cells := make([]string, len(cols))
+		for j, c := range cols {
+			if i < len(c) {
+				cells[j] = c[i]
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(cells, "\t"))
+	}
+}
+
+// statusWord is a result's word in the tables.
+func statusWord(r Result) string {
+	return map[string]string{StatusPass: "pass", StatusFail: "FAIL", StatusSkipped: "skip"}[r.Status]
+}
+
+// offeringsOf lists the offerings a result serves, "all" when it serves every one.
+func offeringsOf(r Result) string {
+	return cmpOr(strings.Join(r.Offerings, ", "), "all")
+}
+
+// wrapParts writes the comma-separated parts after prefix, as many on a
+// line as fit, breaking lines between parts (and inside a part too long).
+func wrapParts(prefix string, parts []string, width int) []string {
+	var lines []string
+	line := prefix + parts[0]
+	for _, p := range parts[1:] {
+		if utf8.RuneCountInString(line)+2+utf8.RuneCountInString(p) <= width {
+			line += ", " + p
+			continue
+		}
+		lines = append(lines, wrap(line+",", width)...)
+		line = "  " + p
+	}
+	return append(lines, wrap(line, width)...)
+}
+
+// wrap breaks s into lines of at most width characters, at spaces where it
+// can and inside a word longer than a line.
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		for r := []rune(word); len(r) > width; r = []rune(word) {
+			if line != "" {
+				lines, line = append(lines, line), ""
+			}
+			lines, word = append(lines, string(r[:width])), string(r[width:])
+		}
+		switch {
+		case line == "":
+			line = word
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(word) <= width:
+			line += " " + word
+		default:
+			lines, line = append(lines, line), word
+		}
+	}
+	if line != "" || len(lines) == 0 {
+		lines = append(lines, line)
+	}
+	return lines
 }
 
 func cmpOr(s, def string) string {

@@ -487,7 +487,7 @@ offerings:
 		t.Errorf("clusters opened: %+v", opened)
 	}
 	var b strings.Builder
-	if err := diagnose.WriteTable(&b, rs); err != nil {
+	if err := diagnose.WriteWideTable(&b, rs); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "OFFERING") || !strings.Contains(b.String(), "CREDENTIAL") || !strings.HasSuffix(b.String(), "12 check(s), 3 failed, 3 skipped\n") {
@@ -541,5 +541,40 @@ current-context: x
 	rs = diagnose.Run(context.Background(), []diagnose.Check{diagnose.ClusterCheck(kube.Source{Path: filepath.Join(t.TempDir(), "nope")}, open)}, diagnose.Options{Timeout: 3 * time.Second})
 	if rs[0].Status != diagnose.StatusFail {
 		t.Errorf("missing kubeconfig_path: %+v", rs[0])
+	}
+}
+
+// TestTableFitsAHundredColumns: the default table wraps what does not fit
+// in 100 columns, keeps every word of the detail, target and credential, and
+// breaks a credential between its parts; the wide table does not wrap.
+func TestTableFitsAHundredColumns(t *testing.T) {
+	long := "https://git.example.org/a-group/with-a-subgroup/and-another-one/the-tenants-repository-of-this-site.git"
+	rs := []diagnose.Result{
+		{Name: "git read", Target: long, Credential: "git.username waldur-gitops-bot-of-this-site, git.password_file /var/run/secrets/waldur-gitops/git/password",
+			Status: diagnose.StatusFail, Detail: "fetch: authentication required: the server refused the credentials of the user named in git.username; check the password file"},
+		{Name: "waldur token", Target: "Plain", Offerings: []string{"A rather long offering name", "And another one"}, Status: diagnose.StatusPass, Detail: "authenticated as svc"},
+	}
+	var narrow, wide strings.Builder
+	if err := diagnose.WriteTable(&narrow, rs); err != nil {
+		t.Fatal(err)
+	}
+	if err := diagnose.WriteWideTable(&wide, rs); err != nil {
+		t.Fatal(err)
+	}
+	var words []string
+	for _, l := range strings.Split(narrow.String(), "\n") {
+		if n := len([]rune(l)); n > diagnose.TableWidth {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+		words = append(words, strings.Fields(l)...)
+	}
+	joined := strings.Join(words, " ")
+	for _, want := range []string{"credential: git.username waldur-gitops-bot-of-this-site,", "git.password_file /var/run/secrets/waldur-gitops/git/password", "check the password file", "FAIL", "2 check(s), 1 failed, 0 skipped"} {
+		if !strings.Contains(joined, want) {
+			t.Errorf("the table lacks %q:\n%s", want, narrow.String())
+		}
+	}
+	if !strings.Contains(wide.String(), long) || len(strings.Split(strings.TrimSpace(wide.String()), "\n")) != 4 {
+		t.Errorf("wide table:\n%s", wide.String())
 	}
 }

@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/plumbing/transport/client"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
@@ -72,7 +71,7 @@ func (r *gitRemote) advertised(ctx context.Context, push bool) (map[string]strin
 	// checks run at once: each gets its own copy.
 	epCopy := *r.ep
 	ep := &epCopy
-	cl, err := client.NewClient(ep)
+	cl, err := gitsync.NewTransport(ep)
 	if err != nil {
 		return nil, err
 	}

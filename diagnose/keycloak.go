@@ -10,6 +10,7 @@ import (
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -47,6 +48,9 @@ func NewKeycloak(k config.KeycloakSettings, timeout time.Duration) (Keycloak, er
 	if !k.VerifiesSSL() {
 		rc.SetTLSClientConfig(&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // explicitly configured
 	}
+	// As the Keycloak stage: no redirect, the password and token stay with
+	// keycloak_url.
+	rc.SetTransport(hostbound.Transport(rc.GetClient().Transport, "keycloak_url", hostbound.None))
 	return &gocloakCheck{k: k, gc: gc}, nil
 }
 

@@ -33,8 +33,9 @@ type Engine struct {
 	// Holding, when set, renders with quota holds (the quota stage's):
 	// the renderer of the run made render.Renderer.Holding.
 	Holding func(render.QuotaHolds) Renderer
-	// Progress, when set, is told of every stage as it ends (the CLI prints
-	// it on a terminal, so a long run shows where it is).
+	// Progress, when set, is told of every stage as it ends, with its
+	// duration and, when it failed, its Error (the CLI prints it on a
+	// terminal, so a long run shows where it is).
 	Progress func(st report.Stage, changes changeset.Set)
 }
 
@@ -194,15 +195,23 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 		}
 	}
 	var failed, refused error
+	var cut Cut
 	for _, st := range e.stages(req) {
+		if !cut.Before(ctx, st.name) {
+			continue
+		}
 		before := out.Published // what earlier stages published
 		err := out.Report.Record(st.name, func() (cs changeset.Set, calls map[string]int, err error) {
+			began := time.Now()
 			cs, calls, err = st.run(ctx, out)
 			if e.Progress != nil {
-				e.Progress(report.Stage{Name: st.name, Calls: calls}, cs)
+				e.Progress(progressStage(st.name, calls, err, time.Since(began)), cs)
 			}
 			return cs, calls, err
 		})
+		if cut.After(ctx, st.name) {
+			continue // whatever the stage says, it did not finish
+		}
 		if err == nil {
 			continue
 		}
@@ -216,7 +225,11 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			break
 		}
 	}
-	out.Err = verdict(req, out, cmpOr(refused, failed))
+	if err := cut.Err(out.Report, out.Published); err != nil {
+		out.Err = err // the stop says more than what it cut short
+	} else {
+		out.Err = verdict(req, out, cmpOr(refused, failed))
+	}
 	if out.Published != nil && !req.DryRun {
 		out.Report.Commit = out.Published.Ref
 		out.Report.ReviewBranches = out.Published.ReviewBranches

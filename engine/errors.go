@@ -35,22 +35,28 @@ const (
 	// ClassRender is a render the config or a template makes impossible: a
 	// config error, wherever the render runs (the approval probe included).
 	ClassRender
+	// ClassStopped is a run stopped from outside: its deadline expired or a
+	// signal came (the error carries a *Stopped, which picks the code).
+	ClassStopped
 )
 
 // The documented process exit codes (README.md, docs/run-report.md).
 const (
 	ExitOK          = 0
-	ExitDiff        = 1  // a dry run found differences
-	ExitUsage       = 2  // bad flags or config
-	ExitPartial     = 3  // some resources were skipped, the rest succeeded
-	ExitWaldur      = 4  // reading Waldur (or moving its orders) failed
-	ExitOutput      = 5  // writing the output or the run report failed
-	ExitGit         = 6  // fetching, committing or pushing to the GitOps repository failed
-	ExitGuard       = 7  // a guard refused the run
-	ExitKeycloak    = 8  // reconciling the Keycloak groups failed
-	ExitCluster     = 9  // reading a cluster failed
-	ExitCheckFailed = 10 // diagnose: at least one check failed
-	ExitApply       = 11 // applying to a cluster failed for some or all tenants
+	ExitDiff        = 1   // a dry run found differences
+	ExitUsage       = 2   // bad flags or config
+	ExitPartial     = 3   // some resources were skipped, the rest succeeded
+	ExitWaldur      = 4   // reading Waldur (or moving its orders) failed
+	ExitOutput      = 5   // writing the output or the run report failed
+	ExitGit         = 6   // fetching, committing or pushing to the GitOps repository failed
+	ExitGuard       = 7   // a guard refused the run
+	ExitKeycloak    = 8   // reconciling the Keycloak groups failed
+	ExitCluster     = 9   // reading a cluster failed
+	ExitCheckFailed = 10  // diagnose: at least one check failed
+	ExitApply       = 11  // applying to a cluster failed for some or all tenants
+	ExitDeadline    = 12  // the run's deadline (--timeout, run_timeout) expired
+	ExitInterrupted = 130 // SIGINT stopped the run (128 + 2, as shells report it)
+	ExitTerminated  = 143 // SIGTERM stopped the run (128 + 15)
 )
 
 // exitCodes is the one table from failure class to exit code.
@@ -68,6 +74,7 @@ var exitCodes = map[Class]int{
 	ClassCluster:  ExitCluster,
 	ClassCheck:    ExitCheckFailed,
 	ClassApply:    ExitApply,
+	ClassStopped:  ExitDeadline,
 }
 
 // ExitCode is the process exit code of the class.
@@ -139,8 +146,14 @@ func ClassOf(err error) Class {
 	return ClassConfig
 }
 
-// ExitCode is the process exit code for err.
-func ExitCode(err error) int { return ClassOf(err).ExitCode() }
+// ExitCode is the process exit code for err; a stopped run's depends on
+// what stopped it.
+func ExitCode(err error) int {
+	if s := StopOfErr(err); s != nil && ClassOf(err) == ClassStopped {
+		return s.exitCode()
+	}
+	return ClassOf(err).ExitCode()
+}
 
 // classify gives a stage's failure its class. After something was published
 // a failure is never "bad config" (exit 2 reads as "nothing happened"): it

@@ -108,6 +108,7 @@ func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
 	}
 	opts := waldur.DefaultClientOptions()
 	opts.BaseURL, opts.Token, opts.VerifySSL = o.WaldurAPIURL, token.Reveal(), o.VerifiesSSL()
+	opts.TokenSource = o.TokenSource()
 	opts.UserAgent, opts.Logger = version.UserAgent(), logOrDiscard(s.Log).With("offering", o.Name)
 	if s.Tune != nil {
 		s.Tune(&opts)

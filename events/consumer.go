@@ -33,7 +33,8 @@ type Offering struct {
 	Passcode func() (string, error)
 	// Registrar registers the offering's queues.
 	Registrar Registrar
-	// HTTPClient dials the WebSocket (nil: http.DefaultClient).
+	// HTTPClient dials the WebSocket (nil: a new client); Dial uses a copy
+	// that follows no redirect.
 	HTTPClient *http.Client
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/go-stomp/stomp/v3"
 
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -24,14 +25,23 @@ const DefaultPath = "/rmqws-stomp"
 // dialTimeout bounds the WebSocket handshake and the STOMP CONNECT.
 const dialTimeout = 20 * time.Second
 
+// URLKey names, in a refused redirect, the config keys the web-STOMP URL
+// comes from.
+const URLKey = "the web-STOMP URL (waldur_api_url, stomp_ws_host, stomp_ws_port, stomp_ws_path)"
+
 // Dial opens a STOMP 1.2 session over a WebSocket to RabbitMQ's web-STOMP
 // (text messages, one STOMP frame each) as login on vhost, with heart-beats
-// of HeartBeat both ways. The passcode never appears in an error.
+// of HeartBeat both ways. The handshake follows no redirect (hc nil: a new
+// client): on another host the session would get the passcode, the
+// offering's Waldur API token. The passcode never appears in an error.
 func Dial(ctx context.Context, wsURL string, hc *http.Client, login, passcode, vhost string, log *slog.Logger) (*stomp.Conn, error) {
 	where := redactURL(wsURL)
 	dctx, cancel := context.WithTimeout(ctx, dialTimeout)
 	defer cancel()
-	ws, resp, err := websocket.Dial(dctx, wsURL, &websocket.DialOptions{HTTPClient: hc, Subprotocols: []string{"v12.stomp", "stomp"}})
+	ws, resp, err := websocket.Dial(dctx, wsURL, &websocket.DialOptions{
+		HTTPClient:   hostbound.Client(hc, URLKey, hostbound.None),
+		Subprotocols: []string{"v12.stomp", "stomp"},
+	})
 	if resp != nil && resp.Body != nil {
 		resp.Body.Close()
 	}

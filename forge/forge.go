@@ -27,6 +27,8 @@ import (
 	"strings"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/hostbound"
+	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Request is what a review branch's request says.
@@ -44,12 +46,15 @@ type Client struct {
 	http  *http.Client
 }
 
-// New builds a client; hc nil is http.DefaultClient.
+// APIURLKey is the config key of the forge's API root.
+const APIURLKey = "review.forge.api_url"
+
+// New builds a client on a copy of hc (nil: a new client) that follows a
+// redirect only within the origin of the API root, as GitHub's API does for a
+// renamed repository: the token rides in a header of every request
+// (PRIVATE-TOKEN is not one net/http drops on the way to another host).
 func New(cfg config.Forge, token config.Secret, hc *http.Client) *Client {
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	return &Client{cfg: cfg, token: token.Reveal(), http: hc}
+	return &Client{cfg: cfg, token: token.Reveal(), http: hostbound.Client(hc, APIURLKey, hostbound.SameOrigin)}
 }
 
 // Ensure opens the request for r.Branch unless one is open already. It
@@ -139,7 +144,17 @@ func (c *Client) open(ctx context.Context, r Request) (string, error) {
 	return out.HTMLURL + out.WebURL, nil
 }
 
+// do sends one request and decodes its answer into out; the token, and
+// every secret registered from the config, are masked in the error (a server
+// or a proxy may echo a header).
 func (c *Client) do(ctx context.Context, method, path string, body, out any) error {
+	if err := c.send(ctx, method, path, body, out); err != nil {
+		return redact.Default().With(c.token).Error(err)
+	}
+	return nil
+}
+
+func (c *Client) send(ctx context.Context, method, path string, body, out any) error {
 	var rd io.Reader
 	if body != nil {
 		b, err := json.Marshal(body)
@@ -171,12 +186,16 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return fmt.Errorf("%s %s%s: %w", method, c.cfg.APIURL, path, err)
+		return fmt.Errorf("%s %s%s: %w", method, redact.URL(c.cfg.APIURL), path, err)
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode/100 != 2 {
-		return fmt.Errorf("%s %s%s: %s: %s", method, c.cfg.APIURL, path, resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])))
+		hint := ""
+		if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+			hint = " (check the token, " + c.cfg.TokenSource() + ")"
+		}
+		return fmt.Errorf("%s %s%s: %s: %s%s", method, c.cfg.APIURL, path, resp.Status, strings.TrimSpace(string(b[:min(len(b), 300)])), hint)
 	}
 	if err := json.Unmarshal(b, out); err != nil {
 		return fmt.Errorf("%s %s%s: decode the answer: %w", method, c.cfg.APIURL, path, err)

@@ -43,9 +43,11 @@ func TestEnsureOpensOneRequestPerBranch(t *testing.T) {
 			if _, created, err := c.Ensure(ctx, req); err != nil || !created {
 				t.Errorf("after close: %v %v", created, err)
 			}
-			bad := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: repo}, "wrong", nil)
+			bad := forge.New(config.Forge{Type: typ, APIURL: srv.APIURL(), Repository: repo, TokenEnv: "FORGE_TOKEN"}, "wrong", nil)
 			if _, _, err := bad.Ensure(ctx, req); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "wrong") {
 				t.Errorf("bad token: %v", err)
+			} else if !strings.Contains(err.Error(), "(check the token, review.forge.token_env $FORGE_TOKEN)") {
+				t.Errorf("the error does not name where the token came from: %v", err)
 			}
 		})
 	}

@@ -35,8 +35,13 @@ type Options struct {
 	Signer Signer
 	// Now dates commits (default time.Now).
 	Now func() time.Time
+	// Timeout bounds one fetch and one push (default config.DefaultGitTimeout).
+	Timeout time.Duration
 	// Log receives progress messages (default: discarded).
 	Log *slog.Logger
+	// CredentialSource names where the credential was read from (config
+	// keys and files or variables, never the value), for a refusal's error.
+	CredentialSource string
 	// secrets are values that must never appear in an error.
 	secrets []string
 }
@@ -44,7 +49,7 @@ type Options struct {
 // OptionsFromConfig builds options from the git section of the config: it
 // reads the credentials, the ssh key and known_hosts file and the signing key.
 func OptionsFromConfig(g config.Git) (Options, error) {
-	o := Options{URL: g.URL, Branch: g.Branch, Path: g.Path, AuthorName: g.AuthorName, AuthorEmail: g.AuthorEmail}
+	o := Options{URL: g.URL, Branch: g.Branch, Path: g.Path, AuthorName: g.AuthorName, AuthorEmail: g.AuthorEmail, Timeout: g.FetchTimeout()}
 	if g.URL == "" {
 		return o, errors.New("git.url is not set: there is no repository to compare with or commit to")
 	}
@@ -52,7 +57,7 @@ func OptionsFromConfig(g config.Git) (Options, error) {
 	if err != nil {
 		return o, err
 	}
-	o.Auth = auth
+	o.Auth, o.CredentialSource = auth, g.CredentialSource()
 	if secret != "" {
 		o.secrets = append(o.secrets, secret)
 	}

@@ -20,7 +20,9 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -66,12 +68,26 @@ func Open(o Options) (*Repo, error) {
 	if err != nil {
 		return nil, r.wrap("open", err)
 	}
-	c, err := client.NewClient(ep)
+	c, err := NewTransport(ep)
 	if err != nil {
 		return nil, r.wrap("open", err)
 	}
 	r.ep, r.client = ep, c
 	return r, nil
+}
+
+// NewTransport returns the go-git client of an endpoint. Over HTTP it is a
+// client of its own (not go-git's shared default) that follows a redirect
+// only within the origin of git.url, as smart HTTP servers use them (a
+// renamed repository, a ".git" added): go-git re-points the session to where
+// /info/refs was answered, so a redirect to another host would get the
+// credential, the fetch and the push. (go-git needs an *http.Transport only
+// for an endpoint with TLS or proxy options, which a git.url never has.)
+func NewTransport(ep *transport.Endpoint) (transport.Transport, error) {
+	if ep.Protocol == "http" || ep.Protocol == "https" {
+		return githttp.NewClient(hostbound.Client(nil, "git.url", hostbound.SameOrigin)), nil
+	}
+	return client.NewClient(ep)
 }
 
 // URL is the repository URL without credentials.
@@ -81,6 +97,10 @@ func (r *Repo) URL() string { return r.url }
 // the branch is still at the commit this Repo last fetched or pushed, it
 // keeps what it holds and downloads nothing.
 func (r *Repo) Fetch(ctx context.Context) error {
+	return r.bounded(ctx, "fetch", r.fetch)
+}
+
+func (r *Repo) fetch(ctx context.Context) error {
 	start := time.Now()
 	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
 	if err != nil {
@@ -297,6 +317,10 @@ func (r *Repo) Push(ctx context.Context) error {
 // ErrRaced when the server's ref is not at old, and with a declined error
 // (ErrDeclined) when a server hook said no, carrying what the hook printed.
 func (r *Repo) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
+	return r.bounded(ctx, "push", func(ctx context.Context) error { return r.sendRefNow(ctx, ref, old, new, hashes) })
+}
+
+func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
 	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
 	if err != nil {
 		return r.wrap("push", err)
@@ -516,6 +540,8 @@ func (r *Repo) wrap(op string, err error) error {
 	}
 	hint := ""
 	switch {
+	case r.opts.CredentialSource != "" && (errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed)):
+		hint = ": check the credential, " + r.opts.CredentialSource
 	case errors.Is(err, transport.ErrAuthenticationRequired), errors.Is(err, transport.ErrAuthorizationFailed):
 		hint = ": check git.username and the password or token (git.password_file, git.password_env, git.token_file, git.token_env)"
 	case errors.Is(err, transport.ErrRepositoryNotFound):

@@ -14,11 +14,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/hostbound"
+	"github.com/waldur/waldur-gitops/internal/unreachable"
 )
 
 // ErrCredentials is wrapped by the error of a target whose settings cannot
@@ -125,6 +128,8 @@ type Client struct {
 	target   Target
 	gc       *gocloak.GoCloak
 	adminURL string
+	host     string // host[:port] of keycloak_url, for internal/unreachable
+	timeout  time.Duration
 	pageSize int
 	retries  int
 	backoff  time.Duration
@@ -139,6 +144,10 @@ type Client struct {
 
 	callMu sync.Mutex
 	calls  map[string]int
+
+	// refused is the last redirect refused (hostbound): gocloak passes
+	// transport errors on as text only.
+	refused atomic.Pointer[hostbound.Error]
 }
 
 // NewClient builds the client of t from its connection settings. It makes no
@@ -154,7 +163,8 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 	}
 	t.Settings = k
 	base := strings.TrimRight(t.URL, "/")
-	if u, err := url.Parse(base); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("%w: keycloak_url must be an http or https URL", ErrCredentials)
 	}
 	gc := gocloak.NewClient(base)
@@ -165,7 +175,8 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 	}
 	rc := gc.RestyClient()
 	rc.SetTransport(tr)
-	rc.SetTimeout(time.Duration(deref(k.TimeoutSeconds, config.DefaultKeycloakTimeoutSeconds)) * time.Second)
+	timeout := time.Duration(deref(k.TimeoutSeconds, config.DefaultKeycloakTimeoutSeconds)) * time.Second
+	rc.SetTimeout(timeout)
 	if o.UserAgent != "" {
 		rc.SetHeader("User-Agent", o.UserAgent)
 	}
@@ -173,6 +184,8 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 		target:   t,
 		gc:       gc,
 		adminURL: base + "/admin/realms/" + url.PathEscape(t.Realm),
+		host:     u.Host,
+		timeout:  timeout,
 		pageSize: deref(k.PageSize, config.DefaultKeycloakPageSize),
 		retries:  deref(k.MaxRetries, config.DefaultKeycloakMaxRetries),
 		backoff:  cmpOr(o.Backoff, defaultBackoff),
@@ -181,7 +194,27 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 		sem:      make(chan struct{}, deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
 		calls:    map[string]int{},
 	}
+	rc.GetClient().CheckRedirect = c.checkRedirect
 	return c, nil
+}
+
+// checkRedirect refuses every redirect: Keycloak's token and admin endpoints
+// need none, and one to another host would carry the password, the client
+// secret or the token there.
+func (c *Client) checkRedirect(req *http.Request, via []*http.Request) error {
+	err := hostbound.CheckRedirect("keycloak_url", hostbound.None)(req, via)
+	if he := (*hostbound.Error)(nil); errors.As(err, &he) {
+		c.refused.Store(he)
+	}
+	return err
+}
+
+// refusal returns the refused redirect behind err, a transport error, or nil.
+func (c *Client) refusal(err error) error {
+	if he := c.refused.Load(); he != nil && statusOf(err) == 0 {
+		return he
+	}
+	return nil
 }
 
 func deref[T any](p *T, def T) T {
@@ -338,6 +371,9 @@ func (c *Client) do(ctx context.Context, kind string, auth bool, fn func(token s
 func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token string) error) error {
 	renewed := false
 	for attempt := 0; ; attempt++ {
+		if err := unreachable.Check(ctx, c.host); err != nil {
+			return &unavailableError{err}
+		}
 		tok := ""
 		if auth {
 			var err error
@@ -345,10 +381,21 @@ func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token 
 				return err
 			}
 		}
+		start := time.Now()
 		err := c.once(ctx, kind, func() error { return fn(tok) })
+		// gocloak keeps only the text of a transport error: a try without
+		// an answer that lasted the whole timeout is what timed out.
+		noAnswer := statusOf(err) == 0 && time.Since(start) >= c.timeout
 		switch {
 		case err == nil:
 			return nil
+		case c.refusal(err) != nil:
+			// Every retry would be redirected as well.
+			return c.refusal(err)
+		case noAnswer && attempt+1 >= maxTimeoutAttempts && ctx.Err() == nil:
+			// Each try waited the whole timeout_seconds: give up sooner.
+			unreachable.Mark(ctx, c.host, connectionError{err})
+			return &unavailableError{fmt.Errorf("%w (gave up after %d attempts without an answer)", err, attempt+1)}
 		case auth && statusOf(err) == http.StatusUnauthorized && !renewed:
 			// The token expired early, or Keycloak restarted and forgot it.
 			renewed = true
@@ -359,6 +406,9 @@ func (c *Client) try(ctx context.Context, kind string, auth bool, fn func(token 
 		case !retryable(ctx, err):
 			return err
 		case attempt >= c.retries:
+			if statusOf(err) == 0 {
+				unreachable.Mark(ctx, c.host, connectionError{err})
+			}
 			return &unavailableError{fmt.Errorf("%w (gave up after %d attempts)", err, attempt+1)}
 		}
 		c.count(CallRetries)
@@ -382,6 +432,21 @@ func (c *Client) once(ctx context.Context, kind string, fn func() error) error {
 	c.count(kind)
 	return fn()
 }
+
+// connectionError is a gocloak transport failure (status 0: no HTTP answer
+// at all), which gocloak hands over as text only; it tells
+// internal/unreachable that the host could not be reached.
+type connectionError struct{ err error }
+
+func (e connectionError) Error() string { return e.err.Error() }
+func (e connectionError) Unwrap() error { return e.err }
+
+// Unreachable marks it for internal/unreachable.IsConnection.
+func (connectionError) Unreachable() bool { return true }
+
+// maxTimeoutAttempts bounds the tries of a call that got no answer at all
+// within timeout_seconds: each costs the whole timeout.
+const maxTimeoutAttempts = 2
 
 // wait is the backoff before retry attempt+1: doubling, capped, with up to 50%
 // jitter so that parallel callers do not retry in step.
@@ -438,7 +503,7 @@ func (c *Client) token(ctx context.Context) (string, error) {
 		if k.Username != "" {
 			who = "user " + k.Username + " with client " + k.ClientID
 		}
-		return "", fmt.Errorf("log in to realm %s as %s: %w", k.UserRealm, who, err)
+		return "", fmt.Errorf("log in to realm %s as %s (%s): %w", k.UserRealm, who, k.CredentialSource(), err)
 	}
 	c.setToken(jwt, now)
 	return jwt.AccessToken, nil

@@ -12,6 +12,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/causes"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -123,7 +124,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 			}
 		}
 	}
-	return out, errors.Join(errs...)
+	return out, causes.Join(errs...)
 }
 
 // PlanChanges is Reconcile without writes: the change set of what a run would

@@ -8,6 +8,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -20,6 +21,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 )
 
 // Resources read.
@@ -53,7 +56,9 @@ func (s Source) String() string {
 	return p
 }
 
-// RESTConfig loads the client configuration of the source.
+// RESTConfig loads the client configuration of the source. Its clients
+// follow a redirect only within the API server's origin: client-go would
+// follow one anywhere, its token and client certificate with it.
 func (s Source) RESTConfig() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = s.Path
@@ -61,7 +66,28 @@ func (s Source) RESTConfig() (*rest.Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %s: %w", s, err)
 	}
+	bindToHost(cfg, s.ServerKey())
 	return cfg, nil
+}
+
+// ServerKey names the API server's URL of the source in messages.
+func (s Source) ServerKey() string {
+	if s.Path == "" {
+		return "the server of " + s.String()
+	}
+	return "the server of kubeconfig " + s.String()
+}
+
+// bindToHost makes every client of cfg refuse a redirect to another scheme,
+// host or port (hostbound), key naming where the server URL came from.
+func bindToHost(cfg *rest.Config, key string) {
+	wrap := cfg.WrapTransport
+	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		if wrap != nil {
+			rt = wrap(rt)
+		}
+		return hostbound.Transport(rt, key, hostbound.SameOrigin)
+	}
 }
 
 // Namespace is what is read of a namespace.

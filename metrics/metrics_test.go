@@ -279,6 +279,8 @@ func TestPush(t *testing.T) {
 			202, "/pgw/metrics/", map[string]string{"job": "gitops", "command": "sync"}, "", ""},
 		{"refused", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: pwFile, TimeoutSeconds: 5},
 			401, "/metrics/", map[string]string{"job": "waldur-gitops", "command": "sync"}, auth, "unexpected status code 401"},
+		{"refused, naming the password file", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: pwFile, TimeoutSeconds: 5},
+			401, "/metrics/", map[string]string{"job": "waldur-gitops", "command": "sync"}, auth, "(check the credential, metrics.username pusher with metrics.password_file " + pwFile + ")"},
 		{"password file missing", config.Metrics{PushgatewayURL: srv.URL, Job: "waldur-gitops", Username: "pusher", PasswordFile: filepath.Join(dir, "none"), TimeoutSeconds: 5},
 			200, "", nil, "", "metrics.password_file"},
 	}

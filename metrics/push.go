@@ -3,8 +3,8 @@ package metrics
 import (
 	"context"
 	"fmt"
-	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/hostbound"
+	redactpkg "github.com/waldur/waldur-gitops/internal/redact"
 )
 
 // Push sends everything g gathers to the Pushgateway of cfg with a PUT, which
@@ -19,7 +21,9 @@ import (
 // the job, the config's grouping labels and command (sync, apply, …), so that
 // CronJobs of different commands sharing one config do not overwrite each
 // other's results. It does nothing when cfg has no pushgateway_url. The error
-// names the URL without credentials and never holds the password.
+// names the URL without credentials and never holds the password. No
+// redirect is followed: one to another host would get the password and the
+// metrics.
 func Push(ctx context.Context, cfg *config.Metrics, command string, g prometheus.Gatherer) error {
 	if cfg.PushgatewayURL == "" {
 		return nil
@@ -33,7 +37,7 @@ func Push(ctx context.Context, cfg *config.Metrics, command string, g prometheus
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	p := push.New(cfg.PushgatewayURL, cfg.Job).Gatherer(g).
-		Client(&http.Client{Timeout: timeout}).
+		Client(hostbound.Client(&http.Client{Timeout: timeout}, "metrics.pushgateway_url", hostbound.None)).
 		Format(expfmt.NewFormat(expfmt.TypeTextPlain))
 	for k, v := range cfg.Grouping {
 		p = p.Grouping(k, v)
@@ -43,9 +47,19 @@ func Push(ctx context.Context, cfg *config.Metrics, command string, g prometheus
 		p = p.BasicAuth(user, pass.Reveal())
 	}
 	if err := p.PushContext(ctx); err != nil {
-		return fmt.Errorf("push metrics to %s (job %s): %w", shown, cfg.Job, redact(err, pass.Reveal()))
+		return fmt.Errorf("push metrics to %s (job %s): %w%s", shown, cfg.Job, redact(err, pass.Reveal()), refusedHint(err, user, cfg))
 	}
 	return nil
+}
+
+// refusedHint names where the credential was read from when the
+// Pushgateway refused it (401 or 403); "" otherwise.
+func refusedHint(err error, user string, cfg *config.Metrics) string {
+	msg := err.Error()
+	if user == "" || !strings.Contains(msg, "status code 401") && !strings.Contains(msg, "status code 403") {
+		return ""
+	}
+	return " (check the credential, " + cfg.CredentialSource() + ")"
 }
 
 // GroupingCommand is the grouping label that names the command whose run was pushed.
@@ -54,10 +68,5 @@ const GroupingCommand = "command"
 // redact keeps a password (in every form, and every secret registered from
 // the config) out of an error text, should a proxy echo it back.
 func redact(err error, secret string) error {
-	msg := err.Error()
-	clean := redactpkg.Default().With(secret).String(msg)
-	if clean == msg {
-		return err
-	}
-	return fmt.Errorf("%s", clean)
+	return redactpkg.Default().With(secret).Error(err)
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	"github.com/waldur/waldur-gitops/internal/parallel"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/render"
@@ -162,6 +163,9 @@ type Registry struct {
 	Insecure bool
 	// Username and Password authenticate; both empty: anonymous.
 	Username, Password string
+	// CredentialSource names where Password was read from (config keys and
+	// a file or variable, never the value), for the error of a refusal.
+	CredentialSource string
 	// Workers bounds the shards checked and pushed at once (0: 4).
 	Workers int
 }
@@ -206,7 +210,7 @@ func FromConfig(g config.Git) (*Registry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Registry{Repository: g.FluxOCIRepository, Insecure: g.FluxOCIInsecure, Username: user, Password: string(pw)}, nil
+	return &Registry{Repository: g.FluxOCIRepository, Insecure: g.FluxOCIInsecure, Username: user, Password: string(pw), CredentialSource: g.FluxOCICredentialSource()}, nil
 }
 
 // Ref returns the reference of a shard's tag.
@@ -222,12 +226,26 @@ func (g Registry) Ref(shard string) (name.Reference, error) {
 	return ref, nil
 }
 
-func (g Registry) options(ctx context.Context) []remote.Option {
-	auth := authn.Anonymous
+// RepositoryKey is the config key of the registry's repository.
+const RepositoryKey = "git.flux_oci_repository"
+
+// hostBound is the HTTP transport of every registry request: a redirect is
+// followed within the registry's origin (the distribution API allows them)
+// and refused to any other, where go-containerregistry would send no
+// credential but the artifact would still go.
+func hostBound(base http.RoundTripper) http.RoundTripper {
+	return hostbound.Transport(base, RepositoryKey, hostbound.SameOrigin)
+}
+
+func (g Registry) auth() authn.Authenticator {
 	if g.Username != "" || g.Password != "" {
-		auth = authn.FromConfig(authn.AuthConfig{Username: g.Username, Password: g.Password})
+		return authn.FromConfig(authn.AuthConfig{Username: g.Username, Password: g.Password})
 	}
-	return []remote.Option{remote.WithContext(ctx), remote.WithAuth(auth)}
+	return authn.Anonymous
+}
+
+func (g Registry) options(ctx context.Context) []remote.Option {
+	return []remote.Option{remote.WithContext(ctx), remote.WithAuth(g.auth()), remote.WithTransport(hostBound(remote.DefaultTransport))}
 }
 
 // Publish builds the artifact of every shard from tree and pushes those whose
@@ -279,7 +297,7 @@ func (g Registry) publish(ctx context.Context, tree render.Tree, s Shard, commit
 		return r
 	}
 	if err := remote.Write(ref, img, opts...); err != nil {
-		r.Err = redact.Error(fmt.Errorf("push the flux artifact %s: %w", ref, err))
+		r.Err = redact.Error(g.refused(fmt.Errorf("push the flux artifact %s: %w", ref, err)))
 		return r
 	}
 	d, err := img.Digest()
@@ -300,7 +318,7 @@ func (g Registry) holds(ref name.Reference, want v1.Hash, opts []remote.Option) 
 		if errors.As(err, &te) && (te.StatusCode == http.StatusNotFound || hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)) {
 			return "", false, nil
 		}
-		return "", false, redact.Error(fmt.Errorf("read the flux artifact %s: %w", ref, err))
+		return "", false, redact.Error(g.refused(fmt.Errorf("read the flux artifact %s: %w", ref, err)))
 	}
 	m, err := v1.ParseManifest(bytes.NewReader(desc.Manifest))
 	if err != nil {
@@ -337,12 +355,8 @@ func (g Registry) Check(ctx context.Context, shard string) (string, error) {
 	} else if te := (*transport.Error)(nil); !errors.As(err, &te) || (te.StatusCode != http.StatusNotFound && !hasCode(te, transport.ManifestUnknownErrorCode, transport.NameUnknownErrorCode)) {
 		return "", redact.Error(fmt.Errorf("read %s: %w", ref, err))
 	}
-	auth := authn.Anonymous
-	if g.Username != "" || g.Password != "" {
-		auth = authn.FromConfig(authn.AuthConfig{Username: g.Username, Password: g.Password})
-	}
 	repo := ref.Context()
-	tr, err := transport.NewWithContext(ctx, repo.Registry, auth, http.DefaultTransport, []string{repo.Scope(transport.PushScope)})
+	tr, err := transport.NewWithContext(ctx, repo.Registry, g.auth(), hostBound(remote.DefaultTransport), []string{repo.Scope(transport.PushScope)})
 	if err != nil {
 		return "", redact.Error(fmt.Errorf("push to %s: %w", repo, err))
 	}

@@ -257,11 +257,14 @@ func TestPublishCredentials(t *testing.T) {
 	if r := good.Publish(ctx, site(), shards[:1], "c1", "")[0]; r.Err != nil || !r.Pushed || !sawAuth.Load() {
 		t.Fatalf("push with credentials: %+v, auth seen %v", r, sawAuth.Load())
 	}
-	bad := ociship.Registry{Repository: host + "/w", Insecure: true, Username: user, Password: "wrong-" + pw}
+	bad := ociship.Registry{Repository: host + "/w", Insecure: true, Username: user, Password: "wrong-" + pw, CredentialSource: "git.flux_oci_password_env $REG_PW"}
 	r := bad.Publish(ctx, site(), shards, "c1", "")
 	for _, r := range r {
 		if r.Err == nil {
 			t.Fatalf("%s: a refused login did not fail", r.Name)
+		}
+		if !strings.Contains(r.Err.Error(), "(check the credential, git.flux_oci_password_env $REG_PW)") {
+			t.Errorf("the error does not name where the password came from: %v", r.Err)
 		}
 		if strings.Contains(r.Err.Error(), pw) {
 			t.Errorf("the error carries the password: %v", r.Err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/internal/causes"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -37,6 +38,10 @@ type Run struct {
 	Counts map[string]map[changeset.Action]int `json:"counts"`
 	// Changes lists every entry, skipped resources included.
 	Changes []changeset.Entry `json:"changes"`
+	// Stopped is set when the run was cut short by its deadline or a
+	// signal: the run is incomplete, and the next run continues from what
+	// it finished. Omitted for a run that ran to its end.
+	Stopped *Stop `json:"stopped,omitempty"`
 	// ExitCode is the process exit code the run ends with.
 	ExitCode int `json:"exit_code"`
 	// ReportFile is the file this report was written to, set once it has
@@ -52,6 +57,41 @@ type ReviewBranch struct {
 	// Commit is its tip; Opened the tip's commit time (omitted when unknown).
 	Commit string    `json:"commit"`
 	Opened time.Time `json:"opened,omitzero"`
+}
+
+// Stop says why and where a run was cut short, what it had finished and
+// what it left for the next run.
+type Stop struct {
+	// By is "deadline" or "interrupt".
+	By string `json:"by"`
+	// Signal names the signal of an interrupt (SIGINT, SIGTERM).
+	Signal string `json:"signal,omitempty"`
+	// TimeoutSeconds is the deadline's length, for a deadline.
+	TimeoutSeconds float64 `json:"timeout_seconds,omitempty"`
+	// During is the stage in progress when the run was stopped; empty when
+	// it stopped between stages.
+	During string `json:"during,omitempty"`
+	// Done says what had taken effect: the commit pushed, the apply made.
+	Done string `json:"done"`
+	// Pending lists the stages left unfinished (During first) or not run.
+	Pending []string `json:"pending"`
+}
+
+// Line is the one line that tells a person of the stop: "interrupted
+// during keycloak: commit 1a2b pushed; pending: keycloak, orders".
+func (s *Stop) Line() string {
+	what := "interrupted"
+	if s.By == "deadline" {
+		what = fmt.Sprintf("deadline of %s reached", time.Duration(s.TimeoutSeconds*float64(time.Second)))
+	}
+	if s.During != "" {
+		what += " during " + s.During
+	}
+	pending := "nothing"
+	if len(s.Pending) > 0 {
+		pending = strings.Join(s.Pending, ", ")
+	}
+	return fmt.Sprintf("%s: %s; pending: %s", what, s.Done, pending)
 }
 
 // Stage is one stage of the pipeline.
@@ -114,6 +154,92 @@ func (r *Run) WriteJSON(w io.Writer) error {
 	return enc.Encode(r)
 }
 
+// summaryLine is a line of the summary's changes: an entry without a
+// reason (text), or the sign and kind (prefix) and the subjects and reason
+// of the entries it stands for.
+type summaryLine struct {
+	text, prefix string
+	item         causes.Item
+	entries      int
+}
+
+// lineText is the text of a summary line; a reason the failed stage's line
+// gives already is not repeated.
+func (r *Run) lineText(l summaryLine) string {
+	if l.text != "" {
+		return l.text
+	}
+	item := causes.Item{Context: l.item.Context, Message: r.saidAbove(l.item.Message)}
+	return l.prefix + causes.Grouped{Item: item}.String()
+}
+
+// entryLines are the summary's lines of the changes that are not
+// "unchanged", one per entry, except that the entries of one action and kind
+// whose different reasons end in one cause (a login refused in each realm, a
+// 401 for each offering) are one line saying it once, and a reason a failed
+// stage's line gives already is not repeated.
+func (r *Run) entryLines() []summaryLine {
+	type kind struct {
+		action changeset.Action
+		kind   string
+	}
+	var order []kind
+	grouped := map[kind][]causes.Item{}
+	for _, e := range r.Changes {
+		k := kind{e.Action, e.Kind}
+		switch {
+		case e.Action == changeset.Unchanged:
+			continue
+		case e.Reason == "":
+			k.kind = "\x00" + e.String() // a line of its own, whatever its kind
+		case grouped[k] != nil:
+			grouped[k] = append(grouped[k], causes.Item{Context: e.Subject, Message: e.Reason})
+			continue
+		}
+		order = append(order, k)
+		grouped[k] = []causes.Item{{Context: e.Subject, Message: e.Reason}}
+	}
+	var lines []summaryLine
+	for _, k := range order {
+		if strings.HasPrefix(k.kind, "\x00") {
+			lines = append(lines, summaryLine{text: k.kind[1:], entries: 1})
+			continue
+		}
+		prefix := changeset.Entry{Action: k.action, Kind: k.kind}.String()
+		items := grouped[k]
+		for _, g := range causes.Group(items) {
+			if len(g.Members) > 1 && g.Message == items[g.Members[0]].Message {
+				// The same words for each (an order waiting for the
+				// cluster): a statement per entry, not a shared failure.
+				for _, i := range g.Members {
+					lines = append(lines, summaryLine{prefix: prefix, item: items[i], entries: 1})
+				}
+				continue
+			}
+			lines = append(lines, summaryLine{prefix: prefix, item: g.Item, entries: len(g.Members)})
+		}
+	}
+	return lines
+}
+
+// saidAbove shortens a reason that ends in a failed stage's error, which the
+// stage's line says already.
+func (r *Run) saidAbove(reason string) string {
+	for _, st := range r.Stages {
+		if st.Error == "" {
+			continue
+		}
+		said := st.Error + "\n" + causes.Lines(st.Error)
+		if t := causes.QuotedTail(reason, said); t != "" {
+			if head := strings.TrimSuffix(strings.TrimSuffix(reason, t), ": "); head != "" && head != "failed" {
+				return head + ": as the " + st.Name + " line above says"
+			}
+			return "failed, as the " + st.Name + " line above says"
+		}
+	}
+	return reason
+}
+
 // SummaryEntries is how many changes the summary lists at most.
 const SummaryEntries = 40
 
@@ -132,20 +258,18 @@ func (r *Run) WriteSummary(w io.Writer) error {
 		cs := changeset.Set{Entries: slices.DeleteFunc(slices.Clone(r.Changes), func(e changeset.Entry) bool { return e.Stage != st.Name })}
 		status := cs.Summary()
 		if st.Error != "" {
-			status = "FAILED: " + st.Error
+			// A cause several realms or offerings share is said once.
+			status = "FAILED: " + strings.ReplaceAll(causes.Lines(st.Error), "\n", "\n"+strings.Repeat(" ", 28))
 		}
 		fmt.Fprintf(&b, "  %-9s %6.2fs  %s\n", st.Name, st.DurationSeconds, status)
 	}
 	shown, more := 0, 0
-	for _, e := range r.Changes {
-		if e.Action == changeset.Unchanged {
-			continue
-		}
+	for _, l := range r.entryLines() {
 		if shown == SummaryEntries {
-			more++
+			more += l.entries
 			continue
 		}
-		fmt.Fprintf(&b, "  %s\n", e)
+		fmt.Fprintf(&b, "  %s\n", r.lineText(l))
 		shown++
 	}
 	if more > 0 {
@@ -157,6 +281,9 @@ func (r *Run) WriteSummary(w io.Writer) error {
 	}
 	if r.Commit != "" {
 		fmt.Fprintf(&b, "commit %s\n", r.Commit)
+	}
+	if r.Stopped != nil {
+		fmt.Fprintf(&b, "incomplete, %s\n", r.Stopped.Line())
 	}
 	for _, rb := range r.ReviewBranches {
 		age := ""

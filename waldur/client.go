@@ -26,6 +26,9 @@ type ClientOptions struct {
 	BaseURL string
 	// Token is the Waldur API token, sent as "Authorization: Token <token>".
 	Token string
+	// TokenSource names where Token was read from (a config key, file or
+	// environment variable, never the value) for the error of a 401.
+	TokenSource string
 	// VerifySSL enables TLS certificate verification. Keep it on outside tests.
 	VerifySSL bool
 	// Timeout bounds one HTTP attempt (zero: the default).

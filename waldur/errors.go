@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/internal/hostbound"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -24,12 +25,16 @@ type APIError struct {
 	Detail string
 	// Location is the redirect target of a 3xx answer (redirects are not followed).
 	Location string
+	// Redirect is the refusal of that redirect, which the error unwraps to.
+	Redirect *hostbound.Error
 	// Attempts is the number of attempts made when the status is one that is
 	// retried (429, 5xx) and retries ran out; zero otherwise.
 	Attempts int
 	// JSON reports whether the body was JSON, as Waldur's own answers are; an
 	// HTML 404 comes from a proxy or a wrong URL, not from Waldur.
 	JSON bool
+	// TokenSource names where the token sent was read from (ClientOptions).
+	TokenSource string
 }
 
 // Error implements error.
@@ -51,13 +56,26 @@ func (e *APIError) Error() string {
 func (e *APIError) hint() string {
 	switch {
 	case e.StatusCode == http.StatusUnauthorized:
+		if e.TokenSource != "" {
+			return "authentication failed: check the token from " + e.TokenSource
+		}
 		return "authentication failed: check waldur_api_token"
 	case e.StatusCode == http.StatusForbidden:
 		return "permission denied: the token's user needs the OFFERING.MANAGER role on the offering"
+	case e.Redirect != nil:
+		return e.Redirect.Error()
 	case e.StatusCode >= 300 && e.StatusCode < 400:
-		return fmt.Sprintf("redirect to %q not followed: check waldur_api_url", e.Location)
+		return "a redirect without a target: check waldur_api_url"
 	}
 	return ""
+}
+
+// Unwrap returns the refused redirect of a 3xx answer, if any.
+func (e *APIError) Unwrap() error {
+	if e.Redirect == nil {
+		return nil
+	}
+	return e.Redirect
 }
 
 // HasStatus reports whether err is (or wraps) an *APIError with one of the codes.
@@ -101,8 +119,24 @@ func newAPIError(method, shownURL string, resp *http.Response, body []byte, red 
 		StatusCode: resp.StatusCode,
 		Detail:     detail,
 		Location:   loc,
+		Redirect:   refusedRedirect(shownURL, resp, red),
 		JSON:       isJSON,
 	}
+}
+
+// refusedRedirect is the refusal of a 3xx answer's redirect, nil for another
+// answer: the client follows none (a redirect would hide a wrong base URL).
+func refusedRedirect(shownURL string, resp *http.Response, red *redact.Redactor) *hostbound.Error {
+	to, err := resp.Location()
+	if err != nil || resp.Request == nil || resp.StatusCode < 300 || resp.StatusCode > 399 {
+		return nil
+	}
+	var he *hostbound.Error
+	if !errors.As(hostbound.Check("waldur_api_url", hostbound.None, resp.Request.URL, to, 1), &he) {
+		return nil
+	}
+	he.From, he.To = shownURL, red.String(he.To)
+	return he
 }
 
 // errorDetail condenses the error shapes DRF produces: {"detail": "…"},

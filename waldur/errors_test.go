@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/waldur/waldur-gitops/internal/redirecttest"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
@@ -129,25 +130,35 @@ func TestEchoedTokenIsMasked(t *testing.T) {
 	}
 }
 
-// TestRedirectsAreNotFollowed: a redirect (e.g. http → https, or a wrong base
-// URL) is reported, and the token does not travel to the redirect target.
+// TestRedirectsAreNotFollowed: a redirect, to another host (a wrong base URL)
+// or within the host (http → https, a canonical host name), is reported naming
+// waldur_api_url and both URLs, and the token does not travel anywhere.
 func TestRedirectsAreNotFollowed(t *testing.T) {
-	var leaked sync.Map
-	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		leaked.Store("hit", r.Header.Get("Authorization"))
-	}))
-	defer other.Close()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, other.URL+r.URL.Path, http.StatusMovedPermanently)
-	}))
-	defer hs.Close()
-	_, err := newClient(t, hs.URL, secretToken).Version(context.Background())
-	if !waldur.HasStatus(err, 301) || !strings.Contains(err.Error(), "not followed: check waldur_api_url") {
-		t.Fatalf("error %v", err)
+	for _, code := range append([]int{http.StatusMovedPermanently}, redirecttest.Codes...) {
+		t.Run(http.StatusText(code), func(t *testing.T) {
+			rec := redirecttest.NewRecorder(t)
+			hs := redirecttest.Redirect(t, code, rec.URL)
+			_, err := newClient(t, hs.URL, secretToken).Version(context.Background())
+			if !waldur.HasStatus(err, code) {
+				t.Errorf("error %v, want the %d answer", err, code)
+			}
+			redirecttest.AssertRefused(t, err, "waldur_api_url", hs.URL, rec.URL, secretToken)
+			rec.AssertUntouched(t)
+		})
 	}
-	if _, hit := leaked.Load("hit"); hit {
-		t.Error("the redirect was followed")
-	}
+	t.Run("same host", func(t *testing.T) {
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/moved/" {
+				http.Redirect(w, r, "/moved/", http.StatusTemporaryRedirect)
+			}
+		}))
+		defer hs.Close()
+		_, err := newClient(t, hs.URL, secretToken).Version(context.Background())
+		if !strings.Contains(err.Error(), "waldur_api_url: refused the redirect from "+hs.URL) ||
+			!strings.Contains(err.Error(), "this client follows no redirect") {
+			t.Errorf("error %v", err)
+		}
+	})
 }
 
 func TestResponseThatIsNotAnArray(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/hashicorp/go-retryablehttp"
 
+	"github.com/waldur/waldur-gitops/internal/unreachable"
+
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -76,10 +78,14 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 		c.count(ctx, (*statsRecorder).failed, cl.kind)
 		return nil, c.red.Error(err)
 	}
+	if err := unreachable.Check(ctx, c.base.Host); err != nil {
+		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown, err))
+	}
 	resp, err := c.http.Do(req)
 	attempts := int(info.attempts.Load())
 	if err != nil {
 		closeBody(resp)
+		unreachable.Mark(ctx, c.base.Host, err)
 		err = transportCause(ctx, err)
 		if attempts > 1 && ctx.Err() == nil {
 			err = fmt.Errorf("%w (gave up after %d attempts)", err, attempts)
@@ -97,6 +103,7 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 		return fail(fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown, maxBodyBytes))
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
 		ae := newAPIError(cl.method, shown, resp, body, c.red)
+		ae.TokenSource = c.opts.TokenSource
 		if attempts > 1 && retryableStatus(resp.StatusCode) {
 			ae.Attempts = attempts
 		}
@@ -104,6 +111,11 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	}
 	return &reply{status: resp.StatusCode, header: resp.Header, body: body, url: shown, red: c.red}, nil
 }
+
+// maxTimeoutAttempts bounds the tries of a request that got no answer at
+// all within the timeout: each costs the whole timeout, so a server that
+// accepts connections and never answers costs two timeouts, not six.
+const maxTimeoutAttempts = 2
 
 // retryableStatus reports whether the retry policy retries an answer with
 // this status (429 and 5xx except 501).
@@ -225,6 +237,12 @@ func (c *Client) checkRetry(ctx context.Context, resp *http.Response, err error)
 	}
 	info := attemptOf(ctx)
 	n := int(info.attempts.Load())
+	if down := unreachable.Check(ctx, c.base.Host); down != nil {
+		return false, down // another request of the run gave up on the host
+	}
+	if err != nil && unreachable.IsTimeout(err) && n >= maxTimeoutAttempts {
+		return false, nil // each try waited the whole timeout: do reports it
+	}
 	if n > c.opts.RetryMax {
 		return retry, perr // the last attempt: do reports the failure
 	}

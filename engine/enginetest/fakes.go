@@ -20,9 +20,15 @@ import (
 type Log struct {
 	mu    sync.Mutex
 	calls []string
+	// OnCall, when set, is told of every call as it is made (without the
+	// dry-run mark): a test stops a run in the middle of a stage with it.
+	OnCall func(call string)
 }
 
 func (l *Log) add(call string, dryRun bool) {
+	if l.OnCall != nil {
+		l.OnCall(call)
+	}
 	if dryRun {
 		call += " dry-run"
 	}

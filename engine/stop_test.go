@@ -1,0 +1,96 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/waldur/waldur-gitops/engine"
+)
+
+// TestStoppedRun: a deadline or a signal that comes during a stage ends the
+// run there: the stages after it do not run (no order moves for a change
+// that did not land), the report says where it stopped, what had taken
+// effect and what is pending, and the exit code says what stopped it.
+func TestStoppedRun(t *testing.T) {
+	deadline := &engine.Stopped{Kind: engine.StopDeadline, Timeout: 9 * time.Minute}
+	sigint := &engine.Stopped{Kind: engine.StopInterrupt, Signal: os.Interrupt}
+	sigterm := &engine.Stopped{Kind: engine.StopInterrupt, Signal: syscall.SIGTERM}
+	for _, tc := range []struct {
+		name    string
+		at      string // the fake call during which the stop comes
+		stop    *engine.Stopped
+		code    int
+		calls   string
+		during  string
+		done    string
+		pending []string
+		moved   int // orders moved: the approval when it came before the stop, never a finish
+	}{
+		{"deadline while reading Waldur", "source.read", deadline, engine.ExitDeadline, "source.read",
+			"waldur", "nothing pushed or applied", []string{"waldur", "approve", "render", "fake", "keycloak", "orders"}, 0},
+		// The fake publisher finishes its write whatever the context says:
+		// the report names the commit that landed.
+		{"SIGINT while publishing", "publish", sigint, engine.ExitInterrupted, "source.read → orders.approve → publish",
+			"fake", "commit commit-1 pushed", []string{"fake", "keycloak", "orders"}, 1},
+		{"SIGTERM in Keycloak after the push", "identities.reconcile", sigterm, engine.ExitTerminated,
+			"source.read → orders.approve → publish → identities.reconcile", "keycloak", "commit commit-1 pushed", []string{"keycloak", "orders"}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFakes(t)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			defer cancel(nil)
+			f.log.OnCall = func(call string) {
+				if call == tc.at {
+					cancel(tc.stop)
+				}
+			}
+			out := f.engine().Run(ctx, engine.Request{Command: "sync"})
+			if got := engine.ExitCode(out.Err); got != tc.code || out.Report.ExitCode != tc.code {
+				t.Errorf("exit %d (report %d), want %d: %v", got, out.Report.ExitCode, tc.code, out.Err)
+			}
+			if got := f.log.String(); got != tc.calls {
+				t.Errorf("calls: %s\nwant:  %s", got, tc.calls)
+			}
+			if f.orders.Writes != tc.moved || len(f.orders.Finished) > 0 {
+				t.Errorf("orders moved: %d (finished %v), want %d and no finish", f.orders.Writes, f.orders.Finished, tc.moved)
+			}
+			st := out.Report.Stopped
+			if st == nil {
+				t.Fatalf("the report does not say the run was stopped: %+v", out.Report)
+			}
+			if st.During != tc.during || st.Done != tc.done || !slices.Equal(st.Pending, tc.pending) || st.By != tc.stop.Word() {
+				t.Errorf("stopped = %+v\nwant by %s during %s, done %q, pending %v", *st, tc.stop.Word(), tc.during, tc.done, tc.pending)
+			}
+			if out.Err.Error() != st.Line() {
+				t.Errorf("the run's error %q is not the report's line %q", out.Err, st.Line())
+			}
+			if !errors.Is(out.Err, tc.stop) {
+				t.Errorf("the run's error does not carry the stop: %v", out.Err)
+			}
+		})
+	}
+}
+
+// TestWithDeadline: the deadline's context ends with a deadline stop;
+// without a length there is none, and an ordinary cancel is no stop.
+func TestWithDeadline(t *testing.T) {
+	ctx, cancel := engine.WithDeadline(context.Background(), 10*time.Millisecond)
+	defer cancel()
+	<-ctx.Done()
+	if s := engine.StopOf(ctx); s == nil || s.Kind != engine.StopDeadline || s.Timeout != 10*time.Millisecond {
+		t.Errorf("StopOf = %+v, want the 10ms deadline", s)
+	}
+	ctx, cancel = engine.WithDeadline(context.Background(), 0)
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("a zero length set a deadline")
+	}
+	cancel()
+	if s := engine.StopOf(ctx); s != nil {
+		t.Errorf("a plain cancel reads as a stop: %+v", s)
+	}
+}
