@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,8 +21,14 @@ import (
 // did not land. Each later run keeps what the earlier ones wrote and goes on
 // from there, each cut one saying it is incomplete, until one ends with exit
 // 0: every group and membership is in Keycloak, none was written twice, and
-// the orders are done.
+// the orders are done. It holds with every group read at each pass and with
+// a keycloak_state file that remembers what a cut pass wrote.
 func TestCutRunsConverge(t *testing.T) {
+	t.Run("no memory", func(t *testing.T) { convergeOverRuns(t, false) })
+	t.Run("keycloak_state", func(t *testing.T) { convergeOverRuns(t, true) })
+}
+
+func convergeOverRuns(t *testing.T, remember bool) {
 	const (
 		timeout  = 3 * time.Second
 		write    = 200 * time.Millisecond // the slow Keycloak's time per write
@@ -35,6 +42,10 @@ func TestCutRunsConverge(t *testing.T) {
 	// One request at a time: the first pass takes about 52 writes × 200ms,
 	// several times what one deadline leaves for Keycloak.
 	cfg := withGit(t, keycloakConfigFrom(t, waldurCfg, kc.URL, "concurrency: 1", true), gsrv, url)
+	state := filepath.Join(filepath.Dir(cfg), "keycloak-state.json")
+	if remember {
+		writeFile(t, cfg, "keycloak_state: keycloak-state.json\n"+string(mustRead(t, cfg)))
+	}
 	addExampleUsers(t, kc, cfg)
 	kc.SetWriteLatency(write)
 	orders := []string{orderPendingCreate, orderCreate, orderUpdate, orderTerminate}
@@ -123,10 +134,13 @@ func TestCutRunsConverge(t *testing.T) {
 		t.Errorf("the first pass took %d runs: the Keycloak fake is not slow enough to test convergence", runs)
 	}
 	t.Logf("converged in %d runs", runs)
+	if _, err := os.Stat(state); (err == nil) != remember {
+		t.Errorf("keycloak_state set %v, yet the state file: %v", remember, err)
+	}
 
 	// Every desired group, with its members, is in Keycloak.
-	l, state := exampletest.Load(t, cfg, exampleSnapshot)
-	res := exampletest.Render(t, l.Config, state)
+	l, st0 := exampletest.Load(t, cfg, exampleSnapshot)
+	res := exampletest.Render(t, l.Config, st0)
 	realms := map[string]string{}
 	for _, o := range l.Offerings {
 		realms[o.Name] = o.Settings.Common().Keycloak.Realm
