@@ -22,7 +22,7 @@ import (
 // from there, each cut one saying it is incomplete, until one ends with exit
 // 0: every group and membership is in Keycloak, none was written twice, and
 // the orders are done. It holds with every group read at each pass and with
-// a keycloak_state file that remembers what a cut pass wrote.
+// a keycloak_state file kept from run to run (written after a cut pass too).
 func TestCutRunsConverge(t *testing.T) {
 	t.Run("no memory", func(t *testing.T) { convergeOverRuns(t, false) })
 	t.Run("keycloak_state", func(t *testing.T) { convergeOverRuns(t, true) })
