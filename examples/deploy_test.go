@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -57,7 +58,8 @@ func mountedVolume(mounts []any, volumes map[string]map[string]any, file string)
 var rbacKinds = []string{"Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"}
 
 // The deploy overlays keep what examples/deploy/README.md promises: a CronJob
-// that never overlaps or hammers, runs locked down, reads secrets only from
+// that never overlaps or hammers and whose run ends itself a minute before
+// the Job is killed, runs locked down, reads secrets only from
 // mounted Secrets that the manifests never define, carries a config that
 // loads, and has exactly the API access its mode needs.
 func TestExampleDeployOverlays(t *testing.T) {
@@ -112,6 +114,7 @@ func TestExampleDeployOverlays(t *testing.T) {
 			}
 			spec := w.Object["spec"].(map[string]any)
 			var pod map[string]any
+			var jobDeadline int64 // activeDeadlineSeconds of a CronJob's Jobs
 			if tc.workload == "CronJob" {
 				if spec["concurrencyPolicy"] != "Forbid" {
 					t.Errorf("concurrencyPolicy %v, want Forbid", spec["concurrencyPolicy"])
@@ -124,9 +127,11 @@ func TestExampleDeployOverlays(t *testing.T) {
 				if n, ok := field(t, spec, "jobTemplate", "spec", "backoffLimit").(int64); !ok || n > 1 {
 					t.Errorf("backoffLimit %v, want 0 or 1: a failed run must not hammer", n)
 				}
-				if n, ok := field(t, spec, "jobTemplate", "spec", "activeDeadlineSeconds").(int64); !ok || n <= 0 {
+				n, ok := field(t, spec, "jobTemplate", "spec", "activeDeadlineSeconds").(int64)
+				if !ok || n <= 0 {
 					t.Errorf("activeDeadlineSeconds %v, want a positive limit", n)
 				}
+				jobDeadline = n
 				pod = field(t, spec, "jobTemplate", "spec", "template", "spec").(map[string]any)
 			} else {
 				if spec["replicas"] != int64(1) || field(t, spec, "strategy", "type") != "Recreate" {
@@ -234,6 +239,22 @@ func TestExampleDeployOverlays(t *testing.T) {
 			}
 			if tc.command == "sync" && cfg.Git.URL == "" {
 				t.Error("sync needs git.url")
+			}
+			// The run stops itself before Kubernetes kills the Job, with a
+			// minute left for its report and metrics.
+			if jobDeadline > 0 {
+				run := config.DefaultRunTimeout
+				if cfg.RunDeadline() > 0 {
+					run = cfg.RunDeadline()
+				}
+				if i := slices.Index(args, any("--timeout")); i >= 0 && i+1 < len(args) {
+					if run, err = time.ParseDuration(args[i+1].(string)); err != nil {
+						t.Errorf("--timeout: %v", err)
+					}
+				}
+				if left := time.Duration(jobDeadline)*time.Second - run; left < time.Minute {
+					t.Errorf("the run's deadline of %s leaves %s of activeDeadlineSeconds %d, want a minute", run, left, jobDeadline)
+				}
 			}
 			// Every credential is a file in a mounted, required Secret.
 			files := map[string]string{}

@@ -1,10 +1,12 @@
 package kctest
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"io"
 	"maps"
 	"net/http"
 	"slices"
@@ -72,7 +74,7 @@ func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc
 	admin := perm != permNone
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
-		latency := s.latency
+		latency, writeLatency := s.latency, s.writeLatency
 		s.requests++
 		s.calls[route]++
 		if s.expireIn > 0 {
@@ -84,6 +86,16 @@ func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc
 		s.mu.Unlock()
 		if latency > 0 {
 			time.Sleep(latency)
+		}
+		if admin && r.Method != http.MethodGet && writeLatency > 0 {
+			// With the body read, the server notices a client that hangs up.
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			select {
+			case <-time.After(writeLatency):
+			case <-r.Context().Done():
+				return // the client gave up: the write never happens
+			}
 		}
 		if faulted && f.After {
 			s.mu.Lock()

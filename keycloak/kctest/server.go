@@ -13,7 +13,7 @@
 // missing or expired token, and the realm-management roles of realm-scoped
 // service accounts (AddServiceClient): 403, or an empty listing for
 // query-groups alone. Faults (5xx answers, dropped connections, lost answers)
-// and latency can be injected.
+// and latency (of every answer, or of writes alone) can be injected.
 package kctest
 
 import (
@@ -76,9 +76,11 @@ type Server struct {
 	curRealm string
 	faults   []*Fault
 	latency  time.Duration
-	calls    map[string]int
-	writes   int
-	requests int
+	// writeLatency delays the admin requests that change something.
+	writeLatency time.Duration
+	calls        map[string]int
+	writes       int
+	requests     int
 	// expireIn counts requests down to the moment every access token expires.
 	expireIn int
 }
@@ -415,6 +417,17 @@ func (s *Server) SetLatency(d time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.latency = d
+}
+
+// SetWriteLatency delays every admin request that changes something (POST,
+// PUT, DELETE; not the token endpoint) by d before it takes effect, on top of
+// SetLatency: a Keycloak whose writes are slow or rate-limited while reads
+// stay quick. A request whose client gives up while it waits is dropped and
+// changes nothing, as one still queued would.
+func (s *Server) SetWriteLatency(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.writeLatency = d
 }
 
 // ExpireTokens makes every access token issued so far invalid, as if its

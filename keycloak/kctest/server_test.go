@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Nerzal/gocloak/v13"
 
@@ -258,5 +259,38 @@ func TestTokensAndFaults(t *testing.T) {
 	}
 	if s.Writes() != 0 {
 		t.Errorf("writes %d", s.Writes())
+	}
+}
+
+// TestWriteLatency: with a write latency, reads answer at once and a write
+// takes effect after the delay; a write its client gives up on changes
+// nothing.
+func TestWriteLatency(t *testing.T) {
+	s, gc, tok := setup(t)
+	ctx := context.Background()
+	const delay = 200 * time.Millisecond
+	s.SetWriteLatency(delay)
+	start := time.Now()
+	if _, err := gc.GetGroups(ctx, tok, kctest.Realm, gocloak.GetGroupsParams{}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d >= delay {
+		t.Errorf("a read took %s", d)
+	}
+	start = time.Now()
+	if _, err := gc.CreateGroup(ctx, tok, kctest.Realm, gocloak.Group{Name: gocloak.StringP("slow")}); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d < delay {
+		t.Errorf("a write took %s, want at least %s", d, delay)
+	}
+	short, cancel := context.WithTimeout(ctx, delay/4)
+	defer cancel()
+	if _, err := gc.CreateGroup(short, tok, kctest.Realm, gocloak.Group{Name: gocloak.StringP("abandoned")}); err == nil {
+		t.Fatal("a write outlived its client's deadline")
+	}
+	time.Sleep(2 * delay) // past the point where it would have taken effect
+	if got := s.Paths(kctest.Realm); !slices.Equal(got, []string{"/slow"}) || s.Writes() != 1 {
+		t.Errorf("groups %v after %d writes, want /slow alone from 1", got, s.Writes())
 	}
 }
