@@ -42,7 +42,7 @@ func TestServeRunDeadline(t *testing.T) {
 					t.Errorf("run %d: last_run_exit_code %v, want %d", i, v, ExitDeadline)
 				}
 				rep := stoppedReport(t, cfg)
-				if rep.Command != "serve" || rep.ExitCode != ExitDeadline || rep.Stopped.By != "deadline" || rep.Stopped.TimeoutSeconds != 1 || rep.Stopped.During != "agent" {
+				if rep.Command != "serve" || rep.ExitCode != ExitDeadline || rep.Stopped.By != "deadline" || rep.Stopped.TimeoutSeconds != 1 || rep.Stopped.During != "waldur" {
 					t.Errorf("run %d: report command %q, exit %d, stopped %+v", i, rep.Command, rep.ExitCode, *rep.Stopped)
 				}
 				select {
@@ -57,7 +57,7 @@ func TestServeRunDeadline(t *testing.T) {
 			}
 			logged := 0
 			for _, l := range strings.Split(s.stderr.String(), "\n") {
-				if strings.Contains(l, `"msg":"run finished"`) && strings.Contains(l, `"exit_code":12`) && strings.Contains(l, "deadline of 1s reached during agent") {
+				if strings.Contains(l, `"msg":"run finished"`) && strings.Contains(l, `"exit_code":12`) && strings.Contains(l, "deadline of 1s reached during waldur") {
 					logged++
 				}
 			}
