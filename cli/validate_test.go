@@ -18,6 +18,9 @@ import (
 // needs (shared with the apply and kube tests through a cache and a file lock);
 // with -short that test is skipped instead.
 func TestMain(m *testing.M) {
+	if args, ok := os.LookupEnv(mainArgsEnv); ok {
+		os.Exit(mainFromEnv(args)) // a child of TestRealSignals
+	}
 	flag.Parse()
 	if !testing.Short() {
 		if _, err := kubetest.EnsureBinaries(context.Background(), os.Stderr); err != nil {
