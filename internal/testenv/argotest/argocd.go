@@ -72,24 +72,42 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 	}
 	kubeconfig := c.KubeconfigPath(kubetest.Admin)
 
-	redisAddr, err := testproc.Retry(ctx, 3, func() (string, error) {
+	redisAddr, err := in.startRedis(ctx, d, o)
+	if err != nil {
+		return nil, err
+	}
+	repoAddr, err := in.startRepoServer(ctx, d, o, redisAddr)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.startControllers(ctx, d, o, kubeconfig, repoAddr, redisAddr); err != nil {
+		return nil, err
+	}
+	return in, nil
+}
+
+// startRedis starts Redis on a free loopback port and returns its address.
+func (in *Instance) startRedis(ctx context.Context, d *Dist, o Options) (string, error) {
+	return testproc.Retry(ctx, 3, func() (string, error) {
 		ports, err := testproc.FreePorts(1)
 		if err != nil {
 			return "", err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 		p, err := in.g.Run("redis", d.Redis, []string{"LD_LIBRARY_PATH=" + d.RedisLibs},
-			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no", "--dir", dir)
+			"--bind", "127.0.0.1", "--port", strconv.Itoa(ports[0]), "--save", "", "--appendonly", "no", "--dir", in.Dir)
 		if err != nil {
 			return "", err
 		}
 		return addr, p.WaitTCP(ctx, addr, o.ReadyTimeout)
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
-	repoAddr, err := testproc.Retry(ctx, 3, func() (string, error) {
+// startRepoServer starts the repo-server on free loopback ports and returns
+// its address.
+func (in *Instance) startRepoServer(ctx context.Context, d *Dist, o Options, redisAddr string) (string, error) {
+	dir := in.Dir
+	return testproc.Retry(ctx, 3, func() (string, error) {
 		ports, err := testproc.FreePorts(2)
 		if err != nil {
 			return "", err
@@ -113,10 +131,11 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		}
 		return addr, p.WaitTCP(ctx, addr, o.ReadyTimeout)
 	})
-	if err != nil {
-		return nil, err
-	}
+}
 
+// startControllers starts the application controller and the
+// ApplicationSet controller, each waited for through its metrics endpoint.
+func (in *Instance) startControllers(ctx context.Context, d *Dist, o Options, kubeconfig, repoAddr, redisAddr string) error {
 	if _, err := testproc.Retry(ctx, 3, func() (struct{}, error) {
 		ports, err := testproc.FreePorts(1)
 		if err != nil {
@@ -131,7 +150,7 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		}
 		return struct{}{}, p.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
 	}); err != nil {
-		return nil, err
+		return err
 	}
 
 	if _, err := testproc.Retry(ctx, 3, func() (struct{}, error) {
@@ -154,9 +173,9 @@ func Start(ctx context.Context, d *Dist, c *kubetest.Cluster, o Options) (_ *Ins
 		// Its health probe has no check registered (404): wait for metrics.
 		return struct{}{}, p.WaitHTTP(ctx, fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0]), o.ReadyTimeout)
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	return in, nil
+	return nil
 }
 
 // setupObjects returns the namespace, Argo CD's two settings objects, the
