@@ -18,9 +18,9 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// BenchmarkKeycloakReal (BENCHMARKS.md, "Keycloak against a real server"):
-// N namespace tenants × 3 role groups, teams of 3 (one member per role
-// group), in a fresh realm of a real Keycloak (internal/testenv/keycloaktest), users
+// BenchmarkKeycloakReal (BENCHMARKS.md, "Keycloak against a real server"): N
+// namespace tenants × 3 role groups, teams of 3 (one member per role group), in
+// a fresh realm of a real Keycloak (internal/testenv/keycloaktest), users
 // loaded with partialImport, admin events recorded (as docs/keycloak.md
 // recommends for a large realm).
 //

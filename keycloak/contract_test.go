@@ -27,9 +27,9 @@ import (
 var ServiceRoles = []string{"manage-users"}
 
 // TestContract runs the scenarios that need no fault injection against a real
-// Keycloak (internal/testenv/keycloaktest starts one; -short skips), each in a realm of
-// its own, created for it and deleted afterwards, where waldur-gitops logs in
-// as a realm-scoped service account that has only ServiceRoles.
+// Keycloak (internal/testenv/keycloaktest starts one; -short skips), each in a
+// realm of its own, created for it and deleted afterwards, where waldur-gitops
+// logs in as a realm-scoped service account that has only ServiceRoles.
 func TestContract(t *testing.T) {
 	kc := realKC.Need(t)
 	for _, sc := range scenarios {

@@ -1,7 +1,8 @@
 // Package argocd is the end-to-end test of examples/argocd: waldur-gitops
-// commits synthetic tenants to a Git server, a real Argo CD (internal/testenv/argotest)
-// runs the example ApplicationSet against a real kube-apiserver
-// (internal/testenv/kubetest), and the test checks what reaches the cluster.
+// commits synthetic tenants to a Git server, a real Argo CD
+// (internal/testenv/argotest) runs the example ApplicationSet against a real
+// kube-apiserver (internal/testenv/kubetest), and the test checks what reaches
+// the cluster.
 //
 // It needs Argo CD built into the cache (several minutes the first time) and
 // takes one to two minutes more, so plain `go test ./...` skips it:

@@ -1,9 +1,10 @@
 // Package flux_test proves the repository layout with the real consumer: Flux's
-// source-controller and kustomize-controller (internal/testenv/fluxtest, built from
-// the Go module proxy), run out of cluster against the test control plane of
-// internal/testenv/kubetest, reading the smart-HTTP Git server of internal/testenv/gittest that
-// waldur-gitops pushes to. Every step is triggered by the reconcile annotation
-// on the GitRepository, never by waiting for an interval.
+// source-controller and kustomize-controller (internal/testenv/fluxtest, built
+// from the Go module proxy), run out of cluster against the test control plane
+// of internal/testenv/kubetest, reading the smart-HTTP Git server of
+// internal/testenv/gittest that waldur-gitops pushes to. Every step is
+// triggered by the reconcile annotation on the GitRepository, never by waiting
+// for an interval.
 package flux_test
 
 import (

@@ -1,8 +1,8 @@
 // Package gobuild builds the programs the test tooling runs (etcd and
 // kube-apiserver for internal/testenv/kubetest, the Flux controllers for
-// internal/testenv/fluxtest, Argo CD and kustomize for internal/testenv/argotest) from the Go
-// module proxy into their caches: the go command they run, a build through a
-// temporary file, and a module download.
+// internal/testenv/fluxtest, Argo CD and kustomize for
+// internal/testenv/argotest) from the Go module proxy into their caches: the go
+// command they run, a build through a temporary file, and a module download.
 package gobuild
 
 import (

@@ -1,7 +1,8 @@
 // Package testproc holds what the test tooling's real servers share: free
 // loopback ports, a start retried when a port was taken in between, and
-// children that die with the test process (internal/testenv/kubetest starts etcd and
-// kube-apiserver with it, internal/testenv/keycloaktest the Keycloak JVM).
+// children that die with the test process (internal/testenv/kubetest starts
+// etcd and kube-apiserver with it, internal/testenv/keycloaktest the Keycloak
+// JVM).
 package testproc
 
 import (

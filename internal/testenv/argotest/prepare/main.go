@@ -1,7 +1,7 @@
 // Command prepare makes sure the Argo CD the end-to-end test runs is in the
-// cache (internal/testenv/argotest): Argo CD and kustomize built from the Go module
-// proxy, Redis fetched from Debian. make e2e-argocd runs it before go test,
-// where a test binary's progress stays hidden until its package ends.
+// cache (internal/testenv/argotest): Argo CD and kustomize built from the Go
+// module proxy, Redis fetched from Debian. make e2e-argocd runs it before go
+// test, where a test binary's progress stays hidden until its package ends.
 package main
 
 import (

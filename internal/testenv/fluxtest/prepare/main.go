@@ -1,6 +1,6 @@
-// Command prepare builds the Flux controllers of internal/testenv/fluxtest into their
-// cache (a no-op when they are there), so that `make test` pays the cold build
-// once, visibly, before the tests run:
+// Command prepare builds the Flux controllers of internal/testenv/fluxtest into
+// their cache (a no-op when they are there), so that `make test` pays the cold
+// build once, visibly, before the tests run:
 //
 //	go run ./internal/testenv/fluxtest/prepare
 package main

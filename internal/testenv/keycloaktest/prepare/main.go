@@ -1,8 +1,9 @@
 // Command prepare makes sure the Keycloak the tests run against is in the
-// cache: downloaded, checked, unpacked and built (internal/testenv/keycloaktest). make
-// test runs it before go test, where a test binary's progress stays hidden
-// until its package ends, so that a first run says what it is doing and a
-// machine without a suitable JDK fails at once with the reason.
+// cache: downloaded, checked, unpacked and built
+// (internal/testenv/keycloaktest). make test runs it before go test, where a
+// test binary's progress stays hidden until its package ends, so that a first
+// run says what it is doing and a machine without a suitable JDK fails at once
+// with the reason.
 package main
 
 import (

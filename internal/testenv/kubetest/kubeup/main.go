@@ -1,5 +1,5 @@
-// Command kubeup starts the test control plane of internal/testenv/kubetest by hand, for
-// trying the apply command or debugging a test:
+// Command kubeup starts the test control plane of internal/testenv/kubetest by
+// hand, for trying the apply command or debugging a test:
 //
 //	go run ./internal/testenv/kubetest/kubeup [-kcm] [-crds DIR] [-user NAME]...
 //

@@ -1,7 +1,7 @@
 // Command prepare makes sure the RabbitMQ the event tests run against is
 // installed (Debian's rabbitmq-server, with apt-get when missing and root;
-// internal/testenv/rabbittest). make test runs it before go test so that a machine
-// without the broker fails at once with the reason.
+// internal/testenv/rabbittest). make test runs it before go test so that a
+// machine without the broker fails at once with the reason.
 package main
 
 import (
