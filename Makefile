@@ -27,13 +27,13 @@ image: ## build the container image without Docker: bin/image/ (OCI layout) and 
 
 test: ## run the whole test suite (what CI runs; the first run builds etcd and kube-apiserver, ~5 min, the Flux controllers, ~10 min, and fetches Keycloak, ~1 min)
 	@echo "make test: the test control plane (etcd, kube-apiserver, kube-controller-manager, built from the Go module proxy into a cache: the first time about 5-6 minutes on 2 cores, then found at once)"
-	$(GO) run ./internal/kubetest/kubeup -build -kcm
+	$(GO) run ./internal/testenv/kubetest/kubeup -build -kcm
 	@echo "make test: Keycloak for the Keycloak tests (downloaded once, about 1 minute)"
-	$(GO) run ./internal/keycloaktest/prepare
+	$(GO) run ./internal/testenv/keycloaktest/prepare
 	@echo "make test: Flux source-controller and kustomize-controller for e2e/flux (built from the Go module proxy into a cache: the first time about 10 CPU-minutes and 1.8 GB of memory, then found at once)"
-	$(GO) run ./internal/fluxtest/prepare
+	$(GO) run ./internal/testenv/fluxtest/prepare
 	@echo "make test: RabbitMQ for the event tests (Debian's rabbitmq-server, installed with apt-get once when missing; each test binary starts its own on loopback)"
-	$(GO) run ./internal/rabbittest/prepare
+	$(GO) run ./internal/testenv/rabbittest/prepare
 	@echo "make test: go test -race over every package (a few minutes once compiled; the first run compiles everything with the race detector, about 10-15 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
@@ -49,8 +49,8 @@ test-short: ## run the fast tests: no race detector, no real kube-apiserver
 # (BENCHMARKS.md).
 E2E_ARGOCD_TENANTS ?= 100
 e2e-argocd: ## Argo CD end to end over examples/argocd, 100 tenants (first run builds Argo CD, ~8 min; then ~1-2 min); not in make test
-	$(GO) run ./internal/kubetest/kubeup -build -kcm
-	$(GO) run ./internal/argotest/prepare
+	$(GO) run ./internal/testenv/kubetest/kubeup -build -kcm
+	$(GO) run ./internal/testenv/argotest/prepare
 	WALDUR_GITOPS_E2E_ARGOCD=1 WALDUR_GITOPS_E2E_ARGOCD_TENANTS=$(E2E_ARGOCD_TENANTS) $(GO) test -count=1 -v -timeout 30m ./e2e/argocd
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
@@ -67,7 +67,7 @@ fmt: ## format the code
 # ./bench includes BenchmarkCLISync: the peak RSS of the real `sync` per
 # profile at 10,000 tenants (BENCHMARKS.md, "Memory of a sync").
 # BenchmarkKeycloak runs against the in-repo fake, BenchmarkKeycloakReal
-# against a real Keycloak that internal/keycloaktest starts (BENCHMARKS.md,
+# against a real Keycloak that internal/testenv/keycloaktest starts (BENCHMARKS.md,
 # "Keycloak against a real server").
 bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./bench -run '^$$' -bench . -benchtime 3x -count 1 -timeout 30m
@@ -81,7 +81,7 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	WALDUR_GITOPS_FLUX_BENCH=10000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 60m
 	$(GO) test ./ociship -run '^$$' -bench ShardArtifacts10k -benchtime 3x -count 1
 	$(GO) test ./review -run '^$$' -bench Classify10k -benchtime 3x -count 1
-	$(GO) run ./internal/rabbittest/prepare
+	$(GO) run ./internal/testenv/rabbittest/prepare
 	$(GO) test ./cli -run '^$$' -bench BenchmarkEventToCommit -benchtime 1x -timeout 30m
 
 fuzz: ## fuzz the renderer and the YAML encoder for a minute each

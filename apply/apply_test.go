@@ -13,7 +13,7 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

@@ -8,8 +8,8 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 )
 
 // benchSeed is the synthetic state the apply benchmarks use; change it only

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/cli"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 )
 
 // TestGuardsInDirectMode: on a real API server, an offering whose tenants

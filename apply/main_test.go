@@ -7,7 +7,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 )
 
 // TestMain builds etcd and kube-apiserver into the cache before any test runs

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -52,8 +52,8 @@ func BenchmarkRender(b *testing.B) {
 }
 
 // BenchmarkRenderBackends renders 2,500 tenants of one offering of each backend
-// type with the settings of internal/synth, and reports the per-tenant cost
-// relative to k8s-ut-namespace (rendered first).
+// type with the settings of internal/testenv/synth, and reports the per-tenant
+// cost relative to k8s-ut-namespace (rendered first).
 func BenchmarkRenderBackends(b *testing.B) {
 	const n = 2500
 	var first float64

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/localtree"
 )
 

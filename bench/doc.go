@@ -1,6 +1,6 @@
 // Package bench holds the performance benchmarks of waldur-gitops. It has no
 // code of its own: the benchmarks live in its _test.go files and run on
-// synthetic Waldur state from internal/synth.
+// synthetic Waldur state from internal/testenv/synth.
 //
 // Run them with
 //

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/templates"
 	"github.com/waldur/waldur-gitops/waldur"

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

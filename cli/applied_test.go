@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 	"github.com/waldur/waldur-gitops/report"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/internal/exampletest"
-	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/waldur"
 )

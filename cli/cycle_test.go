@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/waldur"
 )

@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 )
 
 // TestDeadlinePushesMetrics: a one-shot run cut by its deadline still pushes

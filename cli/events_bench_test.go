@@ -1,15 +1,15 @@
 package cli
 
-// BenchmarkEventToCommit measures serve --events at 10,000 tenants: the
-// in-repo Waldur (waldurtest, seeded with internal/synth's state) publishes
+// BenchmarkEventToCommit measures serve --events at 10,000 tenants: the in-repo
+// Waldur (waldurtest, seeded with internal/testenv/synth's state) publishes
 // through a real RabbitMQ, serve consumes over web-STOMP and pushes to a real
 // bare repository. It reports, for orders created one after another, the time
 // from AddOrder to the order done (its commit pushed) as p50 and p99, the
-// duration of the event-triggered runs (the work of a one-order sync), and
-// the duration of a full run, which is what an interval-only serve adds to
-// half its interval on average:
+// duration of the event-triggered runs (the work of a one-order sync), and the
+// duration of a full run, which is what an interval-only serve adds to half its
+// interval on average:
 //
-//	go run ./internal/rabbittest/prepare
+//	go run ./internal/testenv/rabbittest/prepare
 //	go test ./cli -run '^$' -bench BenchmarkEventToCommit -benchtime 1x
 //
 // $WALDUR_GITOPS_BENCH_TENANTS changes the number of tenants,
@@ -29,8 +29,8 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )

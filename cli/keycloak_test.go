@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/exampletest"
+	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/metrics/metricstest"
 )

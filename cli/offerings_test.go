@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

@@ -123,42 +123,9 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	defer cancel()
 	rp := &usage.Reporter{Config: cfg.Config, Templates: tpls, Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
 	for i := range cfg.Offerings {
-		o := &cfg.Offerings[i]
-		uo := &usage.Offering{Config: o}
-		if snap != nil {
-			w, err := usage.FromSnapshot(snap, f.snapshot, o.Name)
-			if err != nil {
-				return usageErr("%w", err)
-			}
-			uo.Waldur = w
-		} else {
-			c, err := a.waldurClient(o)
-			if err != nil {
-				return engine.Classify(engine.ClassConfig, err)
-			}
-			uo.Waldur = c
-		}
-		src := kube.Source{Path: f.kubeconfig}
-		if src.Path == "" {
-			cs := o.Settings.Common()
-			src = kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext}
-		}
-		// Measured components need the cluster; with one named, it also
-		// shows which tenants exist, and only those are billed.
-		if hasMeasured(o) || src.Path != "" {
-			cl, err := openUsageCluster(src)
-			switch {
-			case err != nil && src.Path == "":
-				// Nothing names a cluster and client-go finds none: report
-				// the allocations only.
-				a.log.Warn("measured components are not reported: no kubeconfig", "offering", o.Name, "error", err)
-			case err != nil && hasMeasured(o):
-				return usageErr("offering %s: measured components need a cluster: %w", o.Name, err)
-			case err != nil:
-				return usageErr("offering %s: the usage report checks tenants in the cluster the kubeconfig names, and cannot open it: %w", o.Name, err)
-			default:
-				uo.Cluster = cl
-			}
+		uo, err := a.usageOffering(&cfg.Offerings[i], snap, f)
+		if err != nil {
+			return err
 		}
 		rp.Offerings = append(rp.Offerings, uo)
 	}
@@ -193,6 +160,49 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 		runErr = engine.Classify(engine.ClassOutput, err)
 	}
 	return runErr
+}
+
+// usageOffering is one offering of the usage report: its Waldur (the API, or
+// the snapshot of a dry run) and the cluster its measured components and
+// tenants are read from, when there is one.
+func (a *app) usageOffering(o *config.Offering, snap *waldur.Snapshot, f reportFlags) (*usage.Offering, error) {
+	uo := &usage.Offering{Config: o}
+	if snap != nil {
+		w, err := usage.FromSnapshot(snap, f.snapshot, o.Name)
+		if err != nil {
+			return nil, usageErr("%w", err)
+		}
+		uo.Waldur = w
+	} else {
+		c, err := a.waldurClient(o)
+		if err != nil {
+			return nil, engine.Classify(engine.ClassConfig, err)
+		}
+		uo.Waldur = c
+	}
+	src := kube.Source{Path: f.kubeconfig}
+	if src.Path == "" {
+		cs := o.Settings.Common()
+		src = kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext}
+	}
+	// Measured components need the cluster; with one named, it also
+	// shows which tenants exist, and only those are billed.
+	if hasMeasured(o) || src.Path != "" {
+		cl, err := openUsageCluster(src)
+		switch {
+		case err != nil && src.Path == "":
+			// Nothing names a cluster and client-go finds none: report
+			// the allocations only.
+			a.log.Warn("measured components are not reported: no kubeconfig", "offering", o.Name, "error", err)
+		case err != nil && hasMeasured(o):
+			return nil, usageErr("offering %s: measured components need a cluster: %w", o.Name, err)
+		case err != nil:
+			return nil, usageErr("offering %s: the usage report checks tenants in the cluster the kubeconfig names, and cannot open it: %w", o.Name, err)
+		default:
+			uo.Cluster = cl
+		}
+	}
+	return uo, nil
 }
 
 // postUsage runs the usage stage, unless the run was stopped before it,

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 )
 
 // TestServeRunDeadline: a serve run against a Waldur that never answers

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 )
 
 // mainArgsEnv carries, as JSON, the arguments of a test binary started to

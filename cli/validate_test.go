@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
-	"github.com/waldur/waldur-gitops/internal/rabbittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/rabbittest"
 )
 
 // TestMain builds the real etcd and kube-apiserver the --validate-server test

@@ -148,42 +148,9 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, r *report) {
 	case reflect.Struct:
 		decodeStruct(n, v, path, r)
 	case reflect.Map:
-		if n.Kind != yaml.MappingNode {
-			r.addf(path, n, "expected a mapping, got %s", describe(n))
-			return
-		}
-		if v.IsNil() {
-			v.Set(reflect.MakeMap(v.Type()))
-		}
-		pairs := mappingPairs(n, path, r)
-		seen := map[string]bool{}
-		for i := 0; i+1 < len(pairs); i += 2 {
-			k, val := pairs[i], pairs[i+1]
-			if k.Kind != yaml.ScalarNode {
-				r.addf(path, k, "mapping keys must be strings")
-				continue
-			}
-			sub := path + "." + k.Value
-			if seen[k.Value] {
-				r.addf(sub, k, "duplicate key")
-				continue
-			}
-			seen[k.Value] = true
-			r.seen(sub, k)
-			elem := reflect.New(v.Type().Elem()).Elem()
-			decodeNode(val, elem, sub, r)
-			v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
-		}
+		decodeMap(n, v, path, r)
 	case reflect.Slice:
-		if n.Kind != yaml.SequenceNode {
-			r.addf(path, n, "expected a list, got %s", describe(n))
-			return
-		}
-		s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
-		for i, item := range n.Content {
-			decodeNode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i), r)
-		}
-		v.Set(s)
+		decodeSlice(n, v, path, r)
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode || n.Tag == "!!bool" {
 			got := describe(n)
@@ -218,6 +185,50 @@ func decodeNode(n *yaml.Node, v reflect.Value, path string, r *report) {
 	default:
 		panic(fmt.Sprintf("config: unsupported field type %s at %s", v.Type(), path))
 	}
+}
+
+// decodeMap decodes a mapping into a map, one entry per key, refusing
+// duplicate and non-string keys.
+func decodeMap(n *yaml.Node, v reflect.Value, path string, r *report) {
+	if n.Kind != yaml.MappingNode {
+		r.addf(path, n, "expected a mapping, got %s", describe(n))
+		return
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	pairs := mappingPairs(n, path, r)
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		k, val := pairs[i], pairs[i+1]
+		if k.Kind != yaml.ScalarNode {
+			r.addf(path, k, "mapping keys must be strings")
+			continue
+		}
+		sub := path + "." + k.Value
+		if seen[k.Value] {
+			r.addf(sub, k, "duplicate key")
+			continue
+		}
+		seen[k.Value] = true
+		r.seen(sub, k)
+		elem := reflect.New(v.Type().Elem()).Elem()
+		decodeNode(val, elem, sub, r)
+		v.SetMapIndex(reflect.ValueOf(k.Value).Convert(v.Type().Key()), elem)
+	}
+}
+
+// decodeSlice decodes a sequence into a slice, one element per item.
+func decodeSlice(n *yaml.Node, v reflect.Value, path string, r *report) {
+	if n.Kind != yaml.SequenceNode {
+		r.addf(path, n, "expected a list, got %s", describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		decodeNode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i), r)
+	}
+	v.Set(s)
 }
 
 // decodeStruct matches mapping keys to the struct's yaml-tagged fields.

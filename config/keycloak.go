@@ -277,6 +277,14 @@ func setDefault[T int | float64](p **T, v T) {
 // validateKeycloak defaults and checks the keycloak and keycloak_groups keys of
 // backend_settings at sp.
 func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
+	c.validateKeycloakConnection(sp, dir, r)
+	c.validateKeycloakGroups(sp, backend, r)
+}
+
+// validateKeycloakConnection defaults and checks the keycloak key of
+// backend_settings at sp: where Keycloak is, how to log in, how hard to use
+// it.
+func (c *CommonSettings) validateKeycloakConnection(sp, dir string, r *report) {
 	k := &c.Keycloak
 	k.applyDefaults()
 	kp := sp + ".keycloak"
@@ -330,7 +338,12 @@ func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
 	if k.hasPassword() && k.Username == "" {
 		r.addf(kp+"."+k.passwordKey(), nil, "set keycloak_username too: a password alone cannot log in")
 	}
+}
 
+// validateKeycloakGroups defaults and checks the keycloak_groups key of
+// backend_settings at sp: the preset, the keys that apply to the backend
+// type, and the group patterns.
+func (c *CommonSettings) validateKeycloakGroups(sp, backend string, r *report) {
 	g := &c.KeycloakGroups
 	gp := sp + ".keycloak_groups"
 	if g.Preset == "" {
@@ -372,6 +385,14 @@ func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
 	if g.Child == "" {
 		g.Child = preset.Child
 	}
+	g.checkPatterns(gp, rancher, r)
+}
+
+// checkPatterns checks the group patterns that apply to the backend type (the
+// namespace pattern, or rancher's parent and child) at gp: they parse, use
+// only the variables the backend knows, and name enough to keep tenants'
+// groups apart.
+func (g *KeycloakGroupSettings) checkPatterns(gp string, rancher bool, r *report) {
 	identifying := map[string][]string{
 		"namespace": {"slug", "resource_uuid", "namespace"},
 		"child":     {"project_slug", "project_uuid", "slug", "resource_uuid", "namespace"},

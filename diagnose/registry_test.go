@@ -9,7 +9,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
-	"github.com/waldur/waldur-gitops/internal/registrytest"
+	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
 	"github.com/waldur/waldur-gitops/kube"
 )
 

@@ -108,23 +108,7 @@ func (e *Engine) stages(req Request) []stage {
 		return res.Changes, nil, nil
 	}})
 	if s.Quotas != nil {
-		list = append(list, stage{name: "quota", class: ClassCluster, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			r, err := s.Quotas.Check(ctx, o.State, o.Result)
-			if r == nil {
-				return changeset.Set{}, nil, err
-			}
-			if err == nil && len(r.Holds) > 0 && e.Holding != nil {
-				res, rerr := e.renderWith(e.Holding(r.Holds), o.State)
-				if rerr != nil {
-					return r.Changes, r.Calls, rerr
-				}
-				o.Result = res
-			}
-			if len(r.Review) > 0 {
-				o.Result.Review = r.Review
-			}
-			return r.Changes, r.Calls, err
-		}})
+		list = append(list, stage{name: "quota", class: ClassCluster, run: e.checkQuotas})
 	}
 	if s.Validator != nil {
 		list = append(list, stage{name: "validate", class: ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

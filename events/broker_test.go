@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/waldur/waldur-gitops/events"
-	"github.com/waldur/waldur-gitops/internal/rabbittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/rabbittest"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )

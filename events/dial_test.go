@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"github.com/waldur/waldur-gitops/events"
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 )
 
 // TestDialRefusesRedirects: a web-STOMP URL whose handshake is redirected to

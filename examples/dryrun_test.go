@@ -19,7 +19,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 )
 
 // TestMain builds etcd and kube-apiserver into the cache before any test runs

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/render"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 )
 
 // TestRedirectToAnotherHostIsRefused: a git.url that answers with a redirect

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 )
 
 // A review branch on the smart-HTTP server: created on the pushed tip with

@@ -11,7 +11,7 @@ import (
 
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/waldur/waldur-gitops/internal/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/render"
 )
 

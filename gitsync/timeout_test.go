@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
 )
 
 // TestFetchTimeout: a Git server that accepts the connection and never

@@ -12,15 +12,15 @@ import (
 	"github.com/Nerzal/gocloak/v13"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/keycloaktest"
+	"github.com/waldur/waldur-gitops/internal/testenv/keycloaktest"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// BenchmarkKeycloakReal (BENCHMARKS.md, "Keycloak against a real server"):
-// N namespace tenants × 3 role groups, teams of 3 (one member per role
-// group), in a fresh realm of a real Keycloak (internal/keycloaktest), users
+// BenchmarkKeycloakReal (BENCHMARKS.md, "Keycloak against a real server"): N
+// namespace tenants × 3 role groups, teams of 3 (one member per role group), in
+// a fresh realm of a real Keycloak (internal/testenv/keycloaktest), users
 // loaded with partialImport, admin events recorded (as docs/keycloak.md
 // recommends for a large realm).
 //

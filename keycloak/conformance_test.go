@@ -16,7 +16,7 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 
-	"github.com/waldur/waldur-gitops/internal/keycloaktest"
+	"github.com/waldur/waldur-gitops/internal/testenv/keycloaktest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/Nerzal/gocloak/v13"
 
-	"github.com/waldur/waldur-gitops/internal/keycloaktest"
+	"github.com/waldur/waldur-gitops/internal/testenv/keycloaktest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 )
 
@@ -27,9 +27,9 @@ import (
 var ServiceRoles = []string{"manage-users"}
 
 // TestContract runs the scenarios that need no fault injection against a real
-// Keycloak (internal/keycloaktest starts one; -short skips), each in a realm of
-// its own, created for it and deleted afterwards, where waldur-gitops logs in
-// as a realm-scoped service account that has only ServiceRoles.
+// Keycloak (internal/testenv/keycloaktest starts one; -short skips), each in a
+// realm of its own, created for it and deleted afterwards, where waldur-gitops
+// logs in as a realm-scoped service account that has only ServiceRoles.
 func TestContract(t *testing.T) {
 	kc := realKC.Need(t)
 	for _, sc := range scenarios {

@@ -162,164 +162,203 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	if o.Now != nil {
 		now = o.Now
 	}
-	start := now()
+	p := &targetPass{t: t, o: o, c: c, start: now(), every: t.Settings.VerifyInterval()}
 	desired := Desire(t, res.Groups)
-	every := t.Settings.VerifyInterval()
-	var (
-		mem         *realmMemory
-		why, warn   string
-		scope       map[waldur.UUID]bool
-		scopedWants []DesiredGroup
-	)
-	if o.Memory != nil && every > 0 {
-		mem, why, warn = o.Memory.take(t)
-		if warn != "" && o.Log != nil {
-			o.Log.Warn(warn, "realm", t.String())
-		}
-	} else if o.Memory != nil {
-		why = "keycloak.verify_every is 0"
-	} else {
-		why = "no memory"
-	}
+	p.recallMemory()
+	var scopedWants []DesiredGroup
 	if len(o.Resources) > 0 {
-		scope = map[waldur.UUID]bool{}
+		p.scope = map[waldur.UUID]bool{}
 		for _, r := range o.Resources {
-			scope[r] = true
+			p.scope[r] = true
 		}
-		scopedWants = scoped(desired, scope)
+		scopedWants = scoped(desired, p.scope)
 	}
-	// What changed since the last pass, from the realm's admin events (not in
-	// a run for some resources: the next full one reads them).
-	var (
-		ev         realmEvents
-		eventsFrom int64
-		eventsRead time.Time
-		changed    []string
-		evNote     string
-	)
-	if o.Memory != nil && every > 0 && scope == nil {
-		ev = adminEventsOf(ctx, c)
-		if mem != nil && ev.usable && mem.EventsFrom > 0 {
-			switch {
-			case ev.retention > 0 && start.Sub(mem.EventsRead) > ev.retention/2:
-				mem, why = nil, "the admin events since the last pass may have expired"
-			default:
-				var newest int64
-				var n int
-				changed, newest, n, err = changedSince(ctx, c, mem, mem.EventsFrom)
-				switch {
-				case errors.Is(err, errTooManyEvents):
-					mem, why = nil, err.Error()
-				case IsForbidden(err):
-					ev = realmEvents{why: err.Error()}
-				case err != nil:
-					return nil, c.Calls(), "remembered", err
-				default:
-					eventsFrom = newest + 1
-					evNote = fmt.Sprintf("; %d admin event(s) by others, touching %d remembered group(s)", n, len(changed))
-				}
-			}
-		}
-		if ev.usable && eventsFrom == 0 {
-			// From now on: the events of this pass and later are read by the next.
-			newest, err := newestEvent(ctx, c)
-			switch {
-			case IsForbidden(err):
-				ev = realmEvents{why: err.Error()}
-			case err != nil:
-				return nil, c.Calls(), "remembered", err
-			default:
-				eventsFrom = newest + 1
-			}
-		}
-		if !ev.usable {
-			evNote = "; admin events not used: " + ev.why
-			if ev.failed && mem != nil {
-				eventsFrom, eventsRead = mem.EventsFrom, mem.EventsRead
-			}
-		}
+	if err := p.readEvents(ctx); err != nil {
+		return nil, c.Calls(), "remembered", err
 	}
 	in := PlanInput{
 		Target: t, Desired: desired, Rendered: rendered, Skipped: res.Skipped,
 		Terminations: res.Terminations, InGit: o.InGit, Held: o.Held, NoDelete: o.NoDelete, Guard: o.Guard,
 	}
-	var (
-		actual *Actual
-		plan   *Plan
-		rc     *recall
-		how    = "full (" + why + ")"
-	)
-	if mem != nil {
-		if scope != nil {
-			in.Desired = scopedWants
-		}
-		rc, err = observeRemembered(ctx, c, in.Desired, mem, scope, start, every, changed)
-		if err != nil {
-			return nil, c.Calls(), "remembered", err
-		}
-		how = fmt.Sprintf("remembered (%d of %d groups re-read for the %s bound%s)", rc.verified, len(mem.Groups), every, evNote)
-		if scope != nil {
-			how = fmt.Sprintf("remembered, for %d resource(s): %d group(s)", len(scope), len(rc.covered))
-		}
-		actual = rc.a
-		// Nothing is written on the strength of the memory: the groups the
-		// plan would change are read again, and the plan made again.
-		for round := 0; ; round++ {
-			in.Actual = actual
-			plan, err = MakePlan(in)
-			if err != nil {
-				// A refusal (the deletion guard) is decided on a full read.
-				break
-			}
-			stale := rc.stale(plan)
-			if len(stale) == 0 {
-				break
-			}
-			if round == 3 {
-				err = errors.New("the plan kept changing while re-reading")
-				break
-			}
-			if err := rc.reread(ctx, stale); err != nil {
-				return nil, c.Calls(), how, err
-			}
-		}
-		if err != nil {
-			how = "full (" + err.Error() + ")"
-			mem, rc, plan = nil, nil, nil
-			in.Desired = desired
+	p.how = "full (" + p.why + ")"
+	var plan *Plan
+	if p.mem != nil {
+		if plan, err = p.planRemembered(ctx, &in, desired, scopedWants); err != nil {
+			return nil, c.Calls(), p.how, err
 		}
 	}
-	if mem == nil {
-		how += evNote
-		actual, err = Observe(ctx, c, desired)
+	if p.mem == nil {
+		p.how += p.evNote
+		p.actual, err = Observe(ctx, c, desired)
 		if err != nil {
-			return nil, c.Calls(), how, err
+			return nil, c.Calls(), p.how, err
 		}
-		in.Actual = actual
+		in.Actual = p.actual
 		plan, err = MakePlan(in)
-	}
-	remember := func(x *execution) {
-		if o.Memory == nil || every <= 0 {
-			return
-		}
-		m := remembered{t: t, prev: mem, a: actual, plan: plan, x: x, start: start, eventsFrom: eventsFrom, eventsRead: eventsRead}
-		if rc != nil {
-			m.covered, m.scoped = rc.covered, scope != nil
-		}
-		if err := o.Memory.put(m.build()); err != nil && o.Log != nil {
-			o.Log.Warn("keycloak state not saved; the next run reads every group", "realm", t.String(), "error", err.Error())
-		}
 	}
 	if err != nil || o.DryRun {
 		if err == nil {
-			remember(nil)
+			p.remember(nil, plan)
 		}
-		return plan, c.Calls(), how, err
+		return plan, c.Calls(), p.how, err
 	}
 	x, err := execute(ctx, c, plan)
 	plan.Changes, plan.FailedUsers = x.out, x.failed
-	remember(x)
-	return plan, c.Calls(), how, err
+	p.remember(x, plan)
+	return plan, c.Calls(), p.how, err
+}
+
+// targetPass is what the steps of one target's pass share: the realm's
+// memory and why there is none, the scope of a run for some resources, what
+// the admin events say changed since the last pass, and how the realm was
+// read.
+type targetPass struct {
+	t     Target
+	o     Options
+	c     *Client
+	start time.Time
+	every time.Duration
+
+	mem   *realmMemory
+	why   string
+	scope map[waldur.UUID]bool
+
+	eventsFrom int64
+	eventsRead time.Time
+	changed    []string
+	evNote     string
+
+	actual *Actual
+	rc     *recall
+	how    string
+}
+
+// recallMemory takes the realm's memory, or says why there is none.
+func (p *targetPass) recallMemory() {
+	switch {
+	case p.o.Memory != nil && p.every > 0:
+		var warn string
+		p.mem, p.why, warn = p.o.Memory.take(p.t)
+		if warn != "" && p.o.Log != nil {
+			p.o.Log.Warn(warn, "realm", p.t.String())
+		}
+	case p.o.Memory != nil:
+		p.why = "keycloak.verify_every is 0"
+	default:
+		p.why = "no memory"
+	}
+}
+
+// readEvents finds what changed since the last pass from the realm's admin
+// events (not in a run for some resources: the next full one reads them),
+// dropping the memory when the events cannot tell.
+func (p *targetPass) readEvents(ctx context.Context) error {
+	if p.o.Memory == nil || p.every <= 0 || p.scope != nil {
+		return nil
+	}
+	ev := adminEventsOf(ctx, p.c)
+	if p.mem != nil && ev.usable && p.mem.EventsFrom > 0 {
+		switch {
+		case ev.retention > 0 && p.start.Sub(p.mem.EventsRead) > ev.retention/2:
+			p.mem, p.why = nil, "the admin events since the last pass may have expired"
+		default:
+			changed, newest, n, err := changedSince(ctx, p.c, p.mem, p.mem.EventsFrom)
+			p.changed = changed
+			switch {
+			case errors.Is(err, errTooManyEvents):
+				p.mem, p.why = nil, err.Error()
+			case IsForbidden(err):
+				ev = realmEvents{why: err.Error()}
+			case err != nil:
+				return err
+			default:
+				p.eventsFrom = newest + 1
+				p.evNote = fmt.Sprintf("; %d admin event(s) by others, touching %d remembered group(s)", n, len(changed))
+			}
+		}
+	}
+	if ev.usable && p.eventsFrom == 0 {
+		// From now on: the events of this pass and later are read by the next.
+		newest, err := newestEvent(ctx, p.c)
+		switch {
+		case IsForbidden(err):
+			ev = realmEvents{why: err.Error()}
+		case err != nil:
+			return err
+		default:
+			p.eventsFrom = newest + 1
+		}
+	}
+	if !ev.usable {
+		p.evNote = "; admin events not used: " + ev.why
+		if ev.failed && p.mem != nil {
+			p.eventsFrom, p.eventsRead = p.mem.EventsFrom, p.mem.EventsRead
+		}
+	}
+	return nil
+}
+
+// planRemembered plans from the realm's memory. Nothing is written on the
+// strength of the memory: the groups the plan would change are read again,
+// and the plan made again. When the plan cannot be made that way it drops
+// the memory and returns no plan and no error, for a full read.
+func (p *targetPass) planRemembered(ctx context.Context, in *PlanInput, desired, scopedWants []DesiredGroup) (*Plan, error) {
+	if p.scope != nil {
+		in.Desired = scopedWants
+	}
+	rc, err := observeRemembered(ctx, p.c, in.Desired, p.mem, p.scope, p.start, p.every, p.changed)
+	if err != nil {
+		p.how = "remembered"
+		return nil, err
+	}
+	p.rc = rc
+	p.how = fmt.Sprintf("remembered (%d of %d groups re-read for the %s bound%s)", rc.verified, len(p.mem.Groups), p.every, p.evNote)
+	if p.scope != nil {
+		p.how = fmt.Sprintf("remembered, for %d resource(s): %d group(s)", len(p.scope), len(rc.covered))
+	}
+	p.actual = rc.a
+	var plan *Plan
+	for round := 0; ; round++ {
+		in.Actual = p.actual
+		plan, err = MakePlan(*in)
+		if err != nil {
+			// A refusal (the deletion guard) is decided on a full read.
+			break
+		}
+		stale := rc.stale(plan)
+		if len(stale) == 0 {
+			break
+		}
+		if round == 3 {
+			err = errors.New("the plan kept changing while re-reading")
+			break
+		}
+		if err := rc.reread(ctx, stale); err != nil {
+			return nil, err
+		}
+	}
+	if err != nil {
+		p.how = "full (" + err.Error() + ")"
+		p.mem, p.rc = nil, nil
+		in.Desired = desired
+		return nil, nil
+	}
+	return plan, nil
+}
+
+// remember saves what this pass read and did for the next one, when the
+// realm has a memory.
+func (p *targetPass) remember(x *execution, plan *Plan) {
+	if p.o.Memory == nil || p.every <= 0 {
+		return
+	}
+	m := remembered{t: p.t, prev: p.mem, a: p.actual, plan: plan, x: x, start: p.start, eventsFrom: p.eventsFrom, eventsRead: p.eventsRead}
+	if p.rc != nil {
+		m.covered, m.scoped = p.rc.covered, p.scope != nil
+	}
+	if err := p.o.Memory.put(m.build()); err != nil && p.o.Log != nil {
+		p.o.Log.Warn("keycloak state not saved; the next run reads every group", "realm", p.t.String(), "error", err.Error())
+	}
 }
 
 // scoped returns the desired groups of a run for some resources: those of

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 )
 
 // TestRedirectToAnotherHostIsRefused: a keycloak_url that redirects to

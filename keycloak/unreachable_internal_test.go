@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
 )
 
 // deadEndClient is a client of the Keycloak at url with a one-second

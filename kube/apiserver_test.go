@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/waldur/waldur-gitops/diagnose"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/orders"
 )

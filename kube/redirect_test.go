@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 	"github.com/waldur/waldur-gitops/kube"
 )
 

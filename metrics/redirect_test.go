@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 	"github.com/waldur/waldur-gitops/metrics"
 )
 

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 
-	"github.com/waldur/waldur-gitops/internal/registrytest"
+	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/render"
 )

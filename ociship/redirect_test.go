@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
-	"github.com/waldur/waldur-gitops/internal/registrytest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
 	"github.com/waldur/waldur-gitops/ociship"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

@@ -345,26 +345,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		j := &job{res: rs, orders: orders}
 		j.data, j.err = in.tenantData(p, rs)
 		if j.err == nil {
-			for _, name := range p.claims(j.data) {
-				if other, taken := claimed[name]; taken {
-					j.err = fmt.Errorf("name %s is already used by resource %s", name, other)
-					break
-				}
-			}
-		}
-		if j.err == nil {
-			j.err = checkProjectClaims(p.projectClaims(j.data), rs, projectClaimed)
-		}
-		if j.err == nil {
-			for _, name := range p.claims(j.data) {
-				claimed[name] = rs.UUID
-			}
-			for _, name := range p.projectClaims(j.data) {
-				if _, taken := projectClaimed[name]; !taken {
-					projectClaimed[name] = rs
-				}
-			}
-			j.groups = p.groups(j.data)
+			j.err = claimNames(p, j, claimed, projectClaimed)
 		}
 		jobs = append(jobs, j)
 		if len(jobs)-batch == r.batch {
@@ -374,6 +355,39 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	}
 	r.buildBatch(o, p, jobs[batch:], prev)
 	// Phase 3, in order: collect.
+	collectJobs(o, jobs, res, groups)
+}
+
+// claimNames claims the names a job's tenant takes, in resource order, so
+// that the first-created resource keeps a contested name: a name another
+// resource claimed is an error, and so is a project-wide name claimed
+// differently; when none is, the job's names are taken and its groups set.
+func claimNames(p profile, j *job, claimed map[string]waldur.UUID, projectClaimed map[string]*waldur.Resource) error {
+	rs := j.res
+	for _, name := range p.claims(j.data) {
+		if other, taken := claimed[name]; taken {
+			return fmt.Errorf("name %s is already used by resource %s", name, other)
+		}
+	}
+	if err := checkProjectClaims(p.projectClaims(j.data), rs, projectClaimed); err != nil {
+		return err
+	}
+	for _, name := range p.claims(j.data) {
+		claimed[name] = rs.UUID
+	}
+	for _, name := range p.projectClaims(j.data) {
+		if _, taken := projectClaimed[name]; !taken {
+			projectClaimed[name] = rs
+		}
+	}
+	j.groups = p.groups(j.data)
+	return nil
+}
+
+// collectJobs adds an offering's rendered jobs to res in resource order: the
+// tenants, warnings and left-out members of each, or why it was skipped, and
+// its Keycloak groups merged into groups, keyed per offering.
+func collectJobs(o *config.Offering, jobs []*job, res *Result, groups map[string]*Group) {
 	for _, j := range jobs {
 		if j.err != nil {
 			res.Skipped[j.res.UUID] = j.err.Error()

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )

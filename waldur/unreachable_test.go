@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

@@ -1,7 +1,8 @@
 // Package argocd is the end-to-end test of examples/argocd: waldur-gitops
-// commits synthetic tenants to a Git server, a real Argo CD (internal/argotest)
-// runs the example ApplicationSet against a real kube-apiserver
-// (internal/kubetest), and the test checks what reaches the cluster.
+// commits synthetic tenants to a Git server, a real Argo CD
+// (internal/testenv/argotest) runs the example ApplicationSet against a real
+// kube-apiserver (internal/testenv/kubetest), and the test checks what reaches
+// the cluster.
 //
 // It needs Argo CD built into the cache (several minutes the first time) and
 // takes one to two minutes more, so plain `go test ./...` skips it:
@@ -35,10 +36,10 @@ import (
 
 	"github.com/waldur/waldur-gitops/cli"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/argotest"
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/argotest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/waldur"

@@ -1,9 +1,10 @@
 // Package flux_test proves the repository layout with the real consumer: Flux's
-// source-controller and kustomize-controller (internal/fluxtest, built from
-// the Go module proxy), run out of cluster against the test control plane of
-// internal/kubetest, reading the smart-HTTP Git server of internal/gittest that
-// waldur-gitops pushes to. Every step is triggered by the reconcile annotation
-// on the GitRepository, never by waiting for an interval.
+// source-controller and kustomize-controller (internal/testenv/fluxtest, built
+// from the Go module proxy), run out of cluster against the test control plane
+// of internal/testenv/kubetest, reading the smart-HTTP Git server of
+// internal/testenv/gittest that waldur-gitops pushes to. Every step is
+// triggered by the reconcile annotation on the GitRepository, never by waiting
+// for an interval.
 package flux_test
 
 import (
@@ -38,10 +39,10 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/internal/fluxtest"
-	"github.com/waldur/waldur-gitops/internal/gittest"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
-	"github.com/waldur/waldur-gitops/internal/synth"
+	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"

@@ -16,9 +16,9 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
-	"github.com/waldur/waldur-gitops/internal/fluxtest"
-	"github.com/waldur/waldur-gitops/internal/kubetest"
-	"github.com/waldur/waldur-gitops/internal/registrytest"
+	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/render"

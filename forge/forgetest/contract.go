@@ -11,7 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/waldur/waldur-gitops/internal/openapicheck"
+	"github.com/waldur/waldur-gitops/internal/testenv/openapicheck"
 )
 
 // specs holds the subsets of the forges' published API descriptions (see the

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/hostbound"
-	"github.com/waldur/waldur-gitops/internal/redirecttest"
+	"github.com/waldur/waldur-gitops/internal/testenv/redirecttest"
 )
 
 func mustURL(t *testing.T, s string) *url.URL {

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waldur/waldur-gitops/internal/testenv/unreachabletest"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
-	"github.com/waldur/waldur-gitops/internal/unreachable/unreachabletest"
 )
 
 // TestIsConnection tells the failures that make a host unreachable from the

@@ -1,11 +1,11 @@
 // Package kctest is an in-process stand-in for the part of the Keycloak admin
-// REST API that waldur-gitops uses, for tests and benchmarks: fast, and able
-// to inject faults a real server cannot be made to produce on cue. The
-// keycloak package's conformance tests send the same requests to it and to a
-// real Keycloak 26.7.3 (internal/keycloaktest) and fail on any difference in
-// status, Location or body, so it answers as that server does: JSON bodies,
-// new ids in Location, 409 with Keycloak's texts on a duplicate name (names
-// are case-sensitive), first/max paging with Keycloak's defaults per endpoint
+// REST API that waldur-gitops uses, for tests and benchmarks: fast, and able to
+// inject faults a real server cannot be made to produce on cue. The keycloak
+// package's conformance tests send the same requests to it and to a real
+// Keycloak 26.7.3 (internal/testenv/keycloaktest) and fail on any difference in
+// status, Location or body, so it answers as that server does: JSON bodies, new
+// ids in Location, 409 with Keycloak's texts on a duplicate name (names are
+// case-sensitive), first/max paging with Keycloak's defaults per endpoint
 // (members 100; children 10 and in full; top-level groups brief, with
 // subGroupCount and no subgroups), exact search case-sensitive and non-exact
 // case-insensitive, 204 for repeated membership calls, 404 bodies, 400

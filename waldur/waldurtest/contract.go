@@ -13,7 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 
-	"github.com/waldur/waldur-gitops/internal/openapicheck"
+	"github.com/waldur/waldur-gitops/internal/testenv/openapicheck"
 )
 
 // subset81YAML is the Waldur 8.1.3 OpenAPI subset the fake server is checked

@@ -16,7 +16,7 @@ import (
 // token) and durable queue, and publishes a JSON message with object_type
 // and the payload fields to every queue registered for the object's
 // offering and type. The fake does this against a real broker given with
-// WithEventBroker (internal/rabbittest); without one the registration
+// WithEventBroker (internal/testenv/rabbittest); without one the registration
 // endpoints answer as usual and nothing is published.
 //
 // Messages are published for orders (AddOrder and every state change the
