@@ -90,7 +90,7 @@ func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur
 // seenFeedback records the resources each run's feedback was given.
 type seenFeedback struct{ runs [][]waldur.UUID }
 
-func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ bool) (changeset.Set, map[string]int, error) {
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Set, map[string]int, error) {
 	var ids []waldur.UUID
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"path"
 	"slices"
 	"strings"
@@ -33,7 +32,7 @@ const (
 //     Keycloak groups are in place);
 //   - set_as_erred, with the reason, for an OK resource that cannot be
 //     rendered or whose objects the destination refused; never more at once
-//     than the deletion guard's share allows;
+//     than the deletion guard allows (FeedbackOptions.Guard);
 //   - set_backend_metadata when where the tenant lives differs from what
 //     Waldur holds;
 //   - refresh_last_sync when Waldur's last_sync is older than LastSyncInterval;
@@ -43,8 +42,6 @@ const (
 type ResourceFeedback struct {
 	Source    *APISource
 	Offerings []config.Offering
-	// Guard bounds how many resources may be set erred in one run.
-	Guard guard.Options
 	// LastSyncInterval is orders.last_sync_interval.
 	LastSyncInterval time.Duration
 	// Missing, when set, returns the members the identity stage did not find
@@ -60,9 +57,10 @@ type ResourceFeedback struct {
 	sent map[waldur.UUID]string // resource → membership statuses last sent
 }
 
-// Report sends the write-backs of one run; with dryRun it sends nothing and
-// its entries say what would be sent.
-func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
+// Report sends the write-backs of one run; with o.DryRun it sends nothing
+// and its entries say what would be sent.
+func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Set, map[string]int, error) {
+	dryRun := o.DryRun
 	var cs changeset.Set
 	calls := map[string]int{}
 	if st == nil || res == nil || pub == nil {
@@ -113,11 +111,14 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			}
 		}
 	}
+	erring := make([]guard.Removal, 0, len(toErr))
+	for r := range toErr {
+		erring = append(erring, guard.Removal{Kind: guard.Erred, Subject: r.Name, Tenant: string(r.UUID)})
+	}
 	errAllowed := true
-	if n := len(toErr); n > 0 && n >= f.Guard.MinCount && float64(n) > math.Max(0, f.Guard.MaxFraction)*float64(total) {
+	if err := guard.Check(guard.Erred, erring, guard.Site(total), o.Guard); err != nil {
 		errAllowed = false
-		cs.Add(changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip,
-			Reason: fmt.Sprintf("refused: %d of %d resources cannot be rendered, more than the deletion guard's share (max_fraction %g); none is set erred, as this looks like an outage or a config error", n, total, f.Guard.MaxFraction)})
+		cs.Add(changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip, Reason: err.Error()})
 	}
 	var firstErr error
 	note := func(err error) {
