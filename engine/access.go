@@ -17,17 +17,29 @@ import (
 // Every team answering empty would otherwise strip every binding in one
 // commit.
 func checkAccess(prev, next render.Tree, tenants changeset.Set, g guard.Options) error {
-	if g.Allow || len(tenants.ByAction(changeset.Update)) == 0 {
+	if g.Allow {
 		return nil
 	}
-	return guard.CheckAccess(guard.Access, treeGrants(prev), treeGrants(next), g)
+	updated := map[string]bool{}
+	for _, e := range tenants.ByAction(changeset.Update) {
+		updated[e.Subject] = true
+	}
+	if len(updated) == 0 {
+		return nil
+	}
+	// Every pair in place counts; only an updated tenant can lose one.
+	return guard.CheckAccess(guard.Access, treeGrants(prev, nil), treeGrants(next, updated), g)
 }
 
-// treeGrants reads who has access to which tenant directory in a tree.
-func treeGrants(t render.Tree) guard.Grants {
+// treeGrants reads who has access to which tenant directory in a tree; with
+// only, in those directories alone.
+func treeGrants(t render.Tree, only map[string]bool) guard.Grants {
 	g := guard.Grants{}
 	for p, data := range t {
 		d := path.Dir(p)
+		if only != nil && !only[d] {
+			continue
+		}
 		g.Tenant(d)
 		for _, s := range subjects(p, data) {
 			g.Add(d, s)
@@ -55,12 +67,12 @@ func subjects(p string, data []byte) []string {
 func bindingSubjects(data []byte) []string {
 	var out []string
 	in := false
-	kind, name := "", ""
+	var kind, name []byte
 	flush := func() {
-		if name != "" {
+		if name != nil {
 			out = append(out, subjectKey(kind, name))
 		}
-		kind, name = "", ""
+		kind, name = nil, nil
 	}
 	for line := range bytes.Lines(data) {
 		line = bytes.TrimSuffix(line, []byte("\n"))
@@ -72,12 +84,12 @@ func bindingSubjects(data []byte) []string {
 			if line[0] == '-' {
 				flush()
 			}
-			k, v, _ := strings.Cut(string(line[2:]), ": ")
-			switch k {
+			k, v, _ := bytes.Cut(line[2:], []byte(": "))
+			switch string(k) {
 			case "kind":
 				kind = v
 			case "name":
-				name = strings.Trim(v, `"'`)
+				name = bytes.Trim(v, `"'`)
 			}
 		default:
 			flush()
@@ -90,11 +102,11 @@ func bindingSubjects(data []byte) []string {
 
 // subjectKey names a subject the same way wherever it is granted: a user by
 // name (as a ManagedNamespace lists users), any other as kind:name.
-func subjectKey(kind, name string) string {
-	if kind == "User" || kind == "" {
-		return name
+func subjectKey(kind, name []byte) string {
+	if len(kind) == 0 || string(kind) == "User" {
+		return string(name)
 	}
-	return kind + ":" + name
+	return string(kind) + ":" + string(name)
 }
 
 // namespaceUsers reads the items of a ManagedNamespace's spec.*Users lists.
