@@ -72,6 +72,9 @@ type Options struct {
 	// keep maps the resources to leave alone to why (Waldur still has them,
 	// or could not be asked), explained those Waldur reports terminated.
 	Confirm func(ctx context.Context, offering string, ids []waldur.UUID) (keep map[waldur.UUID]string, explained map[string]string)
+	// Explained maps the resources Waldur reports gone (listed Terminated)
+	// to why: the guard lists their tenants' removal, it does not count it.
+	Explained map[string]string
 }
 
 // Result is what a run did, or would do on a dry run.
@@ -516,7 +519,6 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 	for _, u := range r.units {
 		rendered[tenantKey{u.offering.Name, u.resource}] = true
 	}
-	existing := map[tenantKey]bool{}
 	scopes := map[tenantKey]map[string]bool{} // the offering and clusters of each tenant in place
 	removed := map[tenantKey][]*candidate{}
 	var out []*candidate
@@ -525,7 +527,6 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 			off := r.byUUID[normUUID(obj.GetAnnotations()[manifest.AnnotationOffering])]
 			c := &candidate{cl: cl, obj: obj, key: key, offering: off, resource: waldur.UUID(normUUID(obj.GetLabels()[manifest.LabelResourceUUID]))}
 			tk := tenantKey{off.Name, c.resource}
-			existing[tk] = true
 			if scopes[tk] == nil {
 				scopes[tk] = map[string]bool{}
 			}
@@ -561,10 +562,13 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 			}
 		}
 	}
-	g := r.o.Guard
+	explained := maps.Clone(r.o.Explained)
 	if r.o.Confirm != nil {
-		keep, explained := r.confirmRemovals(ctx, removed)
-		g.Explained = explained
+		keep, sure := r.confirmRemovals(ctx, removed)
+		if explained == nil {
+			explained = map[string]string{}
+		}
+		maps.Copy(explained, sure)
 		out = slices.DeleteFunc(out, func(c *candidate) bool {
 			why, kept := keep[c.resource]
 			if kept {
@@ -574,6 +578,20 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 			return kept
 		})
 	}
+	if err := r.guardTenants(removed, scopes, explained); err != nil {
+		return nil, err
+	}
+	if err := guard.CheckAccess(guard.Access, r.clusterGrants(), r.renderedGrants(), r.o.Guard); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// guardTenants asks the guard about the tenants pruning removes, counted in
+// the site, and in each offering and cluster on its own: one offering
+// answering an empty list cannot lose its tenants as a small share. scopes
+// holds the offering and clusters of every tenant in place.
+func (r *run) guardTenants(removed map[tenantKeyT][]*candidate, scopes map[tenantKeyT]map[string]bool, explained map[string]string) error {
 	var tenants changeset.Set
 	entryScopes := map[string][]string{}
 	for tk, cs := range removed {
@@ -586,75 +604,76 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 		entryScopes[e.Subject] = slices.Sorted(maps.Keys(scopes[tk]))
 	}
 	tenants.Sort()
-	// The site, and each offering and cluster on its own: one offering
-	// answering an empty list cannot lose its tenants as a small share.
-	inScope := map[string]int{"": len(existing)}
+	in := guard.Site(len(scopes))
 	for _, sc := range scopes {
 		for s := range sc {
-			inScope[s]++
+			in[s]++
 		}
 	}
 	scopeOf := func(e changeset.Entry) []string { return entryScopes[e.Subject] }
-	if err := guard.CheckScopedIn(tenants, scopeOf, inScope, g); err != nil {
-		return nil, err
-	}
-	if err := r.checkAccess(g); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return guard.Check(guard.Tenants, guard.TenantRemovals(guard.Tenants, tenants, explained, scopeOf), in, r.o.Guard)
 }
 
-// checkAccess is the access guard of direct mode: the RoleBinding subjects
-// and ManagedNamespace users in the clusters that this run would take away
-// from the tenants that stay, counted per tenant (so objects that move keep
-// their grants), against all of them.
-func (r *run) checkAccess(g guard.Options) error {
-	if g.Allow {
-		return nil
-	}
-	want := map[tenantKeyT]int{}
+// renderedGrants is who the rendered objects give access to which tenant,
+// each tenant rendered in place even when it grants nothing.
+func (r *run) renderedGrants() guard.Grants {
+	g := guard.Grants{}
 	for _, u := range r.units {
-		tk := tenantKeyT{u.offering.Name, u.resource}
-		want[tk] += 0
+		t := u.offering.Name + "/" + string(u.resource)
+		g.Tenant(t)
 		for _, it := range u.items {
-			want[tk] += grants(it.obj.Kind(), it.obj)
+			for _, s := range grants(it.obj.Kind(), it.obj) {
+				g.Add(t, s)
+			}
 		}
 	}
-	have := map[tenantKeyT]int{}
-	existing := 0
+	return g
+}
+
+// clusterGrants is who the objects in the clusters give access to which
+// tenant.
+func (r *run) clusterGrants() guard.Grants {
+	g := guard.Grants{}
 	for _, cl := range r.clusters {
 		for _, obj := range cl.inventory {
 			off := r.byUUID[normUUID(obj.GetAnnotations()[manifest.AnnotationOffering])]
-			n := grants(obj.GetKind(), obj.Object)
-			have[tenantKeyT{off.Name, waldur.UUID(normUUID(obj.GetLabels()[manifest.LabelResourceUUID]))}] += n
-			existing += n
+			t := off.Name + "/" + normUUID(obj.GetLabels()[manifest.LabelResourceUUID])
+			g.Tenant(t)
+			for _, s := range grants(obj.GetKind(), obj.Object) {
+				g.Add(t, s)
+			}
 		}
 	}
-	removed := 0
-	var where []string
-	for tk, n := range have {
-		if w, stays := want[tk]; stays && w < n {
-			removed += n - w
-			where = append(where, tk.offering+"/"+string(tk.resource))
-		}
-	}
-	return guard.CheckAccess("RoleBinding subjects and ManagedNamespace users", removed, existing, where, g)
+	return g
 }
 
-// grants counts the access an object gives: the subjects of a RoleBinding or
-// ClusterRoleBinding, the users of a ManagedNamespace.
-func grants(kind string, obj map[string]any) int {
-	count := func(path ...string) int {
-		v, _, _ := unstructured.NestedSlice(obj, path...)
-		return len(v)
-	}
+// grants lists whom an object gives access: the subjects of a RoleBinding
+// or ClusterRoleBinding (a user by name, others as kind:name), the users of
+// a ManagedNamespace.
+func grants(kind string, obj map[string]any) []string {
 	switch kind {
 	case "RoleBinding", "ClusterRoleBinding":
-		return count("subjects")
+		subjects, _, _ := unstructured.NestedSlice(obj, "subjects")
+		var out []string
+		for _, s := range subjects {
+			m, _ := s.(map[string]any)
+			k, _ := m["kind"].(string)
+			n, _ := m["name"].(string)
+			if k != "User" && k != "" {
+				n = k + ":" + n
+			}
+			out = append(out, n)
+		}
+		return out
 	case "ManagedNamespace":
-		return count("spec", "adminUsers") + count("spec", "rwUsers") + count("spec", "roUsers")
+		var out []string
+		for _, f := range []string{"adminUsers", "rwUsers", "roUsers"} {
+			users, _, _ := unstructured.NestedStringSlice(obj, "spec", f)
+			out = append(out, users...)
+		}
+		return out
 	}
-	return 0
+	return nil
 }
 
 // confirmRemovals asks Options.Confirm about every tenant pruning would

@@ -11,9 +11,11 @@ import (
 )
 
 // checkAccess refuses a publish that takes too much access away at once:
-// the RoleBinding subjects and ManagedNamespace users of the tenants that
-// stay (a removed tenant is the deletion guard's business). Every team/
-// answering empty would otherwise strip every binding in one commit.
+// the (subject, tenant) pairs that lose every RoleBinding and
+// ManagedNamespace grant in a tenant that stays (a removed tenant is the
+// deletion guard's business; a subject whose role changes keeps its pair).
+// Every team answering empty would otherwise strip every binding in one
+// commit.
 func checkAccess(prev, next render.Tree, tenants changeset.Set, g guard.Options) error {
 	if g.Allow {
 		return nil
@@ -25,56 +27,104 @@ func checkAccess(prev, next render.Tree, tenants changeset.Set, g guard.Options)
 	if len(updated) == 0 {
 		return nil
 	}
-	// One pass over each tree: the grants of every updated tenant, and all.
-	before, after := map[string]int{}, map[string]int{}
-	existing := 0
-	for p, data := range prev {
-		n := grants(p, data)
-		existing += n
-		if d := path.Dir(p); updated[d] {
-			before[d] += n
-		}
-	}
-	for p, data := range next {
-		if d := path.Dir(p); updated[d] {
-			after[d] += grants(p, data)
-		}
-	}
-	removed := 0
-	var where []string
-	for d := range updated {
-		if before[d] > after[d] {
-			removed += before[d] - after[d]
-			where = append(where, d)
-		}
-	}
-	return guard.CheckAccess("RoleBinding subjects and ManagedNamespace users", removed, existing, where, g)
+	// Every pair in place counts; only an updated tenant can lose one.
+	return guard.CheckAccess(guard.Access, treeGrants(prev, nil), treeGrants(next, updated), g)
 }
 
-// grants counts the access grants one rendered file gives, from the YAML the
+// treeGrants reads who has access to which tenant directory in a tree; with
+// only, in those directories alone.
+func treeGrants(t render.Tree, only map[string]bool) guard.Grants {
+	g := guard.Grants{}
+	for p, data := range t {
+		d := path.Dir(p)
+		if only != nil && !only[d] {
+			continue
+		}
+		g.Tenant(d)
+		for _, s := range subjects(p, data) {
+			g.Add(d, s)
+		}
+	}
+	return g
+}
+
+// subjects lists whom one rendered file gives access, from the YAML the
 // encoder writes (block style, keys sorted): each subject of a RoleBinding
-// or ClusterRoleBinding (the list items at the top level), and each user of
-// a ManagedNamespace (the items of its *Users lists).
-func grants(p string, data []byte) int {
+// or ClusterRoleBinding (a user by name, others as kind:name), and each user
+// of a ManagedNamespace (the items of its *Users lists).
+func subjects(p string, data []byte) []string {
 	base := path.Base(p)
 	switch {
 	case strings.HasPrefix(base, "rolebinding-"), strings.HasPrefix(base, "clusterrolebinding-"):
-		return bytes.Count(data, []byte("\n- "))
+		return bindingSubjects(data)
 	case strings.HasPrefix(base, "managednamespace-"):
-		n, inUsers := 0, false
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			switch {
-			case bytes.HasPrefix(line, []byte("  - ")):
-				if inUsers {
-					n++
-				}
-			case bytes.HasPrefix(line, []byte("  ")) && !bytes.HasPrefix(line, []byte("   ")):
-				inUsers = bytes.HasSuffix(line, []byte("Users:"))
-			default:
-				inUsers = false
-			}
-		}
-		return n
+		return namespaceUsers(data)
 	}
-	return 0
+	return nil
+}
+
+// bindingSubjects reads the items of a binding's top-level subjects list.
+func bindingSubjects(data []byte) []string {
+	var out []string
+	in := false
+	var kind, name []byte
+	flush := func() {
+		if name != nil {
+			out = append(out, subjectKey(kind, name))
+		}
+		kind, name = nil, nil
+	}
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		switch {
+		case bytes.Equal(line, []byte("subjects:")):
+			in = true
+		case !in:
+		case bytes.HasPrefix(line, []byte("- ")) || bytes.HasPrefix(line, []byte("  ")):
+			if line[0] == '-' {
+				flush()
+			}
+			k, v, _ := bytes.Cut(line[2:], []byte(": "))
+			switch string(k) {
+			case "kind":
+				kind = v
+			case "name":
+				name = bytes.Trim(v, `"'`)
+			}
+		default:
+			flush()
+			in = false
+		}
+	}
+	flush()
+	return out
+}
+
+// subjectKey names a subject the same way wherever it is granted: a user by
+// name (as a ManagedNamespace lists users), any other as kind:name.
+func subjectKey(kind, name []byte) string {
+	if len(kind) == 0 || string(kind) == "User" {
+		return string(name)
+	}
+	return string(kind) + ":" + string(name)
+}
+
+// namespaceUsers reads the items of a ManagedNamespace's spec.*Users lists.
+func namespaceUsers(data []byte) []string {
+	var out []string
+	inUsers := false
+	for line := range bytes.Lines(data) {
+		line = bytes.TrimSuffix(line, []byte("\n"))
+		switch {
+		case bytes.HasPrefix(line, []byte("  - ")):
+			if inUsers {
+				out = append(out, strings.Trim(string(line[4:]), `"'`))
+			}
+		case bytes.HasPrefix(line, []byte("  ")) && !bytes.HasPrefix(line, []byte("   ")):
+			inUsers = bytes.HasSuffix(line, []byte("Users:"))
+		default:
+			inUsers = false
+		}
+	}
+	return out
 }

@@ -16,7 +16,6 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/gitsync"
@@ -104,13 +103,7 @@ func (s *syncBench) direct(b *testing.B, repo string) string {
 	out, err := gitsync.Sync(ctx, w, func(cur render.Tree) (render.Tree, string, error) {
 		next := layout.Apply(res.Tree(cur))
 		cs := res.Compare(cur, next)
-		existing := 0
-		for _, e := range cs.Entries {
-			if e.Action != changeset.Create {
-				existing++
-			}
-		}
-		if err := guard.Check(cs, existing, guard.DefaultOptions()); err != nil {
+		if err := guard.Check(guard.Tenants, guard.TenantRemovals(guard.Tenants, cs, nil, nil), guard.TenantsInPlace(cs, nil), guard.DefaultOptions()); err != nil {
 			return nil, "", err
 		}
 		return next, gitsync.Message(cs), nil

@@ -37,7 +37,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 			return settle(ctx, o.Confirm, offering, ids, res)
 		}
 	}
-	opts.Guard.Explained = explainGone(opts.Guard.Explained, res)
+	opts.Explained = explainGone(opts.Explained, res)
 	r, err := apply.Apply(ctx, p.Config, res, opts)
 	if r == nil {
 		return nil, changeset.Set{}, nil, err

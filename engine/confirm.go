@@ -10,7 +10,6 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -67,14 +66,14 @@ func (s *APISource) Confirm(ctx context.Context, offering string, ids []waldur.U
 // explained; any other is confirmed with confirm, and kept (added to
 // res.Kept, so the tree, the orders and the identities leave it alone) unless
 // Waldur positively reports it gone. Without a confirmer (a snapshot) the
-// recorded state is taken at its word. It returns the deletion policy with
-// the explained resources, for the guard, and a skip entry (stage stage)
-// for every tenant kept in doubt.
-func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur render.Tree, confirm Confirmer, g guard.Options, stage string) (guard.Options, changeset.Set) {
-	g.Explained = explainGone(map[string]string{}, res)
+// recorded state is taken at its word. It returns the resources whose
+// removal Waldur explains (listed or confirmed Terminated), to why, for the
+// guard, and a skip entry (stage stage) for every tenant kept in doubt.
+func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur render.Tree, confirm Confirmer, stage string) (map[string]string, changeset.Set) {
+	explained := explainGone(map[string]string{}, res)
 	doubtful := map[string][]waldur.UUID{} // offering → resources
 	for _, r := range res.Removals(cur) {
-		if r.Resource == "" || len(res.Terminations[r.Resource]) > 0 || g.Explained[string(r.Resource)] != "" {
+		if r.Resource == "" || len(res.Terminations[r.Resource]) > 0 || explained[string(r.Resource)] != "" {
 			continue
 		}
 		if name := offeringOfDir(cfg, r.Dir); name != "" && !slices.Contains(doubtful[name], r.Resource) {
@@ -83,19 +82,19 @@ func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur r
 	}
 	var kept changeset.Set
 	if confirm == nil {
-		return g, kept
+		return explained, kept
 	}
 	for offering, ids := range doubtful {
-		keep, explained := settle(ctx, confirm, offering, ids, res)
+		keep, sure := settle(ctx, confirm, offering, ids, res)
 		maps.Copy(res.Kept, keep)
-		maps.Copy(g.Explained, explained)
+		maps.Copy(explained, sure)
 		for id, why := range keep {
 			kept.Add(changeset.Entry{Stage: stage, Kind: "Resource", Subject: offering + "/" + string(id), Action: changeset.Skip,
 				Offering: offering, Resource: string(id), Reason: "tenant kept: " + why})
 		}
 	}
 	kept.Sort()
-	return g, kept
+	return explained, kept
 }
 
 // explainGone adds to explained (made when nil and needed) why each

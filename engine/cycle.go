@@ -150,7 +150,7 @@ func (e *Engine) stages(req Request) []stage {
 				// as the last full read.
 				st = restrictTo(st, req.Resources)
 			}
-			return s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, req.DryRun)
+			return s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, FeedbackOptions{DryRun: req.DryRun, Guard: g})
 		}})
 	}
 	return list

@@ -119,7 +119,7 @@ func Classify(c Class, err error) error {
 	if errors.As(err, &e) {
 		return err
 	}
-	if errors.As(err, new(*guard.Error)) || errors.As(err, new(*guard.AccessError)) {
+	if errors.As(err, new(*guard.Error)) {
 		c = ClassGuard
 	}
 	return &Error{Class: c, Err: err}
@@ -140,7 +140,7 @@ func ClassOf(err error) Class {
 	if errors.As(err, &e) {
 		return e.Class
 	}
-	if errors.As(err, new(*guard.Error)) || errors.As(err, new(*guard.AccessError)) {
+	if errors.As(err, new(*guard.Error)) {
 		return ClassGuard
 	}
 	return ClassConfig

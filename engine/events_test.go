@@ -90,7 +90,7 @@ func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur
 // seenFeedback records the resources each run's feedback was given.
 type seenFeedback struct{ runs [][]waldur.UUID }
 
-func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ bool) (changeset.Set, map[string]int, error) {
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Set, map[string]int, error) {
 	var ids []waldur.UUID
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {
@@ -116,5 +116,31 @@ func TestTargetedRunFeedback(t *testing.T) {
 	want := [][]waldur.UUID{{"r1", "r2", "r3"}, {"r2"}, {"r1", "r2", "r3"}}
 	if !slices.EqualFunc(fb.runs, want, slices.Equal) {
 		t.Errorf("feedback saw %v, want %v", fb.runs, want)
+	}
+}
+
+// guardFeedback records the guard each run's feedback was given.
+type guardFeedback struct{ runs []guard.Options }
+
+func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Set, map[string]int, error) {
+	f.runs = append(f.runs, o.Guard)
+	return changeset.Set{}, nil, nil
+}
+
+// The feedback stage is bounded by the run's guard: the configured limits,
+// lifted by --allow-mass-prune (AllowMassPrune) for that run only.
+func TestFeedbackGetsTheRunsGuard(t *testing.T) {
+	fb := &guardFeedback{}
+	g := guard.Options{MaxFraction: 0.3, MinCount: 2}
+	e := New(Seams{Source: refreshSource{&waldur.State{}}, Feedback: fb}, func(*waldur.State) (*render.Result, error) { return &render.Result{}, nil }, g, nil)
+	for _, allow := range []bool{false, true, false} {
+		if out := e.Run(context.Background(), Request{Command: "sync", AllowMassPrune: allow}); out.Err != nil {
+			t.Fatal(out.Err)
+		}
+	}
+	allowed := g
+	allowed.Allow = true
+	if want := []guard.Options{g, allowed, g}; !slices.Equal(fb.runs, want) {
+		t.Errorf("feedback got %+v, want %+v", fb.runs, want)
 	}
 }

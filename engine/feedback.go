@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
-	"math"
 	"path"
 	"slices"
 	"strings"
@@ -33,7 +32,7 @@ const (
 //     Keycloak groups are in place);
 //   - set_as_erred, with the reason, for an OK resource that cannot be
 //     rendered or whose objects the destination refused; never more at once
-//     than the deletion guard's share allows;
+//     than the deletion guard allows (FeedbackOptions.Guard);
 //   - set_backend_metadata when where the tenant lives differs from what
 //     Waldur holds;
 //   - refresh_last_sync when Waldur's last_sync is older than LastSyncInterval;
@@ -43,8 +42,6 @@ const (
 type ResourceFeedback struct {
 	Source    *APISource
 	Offerings []config.Offering
-	// Guard bounds how many resources may be set erred in one run.
-	Guard guard.Options
 	// LastSyncInterval is orders.last_sync_interval.
 	LastSyncInterval time.Duration
 	// Missing, when set, returns the members the identity stage did not find
@@ -60,9 +57,10 @@ type ResourceFeedback struct {
 	sent map[waldur.UUID]string // resource → membership statuses last sent
 }
 
-// Report sends the write-backs of one run; with dryRun it sends nothing and
-// its entries say what would be sent.
-func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
+// Report sends the write-backs of one run; with opts.DryRun it sends nothing
+// and its entries say what would be sent.
+func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, opts FeedbackOptions) (changeset.Set, map[string]int, error) {
+	dryRun := opts.DryRun
 	var cs changeset.Set
 	calls := map[string]int{}
 	if st == nil || res == nil || pub == nil {
@@ -77,47 +75,10 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 		tenants[t.Resource] = t
 	}
 	changed := changedDirs(pub)
-	var missing, failed map[string]string
-	if f.Missing != nil {
-		missing = f.Missing()
-	}
-	if f.Failed != nil {
-		failed = f.Failed()
-	}
-	// What to err, across every offering read, before anything is sent.
-	type errItem struct {
-		off *config.Offering
-		r   *waldur.Resource
-		why string
-	}
-	toErr := map[*waldur.Resource]errItem{}
-	total := 0
-	for i := range f.Offerings {
-		o := &f.Offerings[i]
-		os, ok := st.Offering(o.Name)
-		if !ok {
-			continue
-		}
-		total += len(os.Resources)
-		for j := range os.Resources {
-			r := &os.Resources[j]
-			if r.State != waldur.ResourceOK {
-				continue
-			}
-			why, skipped := res.Skipped[r.UUID]
-			if !skipped {
-				why, skipped = pub.Failed[r.UUID]
-			}
-			if skipped {
-				toErr[r] = errItem{o, r, why}
-			}
-		}
-	}
-	errAllowed := true
-	if n := len(toErr); n > 0 && n >= f.Guard.MinCount && float64(n) > math.Max(0, f.Guard.MaxFraction)*float64(total) {
-		errAllowed = false
-		cs.Add(changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip,
-			Reason: fmt.Sprintf("refused: %d of %d resources cannot be rendered, more than the deletion guard's share (max_fraction %g); none is set erred, as this looks like an outage or a config error", n, total, f.Guard.MaxFraction)})
+	missing, failed := f.identityTrouble()
+	toErr, refused := f.erring(st, res, pub, opts.Guard)
+	if refused != nil {
+		cs.Add(*refused)
 	}
 	var firstErr error
 	note := func(err error) {
@@ -160,12 +121,9 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 		}
 		for j := range os.Resources {
 			r := &os.Resources[j]
-			if errAllowed {
-				if x, ok := toErr[r]; ok {
-					why := x.why
-					write(waldur.KindResourceErred, KindResourceState, r, "set_as_erred", why, func() error { return c.SetResourceErred(ctx, r.UUID, why) })
-					continue
-				}
+			if why, ok := toErr[r]; ok {
+				write(waldur.KindResourceErred, KindResourceState, r, "set_as_erred", why, func() error { return c.SetResourceErred(ctx, r.UUID, why) })
+				continue
 			}
 			t := tenants[r.UUID]
 			if t == nil || !pub.Has(r.UUID) {
@@ -271,6 +229,53 @@ func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client,
 		}
 	}
 	cs.Add(e)
+}
+
+// identityTrouble returns the members the identity stage did not find, and
+// those whose membership it could not write (Missing, Failed), each to why.
+func (f *ResourceFeedback) identityTrouble() (missing, failed map[string]string) {
+	if f.Missing != nil {
+		missing = f.Missing()
+	}
+	if f.Failed != nil {
+		failed = f.Failed()
+	}
+	return missing, failed
+}
+
+// erring finds, across every offering read and before anything is sent,
+// the OK resources to set erred (those the render skipped or the
+// destination refused), to why, and asks the guard: when it refuses, none
+// is, and the entry says why.
+func (f *ResourceFeedback) erring(st *waldur.State, res *render.Result, pub *Published, g guard.Options) (map[*waldur.Resource]string, *changeset.Entry) {
+	toErr := map[*waldur.Resource]string{}
+	var removals []guard.Removal
+	total := 0
+	for i := range f.Offerings {
+		os, ok := st.Offering(f.Offerings[i].Name)
+		if !ok {
+			continue
+		}
+		total += len(os.Resources)
+		for j := range os.Resources {
+			r := &os.Resources[j]
+			if r.State != waldur.ResourceOK {
+				continue
+			}
+			why, skipped := res.Skipped[r.UUID]
+			if !skipped {
+				why, skipped = pub.Failed[r.UUID]
+			}
+			if skipped {
+				toErr[r] = why
+				removals = append(removals, guard.Removal{Kind: guard.Erred, Subject: r.Name, Tenant: string(r.UUID)})
+			}
+		}
+	}
+	if err := guard.Check(guard.Erred, removals, guard.Site(total), g); err != nil {
+		return nil, &changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip, Reason: err.Error()}
+	}
+	return toErr, nil
 }
 
 // changedDirs lists the tenant directories whose files the publish changed.

@@ -44,7 +44,7 @@ func newFeedbackRig(t testing.TB, srv *waldurtest.Server) *feedbackRig {
 	}
 	src := &engine.APISource{Offerings: l.Offerings}
 	return &feedbackRig{t: t, srv: srv, src: src, rdr: render.New(l.Config, tpls).Render,
-		fb: &engine.ResourceFeedback{Source: src, Offerings: l.Offerings, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}, LastSyncInterval: 0}}
+		fb: &engine.ResourceFeedback{Source: src, Offerings: l.Offerings, LastSyncInterval: 0}}
 }
 
 // run is one cycle's feedback; it returns the entries and the writes sent.
@@ -60,7 +60,7 @@ func (r *feedbackRig) run(dryRun bool) ([]string, map[string]int) {
 		r.t.Fatal(err)
 	}
 	pub := &engine.Published{After: res.Tree(nil), Ref: "c0ffee"}
-	cs, calls, err := r.fb.Report(ctx, st, res, pub, nil, dryRun)
+	cs, calls, err := r.fb.Report(ctx, st, res, pub, nil, engine.FeedbackOptions{DryRun: dryRun, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}})
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -101,7 +101,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	var routed *routing
 	useReview := reviewing(p.Config) || len(res.Review) > 0
 	plan := func(cur render.Tree) (render.Tree, string, error) {
-		g, kept := removals(ctx, p.Config, res, cur, o.Confirm, o.Guard, p.Stage())
+		explained, kept := removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
 		layout := Layout(p.Config)
 		layout.Previous = cur
@@ -118,10 +118,11 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		}
 		tenants.Merge(kept)
 		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
-		if err := guard.CheckScoped(tenants, scopes, g); err != nil {
+		gone := guard.TenantRemovals(guard.Tenants, tenants, explained, scopes)
+		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, scopes), o.Guard); err != nil {
 			return nil, "", err
 		}
-		if err := checkAccess(cur, next, tenants, g); err != nil {
+		if err := checkAccess(cur, next, tenants, o.Guard); err != nil {
 			return nil, "", err
 		}
 		msg := tenants

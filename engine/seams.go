@@ -203,7 +203,15 @@ type Announcer interface {
 // (their state, where they live, members' sync statuses), after the orders.
 // waiting and pub are as for Orders.Finish.
 type Feedback interface {
-	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error)
+	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Set, map[string]int, error)
+}
+
+// FeedbackOptions are the switches of the feedback stage.
+type FeedbackOptions struct {
+	DryRun bool
+	// Guard is the run's removal policy (with --allow-mass-prune when given):
+	// it bounds how many resources may be set erred at once.
+	Guard guard.Options
 }
 
 // Seams are the stages of one engine. A nil seam's stage does not run: no

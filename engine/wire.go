@@ -119,7 +119,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {
-		fb := &ResourceFeedback{Source: api, Offerings: cfg.Offerings, Guard: g, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
+		fb := &ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
 		if k, ok := s.Identities.(*KeycloakStage); ok {
 			fb.Missing, fb.Failed = k.MissingUsers, k.FailedUsers
 		}

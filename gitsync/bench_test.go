@@ -153,13 +153,7 @@ func (e *benchEnv) sync(ctx context.Context, dir string) (syncStats, error) {
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		next := res.Tree(cur)
 		cs := res.Compare(cur, next)
-		existing := 0
-		for _, en := range cs.Entries {
-			if en.Action != changeset.Create {
-				existing++
-			}
-		}
-		if err := guard.Check(cs, existing, guard.DefaultOptions()); err != nil {
+		if err := guard.Check(guard.Tenants, guard.TenantRemovals(guard.Tenants, cs, nil, nil), guard.TenantsInPlace(cs, nil), guard.DefaultOptions()); err != nil {
 			return nil, "", err
 		}
 		st.Files, st.Changes = len(next), cs

@@ -1,181 +1,133 @@
-// Package guard is the mass-deletion circuit breaker shared by every stage that
-// deletes tenants (the Git commit and the direct cluster apply): a run that would
-// remove too many tenants without a Waldur Terminate order behind them is refused.
-// It protects against an empty, partial or wrong Waldur answer wiping a site.
+// Package guard is the removal policy of a run: the one place that decides
+// whether a run may make the removals it plans. Every stage that takes
+// something away — tenants leaving Git or a cluster, the Keycloak groups of
+// tenants, the access of a subject to a tenant (RoleBinding subjects,
+// ManagedNamespace users, Keycloak memberships), resources set erred in
+// Waldur — names what it removes as a list of Removal and asks Check. A run
+// that would remove too much that nothing explains is refused: it protects
+// against an empty, partial or wrong Waldur answer wiping a site.
 package guard
 
 import (
-	"fmt"
+	"maps"
 	"math"
 	"slices"
-	"strings"
-
-	"github.com/waldur/waldur-gitops/changeset"
 )
 
-// Options sets how many unexplained deletions a run may make.
+// Options sets how many unexplained removals a run may make; the same
+// limits hold for every kind.
 type Options struct {
-	// MaxFraction is the share of existing tenants that may disappear without a
-	// Terminate order (default 0.10).
+	// MaxFraction is the share of what is in place that may go without an
+	// explanation (deletion_guard.max_fraction, default 0.10).
 	MaxFraction float64
-	// MinCount is the number of such deletions below which the share is not
-	// checked (default 5): a small site may lose a few tenants at once.
+	// MinCount is the number of such removals below which the share is not
+	// checked (deletion_guard.min_count, default 5): a small site may lose a
+	// few at once.
 	MinCount int
 	// Allow turns the guard off for one run (--allow-mass-prune).
 	Allow bool
-	// Explained maps resources that Waldur positively reports gone (listed
-	// as Terminated, or answering 404 to a direct read) to why: removing their
-	// tenants counts like removing those with a Terminate order.
-	Explained map[string]string
 }
 
 // DefaultOptions returns the defaults: refuse more than 10% and at least 5.
 func DefaultOptions() Options { return Options{MaxFraction: 0.10, MinCount: 5} }
 
-// Error is a refused run: the deletions that have no Terminate order behind them.
-type Error struct {
-	Unexplained []changeset.Entry
-	Existing    int
-	Options     Options
-	// Scope names the part of the site the refusal counted in (an offering,
-	// a target); empty for the whole site.
-	Scope string
+// Removal is one thing a run would take away.
+type Removal struct {
+	Kind Kind
+	// Subject names it in messages: a tenant's path, a resource, a user.
+	Subject string
+	// Tenant is the tenant it belongs to (for access, the tenant the subject
+	// loses); "" when Subject is the tenant itself.
+	Tenant string
+	// Scopes are the parts of the site it is also counted in (an offering, a
+	// target); see Population.
+	Scopes []string
+	// Because, when set, explains the removal: it is listed, not counted.
+	Because *Explanation
 }
 
-func (e *Error) Error() string {
-	if e.Scope != "" {
-		return "in " + e.Scope + ": " + e.message()
-	}
-	return e.message()
+// Cause is what explains a removal.
+type Cause int
+
+const (
+	// TerminateOrder: a Waldur Terminate order is behind the removal.
+	TerminateOrder Cause = iota + 1
+	// Terminated: Waldur reports the resource Terminated (or Terminating).
+	Terminated
+	// Offboarding: a claimed offboarding request removes the subject.
+	Offboarding
+)
+
+// Explanation is why a removal is expected.
+type Explanation struct {
+	Cause Cause
+	// Why says it in words: the order, Waldur's answer, the request.
+	Why string
 }
 
-func (e *Error) message() string {
-	var names []string
-	for i, d := range e.Unexplained {
-		if i == 20 {
-			names = append(names, fmt.Sprintf("… and %d more", len(e.Unexplained)-i))
-			break
-		}
-		names = append(names, d.Subject)
-	}
-	return fmt.Sprintf("refusing to remove %d of %d tenants that have no Terminate order in Waldur (the limit is %.0f%% and at least %d; an empty or partial Waldur answer looks like this): %s; rerun with --allow-mass-prune if this is intended",
-		len(e.Unexplained), e.Existing, e.Options.MaxFraction*100, e.Options.MinCount, strings.Join(names, ", "))
-}
+// Population is what is in place before the run, of one kind: the count for
+// the whole site under the key "", and for each scope a removal names.
+type Population map[string]int
 
-// Check refuses a change set that deletes too many tenants without Terminate
-// orders. existing is the number of tenants in place before the change. Removing
-// every existing tenant is always refused unless allowed, whatever the counts.
-func Check(cs changeset.Set, existing int, o Options) error {
+// Site is a population with only the whole site's count.
+func Site(n int) Population { return Population{"": n} }
+
+// Check decides whether a run may make removals rs of kind k, given what is
+// in place. The unexplained removals are counted against the limit: removing
+// all that is in place (when anything is removed at all), or at least
+// MinCount and more than MaxFraction of it, is refused. The whole site is
+// checked first, then each scope on its own, so that one offering answering
+// empty is refused although it is a small share of the site. The refusal is
+// an *Error; nil when the run may go on, always with Allow.
+func Check(k Kind, rs []Removal, in Population, o Options) error {
 	if o.Allow {
 		return nil
 	}
-	var unexplained []changeset.Entry
-	for _, e := range cs.Entries {
-		if _, gone := o.Explained[e.Resource]; e.Kind == "Tenant" && e.Action == changeset.Delete && len(e.Orders) == 0 && !gone {
-			unexplained = append(unexplained, e)
+	var unexplained, explained []Removal
+	for _, r := range rs {
+		if r.Because != nil {
+			explained = append(explained, r)
+		} else {
+			unexplained = append(unexplained, r)
 		}
 	}
-	n := len(unexplained)
-	if n == 0 {
+	if len(unexplained) == 0 {
 		return nil
 	}
-	wipe := n == existing
-	tooMany := n >= o.MinCount && float64(n) > math.Floor(o.MaxFraction*float64(existing)+1e-9)
-	if !wipe && !tooMany {
-		return nil
-	}
-	return &Error{Unexplained: unexplained, Existing: existing, Options: o}
-}
-
-// CheckScoped is Check over the whole change set and then within every scope
-// scopeOf names (an offering, a target cluster): a wipe or mass deletion of
-// one offering is refused even when it is a small share of the site. The
-// tenants in place are counted from cs itself: every entry that is not a
-// creation. The first refusal is returned, the site's before any scope's.
-func CheckScoped(cs changeset.Set, scopeOf func(changeset.Entry) []string, o Options) error {
-	return CheckScopedIn(cs, scopeOf, nil, o)
-}
-
-// CheckScopedIn is CheckScoped for a change set that lists only the
-// removals: existing gives the tenants in place per scope, and the site's
-// count under the key "".
-func CheckScopedIn(cs changeset.Set, scopeOf func(changeset.Entry) []string, existing map[string]int, o Options) error {
-	tenants := changeset.Set{Entries: cs.Filter(func(e changeset.Entry) bool { return e.Kind == "Tenant" })}
-	count := func(scope string, entries []changeset.Entry) int {
-		if existing != nil {
-			return existing[scope]
+	refuse := func(scope string, un []Removal) error {
+		n, existing := len(un), in[scope]
+		wipe := n == existing
+		tooMany := n >= o.MinCount && float64(n) > math.Floor(o.MaxFraction*float64(existing)+1e-9)
+		if !wipe && !tooMany {
+			return nil
 		}
-		return existingOf(entries)
+		return &Error{Kind: k, Unexplained: un, Explained: explained, Removed: n, Existing: existing, Scope: scope, Where: where(un), Limit: o.limit(existing), Options: o}
 	}
-	if err := Check(tenants, count("", tenants.Entries), o); err != nil || o.Allow || scopeOf == nil {
+	if err := refuse("", unexplained); err != nil {
 		return err
 	}
-	byScope := map[string][]changeset.Entry{}
-	var scopes []string
-	for _, e := range tenants.Entries {
-		for _, sc := range scopeOf(e) {
-			if _, seen := byScope[sc]; !seen {
-				scopes = append(scopes, sc)
-			}
-			byScope[sc] = append(byScope[sc], e)
+	byScope := map[string][]Removal{}
+	for _, r := range unexplained {
+		for _, sc := range r.Scopes {
+			byScope[sc] = append(byScope[sc], r)
 		}
 	}
-	slices.Sort(scopes)
-	for _, sc := range scopes {
-		entries := byScope[sc]
-		if err := Check(changeset.Set{Entries: entries}, count(sc, entries), o); err != nil {
-			ge := err.(*Error)
-			ge.Scope = sc
-			return ge
+	for _, sc := range slices.Sorted(maps.Keys(byScope)) {
+		if err := refuse(sc, byScope[sc]); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-func existingOf(entries []changeset.Entry) int {
-	n := 0
-	for _, e := range entries {
-		if e.Action != changeset.Create {
-			n++
+// where lists the tenants the removals belong to, sorted, once each.
+func where(rs []Removal) []string {
+	var w []string
+	for _, r := range rs {
+		if r.Tenant != "" {
+			w = append(w, r.Tenant)
 		}
 	}
-	return n
-}
-
-// AccessError is a refused run that would take away too much access at
-// once: RoleBinding subjects or users in the manifests, or Keycloak
-// memberships. Every team answering empty looks like this.
-type AccessError struct {
-	// What names the grants: "RoleBinding subjects and ManagedNamespace users", "Keycloak memberships".
-	What     string
-	Removed  int
-	Existing int
-	// Where lists the tenants or groups that lose grants, sorted.
-	Where   []string
-	Options Options
-}
-
-func (e *AccessError) Error() string {
-	where := e.Where
-	if len(where) > 20 {
-		where = append(slices.Clone(where[:20]), fmt.Sprintf("… and %d more", len(e.Where)-20))
-	}
-	return fmt.Sprintf("refusing to remove %d of %d %s at once (the limit is %.0f%% and at least %d; empty teams in Waldur look like this): %s; rerun with --allow-mass-prune if this is intended",
-		e.Removed, e.Existing, e.What, e.Options.MaxFraction*100, e.Options.MinCount, strings.Join(where, ", "))
-}
-
-// CheckAccess refuses removing removed of existing grants when that is too
-// many by the same limits as tenants: all of them (when there are any), or
-// at least MinCount and more than MaxFraction.
-func CheckAccess(what string, removed, existing int, where []string, o Options) error {
-	if o.Allow || removed == 0 {
-		return nil
-	}
-	wipe := removed == existing
-	tooMany := removed >= o.MinCount && float64(removed) > math.Floor(o.MaxFraction*float64(existing)+1e-9)
-	if !wipe && !tooMany {
-		return nil
-	}
-	slices.Sort(where)
-	return &AccessError{What: what, Removed: removed, Existing: existing, Where: where, Options: o}
+	slices.Sort(w)
+	return slices.Compact(w)
 }

@@ -101,16 +101,15 @@ type planner struct {
 	plan *Plan
 	// blocked maps desired groups that are not reconciled to the reason.
 	blocked map[string]string
-	// memberships counts the memberships of the desired groups read from the
-	// realm; removed lists the groups that lose members, once per membership.
-	memberships int
-	removed     []string
+	// before and after are who has access to which tenant through the
+	// desired groups: as read from the realm, and once the plan is made.
+	before, after guard.Grants
 }
 
 // MakePlan compares the desired groups with what Observe read and returns the
 // operations that make the realm right. It makes no call.
 func MakePlan(in PlanInput) (*Plan, error) {
-	p := &planner{in: in, plan: &Plan{Target: in.Target}, blocked: map[string]string{}}
+	p := &planner{in: in, plan: &Plan{Target: in.Target}, blocked: map[string]string{}, before: guard.Grants{}, after: guard.Grants{}}
 	if in.Actual == nil {
 		in.Actual = &Actual{}
 		p.in.Actual = in.Actual
@@ -119,9 +118,9 @@ func MakePlan(in PlanInput) (*Plan, error) {
 		p.desired(&in.Desired[i])
 	}
 	if in.Guard != nil {
-		// Every team answering empty would strip every membership at once.
-		where := slices.Compact(slices.Sorted(slices.Values(p.removed)))
-		if err := guard.CheckAccess("Keycloak memberships", len(p.removed), p.memberships, where, *in.Guard); err != nil {
+		// Every team answering empty would strip every membership at once; a
+		// user moving from one role's group to another's loses nothing.
+		if err := guard.CheckAccess(guard.Memberships, p.before, p.after, *in.Guard); err != nil {
 			return nil, err
 		}
 	}
@@ -239,38 +238,14 @@ func managedByNote(g *Group) string {
 // members plans the memberships of a desired group; g is the existing group,
 // nil when it is to be created.
 func (p *planner) members(d *DesiredGroup, g *Group) {
-	want := map[string]string{} // user id → offering username
-	var wantIDs []string
-	for _, m := range d.Members {
-		u, known := p.in.Actual.Users[m]
-		if u == nil {
-			e := changeset.Entry{Kind: KindMembership, Subject: d.Path + " " + m.Username, Action: changeset.Skip, Offering: strings.Join(d.Offerings, ", "), Reason: missingUser(p.in.Target, m)}
-			if !known {
-				e.Reason = "user " + m.Username + " was not looked up"
-			} else {
-				if p.plan.MissingUsers == nil {
-					p.plan.MissingUsers = map[string]string{}
-				}
-				p.plan.MissingUsers[m.Username] = e.Reason
-			}
-			p.entry(e)
-			continue
-		}
-		if _, dup := want[u.ID]; !dup {
-			want[u.ID] = m.Username
-			wantIDs = append(wantIDs, u.ID)
-		}
-	}
+	want, wantIDs := p.resolve(d)
 	have := map[string]User{}
-	if g != nil {
-		for _, u := range g.Members {
-			have[u.ID] = u
-		}
-		p.memberships += len(have)
-	}
 	groupID := ""
 	if g != nil {
 		groupID = g.ID
+		for _, u := range g.Members {
+			have[u.ID] = u
+		}
 	}
 	base := changeset.Entry{Kind: KindMembership, Offering: strings.Join(d.Offerings, ", ")}
 	if len(d.Resources) == 1 {
@@ -292,6 +267,7 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 			ours[id] = true
 		}
 	}
+	removed := map[string]bool{}
 	for _, id := range slices.Sorted(maps.Keys(have)) {
 		if _, ok := want[id]; ok || (ours != nil && !ours[id]) {
 			continue
@@ -305,9 +281,69 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 			p.entry(e)
 			continue
 		}
-		p.removed = append(p.removed, d.Path)
+		removed[id] = true
 		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
 	}
+	p.account(d, have, wantIDs, removed)
+}
+
+// resolve finds the desired members of d in the realm: user id → offering
+// username, and the ids in order. A member not found is a skip entry.
+func (p *planner) resolve(d *DesiredGroup) (map[string]string, []string) {
+	want := map[string]string{}
+	var wantIDs []string
+	for _, m := range d.Members {
+		u, known := p.in.Actual.Users[m]
+		if u == nil {
+			e := changeset.Entry{Kind: KindMembership, Subject: d.Path + " " + m.Username, Action: changeset.Skip, Offering: strings.Join(d.Offerings, ", "), Reason: missingUser(p.in.Target, m)}
+			if !known {
+				e.Reason = "user " + m.Username + " was not looked up"
+			} else {
+				if p.plan.MissingUsers == nil {
+					p.plan.MissingUsers = map[string]string{}
+				}
+				p.plan.MissingUsers[m.Username] = e.Reason
+			}
+			p.entry(e)
+			continue
+		}
+		if _, dup := want[u.ID]; !dup {
+			want[u.ID] = m.Username
+			wantIDs = append(wantIDs, u.ID)
+		}
+	}
+	return want, wantIDs
+}
+
+// account records, for the access guard, who has access to the tenants of
+// d through it: the members read (before), and those left once the plan's
+// removals and additions are made (after).
+func (p *planner) account(d *DesiredGroup, have map[string]User, added []string, removed map[string]bool) {
+	for _, t := range groupTenants(d) {
+		p.after.Tenant(t)
+		for id := range have {
+			p.before.Add(t, id)
+			if !removed[id] {
+				p.after.Add(t, id)
+			}
+		}
+		for _, id := range added {
+			p.after.Add(t, id)
+		}
+	}
+}
+
+// groupTenants are the tenants a group gives access to: the resources that
+// need it, or, for one no resource names, the group itself.
+func groupTenants(d *DesiredGroup) []string {
+	if len(d.Resources) == 0 {
+		return []string{"group " + d.Path}
+	}
+	out := make([]string, len(d.Resources))
+	for i, r := range d.Resources {
+		out[i] = string(r)
+	}
+	return out
 }
 
 // held says why a group needed by resources must keep its members: the
@@ -382,7 +418,7 @@ func (p *planner) deletions() error {
 		return cmp.Or(cmp.Compare(strings.Count(b.Path, "/"), strings.Count(a.Path, "/")), cmp.Compare(a.Path, b.Path))
 	})
 	deleting := map[string]bool{}
-	var removed []changeset.Entry
+	var removed []guard.Removal
 	gone := map[waldur.UUID]bool{}
 	var ops []struct {
 		op Op
@@ -410,7 +446,7 @@ func (p *planner) deletions() error {
 		for _, r := range resources {
 			if u := waldur.UUID(r); !p.in.Rendered[u] && !gone[u] {
 				gone[u] = true
-				removed = append(removed, changeset.Entry{Kind: "Tenant", Subject: "resource " + r, Action: changeset.Delete, Orders: uuidStrings(p.in.Terminations[u])})
+				removed = append(removed, tenantGroups(r, p.in.Terminations[u]))
 			}
 		}
 		ops = append(ops, struct {
@@ -419,8 +455,8 @@ func (p *planner) deletions() error {
 		}{Op{Kind: OpDeleteGroup, Path: g.Path, Name: g.Name, GroupID: g.ID}, e})
 	}
 	if len(removed) > 0 && p.in.Guard != nil {
-		if err := guard.Check(changeset.Set{Entries: removed}, len(known), *p.in.Guard); err != nil {
-			return fmt.Errorf("refusing to delete their Keycloak groups: %w", err)
+		if err := guard.Check(guard.TenantGroups, removed, guard.Site(len(known)), *p.in.Guard); err != nil {
+			return err
 		}
 	}
 	for _, o := range ops {
@@ -429,12 +465,18 @@ func (p *planner) deletions() error {
 	return nil
 }
 
-func uuidStrings(us []waldur.UUID) []string {
-	var out []string
-	for _, u := range us {
-		out = append(out, string(u))
+// tenantGroups is the removal of the groups of resource r, explained by
+// its Terminate orders when it has any.
+func tenantGroups(r string, orders []waldur.UUID) guard.Removal {
+	rm := guard.Removal{Kind: guard.TenantGroups, Subject: "resource " + r, Tenant: r}
+	if len(orders) > 0 {
+		ids := make([]string, len(orders))
+		for i, o := range orders {
+			ids[i] = string(o)
+		}
+		rm.Because = &guard.Explanation{Cause: guard.TerminateOrder, Why: "Terminate order " + strings.Join(ids, ", ")}
 	}
-	return out
+	return rm
 }
 
 // keep says why an owned group nobody desires must stay, "" when it may go.
