@@ -12,11 +12,7 @@ const maxFuncLines = 100
 // longFuncAllowed names the functions over maxFuncLines that are left as they
 // are for now, as "path:function" or "path:Type.method". Each entry says why;
 // remove it when that reason is gone.
-var longFuncAllowed = map[string]string{
-	// The removal policy (issue 25, item 1) is rewriting the feedback stage;
-	// this function is split when that work lands, not beside it.
-	"engine/feedback.go:ResourceFeedback.Report": "removal policy rework in progress",
-}
+var longFuncAllowed = map[string]string{}
 
 // TestFunctionLength fails on every function outside _test.go files longer
 // than maxFuncLines, listing each as file:line and its length, so that no
