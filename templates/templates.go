@@ -3,12 +3,17 @@ package templates
 import (
 	"embed"
 	"fmt"
+	"io/fs"
 	"os"
 	"slices"
 )
 
 //go:embed k8s-ut-namespace namespace okd rancher
 var defaultFS embed.FS
+
+// DefaultFS holds the default templates of the built-in backends, one
+// directory per backend type.
+var DefaultFS fs.FS = defaultFS
 
 // Defaults returns the embedded templates of a backend type, sorted by file name.
 func Defaults(backendType string) ([]*Template, error) {
@@ -22,7 +27,20 @@ func Defaults(backendType string) ([]*Template, error) {
 // directory (empty for none). A site template whose file name equals a default's
 // replaces that default; the others are added. The result is sorted by file name.
 func ForOffering(backendType, siteDir string) ([]*Template, error) {
-	defs, err := Defaults(backendType)
+	return ForOfferingFS(defaultFS, backendType, siteDir)
+}
+
+// ForOfferingFS is ForOffering with the default templates read from the
+// directory named backendType in defaults (a backend's registration); nil
+// defaults reads the built-in ones.
+func ForOfferingFS(defaults fs.FS, backendType, siteDir string) ([]*Template, error) {
+	if defaults == nil {
+		defaults = defaultFS
+	}
+	if _, err := fs.ReadDir(defaults, backendType); err != nil || backendType == "." {
+		return nil, fmt.Errorf("no default templates for backend type %q", backendType)
+	}
+	defs, err := LoadFS(defaults, backendType, "default:")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,152 @@
+// Package backend is the registry of backend types: one Backend value per
+// type says everything the packages above it need to know that differs
+// between backends — the settings and profile it uses, its default
+// templates, its targets (Git directories and Flux shards, clusters), the
+// kinds it renders and the diagnose rows it adds. config, render, apply,
+// engine (gitpub) and diagnose read the registry instead of switching on
+// the type name.
+//
+// The package sits low in the import tree (it imports only templates, for
+// the embedded default templates, and apimachinery's schema), so that config
+// can validate a backend_type against it without importing render.
+package backend
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+	"slices"
+	"sort"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Output targets (the directory level between offering and tenant).
+const (
+	TargetCluster    = "cluster"
+	TargetManagement = "management"
+	TargetDownstream = "downstream"
+)
+
+// Backend is the registration of one backend type.
+type Backend struct {
+	// Type is the backend_type of the offerings it renders.
+	Type string
+	// Profile names the built-in settings and render profile the backend uses:
+	// its backend_settings are decoded and checked as that profile's, and its
+	// tenants are filled in by that profile. A built-in names itself.
+	Profile string
+	// Order places the type in Types (and in error messages); lower first.
+	Order int
+	// Templates holds the default templates in the directory named Type.
+	Templates fs.FS
+	// DefaultTarget is the target of an object whose template names none.
+	DefaultTarget string
+	// Targets are the Git directories (and Flux shards) of an offering, in
+	// the order they are published; the first one's shard is the one
+	// diagnose tries the registry with.
+	Targets []string
+	// Kinds are the kinds the default templates render, by target: apply
+	// inventories them so that the last object of a kind is pruned too.
+	Kinds map[string][]schema.GroupVersionKind
+	// OperatorNamespaces says an operator makes the namespace each tenant's
+	// object names, so that namespace is claimed like a rendered object.
+	OperatorNamespaces bool
+	// LiveQuotaKeys maps a quota key to the key the operator writes into the
+	// live ResourceQuota, for the keys it renames (nil: keys are kept).
+	LiveQuotaKeys map[string]string
+	// Diagnose returns the rows diagnose adds for an offering of this type,
+	// beyond the checks every backend gets (nil: none).
+	Diagnose func(offering string) []Row
+}
+
+// Row is one check diagnose runs for a backend.
+type Row struct {
+	// Name says what is checked; Target against what.
+	Name, Target string
+	// Run performs the check: the detail is shown on success, the error on failure.
+	Run func(ctx context.Context) (detail string, err error)
+}
+
+var (
+	mu       sync.RWMutex
+	registry = map[string]*Backend{}
+)
+
+// Register adds a backend. It panics on an empty or already registered
+// type, or on a Backend whose DefaultTarget is not one of its Targets: these
+// are programming errors found by the first test.
+func Register(b Backend) {
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case b.Type == "":
+		panic("backend: Register with an empty type")
+	case registry[b.Type] != nil:
+		panic(fmt.Sprintf("backend: %q registered twice", b.Type))
+	case !slices.Contains(b.Targets, b.DefaultTarget):
+		panic(fmt.Sprintf("backend: %q: default target %q is not one of %v", b.Type, b.DefaultTarget, b.Targets))
+	}
+	if b.Profile == "" {
+		b.Profile = b.Type
+	}
+	registry[b.Type] = &b
+}
+
+// Unregister removes a backend; tests use it to remove what they registered.
+func Unregister(typ string) {
+	mu.Lock()
+	defer mu.Unlock()
+	delete(registry, typ)
+}
+
+// Lookup returns the backend of a type, or nil when none is registered.
+func Lookup(typ string) *Backend {
+	mu.RLock()
+	defer mu.RUnlock()
+	return registry[typ]
+}
+
+// All returns every registered backend, in Types order.
+func All() []*Backend {
+	mu.RLock()
+	out := make([]*Backend, 0, len(registry))
+	for _, b := range registry {
+		out = append(out, b)
+	}
+	mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Order != out[j].Order {
+			return out[i].Order < out[j].Order
+		}
+		return out[i].Type < out[j].Type
+	})
+	return out
+}
+
+// Types returns the registered types, in order.
+func Types() []string {
+	var out []string
+	for _, b := range All() {
+		out = append(out, b.Type)
+	}
+	return out
+}
+
+// TargetsOf returns the targets of a type, or [TargetCluster] for a type
+// nobody registered (config has refused it already).
+func TargetsOf(typ string) []string {
+	if b := Lookup(typ); b != nil {
+		return slices.Clone(b.Targets)
+	}
+	return []string{TargetCluster}
+}
+
+// DefaultTargetOf returns the default target of a type, or TargetCluster.
+func DefaultTargetOf(typ string) string {
+	if b := Lookup(typ); b != nil {
+		return b.DefaultTarget
+	}
+	return TargetCluster
+}

@@ -1,0 +1,21 @@
+package backend
+
+import "k8s.io/apimachinery/pkg/runtime/schema"
+
+// Kinds of the core API the namespace-shaped backends render.
+var (
+	KindNamespace     = schema.GroupVersionKind{Version: "v1", Kind: "Namespace"}
+	KindResourceQuota = schema.GroupVersionKind{Version: "v1", Kind: "ResourceQuota"}
+	KindLimitRange    = schema.GroupVersionKind{Version: "v1", Kind: "LimitRange"}
+	KindRoleBinding   = schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"}
+)
+
+// CoreKinds are the kinds of a tenant namespace with its quota and limit
+// range, and its RoleBindings when roleBindings is set.
+func CoreKinds(roleBindings bool) []schema.GroupVersionKind {
+	k := []schema.GroupVersionKind{KindNamespace, KindResourceQuota, KindLimitRange}
+	if roleBindings {
+		k = append(k, KindRoleBinding)
+	}
+	return k
+}

@@ -1,0 +1,29 @@
+package backend
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/waldur/waldur-gitops/templates"
+)
+
+// K8sUTNamespace renders ManagedNamespace objects for the UT operator, which
+// makes each tenant's namespace, quota and bindings.
+const K8sUTNamespace = "k8s-ut-namespace"
+
+func init() {
+	Register(Backend{
+		Type:          K8sUTNamespace,
+		Order:         10,
+		Templates:     templates.DefaultFS,
+		DefaultTarget: TargetCluster,
+		Targets:       []string{TargetCluster},
+		Kinds: map[string][]schema.GroupVersionKind{
+			TargetCluster: {{Group: "provisioning.hpc.ut.ee", Version: "v1", Kind: "ManagedNamespace"}},
+		},
+		OperatorNamespaces: true,
+		// The operator's ResourceQuota keys for the ManagedNamespace quota keys.
+		LiveQuotaKeys: map[string]string{
+			"cpu": "limits.cpu", "memory": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu",
+		},
+	})
+}

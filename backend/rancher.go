@@ -1,0 +1,30 @@
+package backend
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/waldur/waldur-gitops/templates"
+)
+
+// Rancher renders a Rancher Project and its binding on the management
+// cluster and the project's namespace on the downstream cluster.
+const Rancher = "rancher"
+
+func init() {
+	Register(Backend{
+		Type:      Rancher,
+		Order:     40,
+		Templates: templates.DefaultFS,
+		// Objects go downstream unless their template says management; Git
+		// and Flux publish the management directory first.
+		DefaultTarget: TargetDownstream,
+		Targets:       []string{TargetManagement, TargetDownstream},
+		Kinds: map[string][]schema.GroupVersionKind{
+			TargetManagement: {
+				{Group: "management.cattle.io", Version: "v3", Kind: "Project"},
+				{Group: "management.cattle.io", Version: "v3", Kind: "ProjectRoleTemplateBinding"},
+			},
+			TargetDownstream: CoreKinds(false),
+		},
+	})
+}
