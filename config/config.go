@@ -16,18 +16,21 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
-// Backend types.
+// Backend types of the built-in backends (see package backend, where each
+// registers itself).
 const (
-	BackendK8sUTNamespace = "k8s-ut-namespace"
-	BackendRancher        = "rancher"
-	BackendOKD            = "okd"
-	BackendNamespace      = "namespace"
+	BackendK8sUTNamespace = backend.K8sUTNamespace
+	BackendRancher        = backend.Rancher
+	BackendOKD            = backend.OKD
+	BackendNamespace      = backend.Namespace
 )
 
-// BackendTypes lists the supported backend types.
+// BackendTypes lists the built-in backend types; backend.Types lists every
+// registered one.
 var BackendTypes = []string{BackendK8sUTNamespace, BackendNamespace, BackendOKD, BackendRancher}
 
 // TokenEnv is the environment variable read for the Waldur token of an offering

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -175,25 +176,19 @@ func (o *Offering) validate(at string, r *report) {
 // its defaults, and checks them.
 func (o *Offering) decodeSettings(at string, r *report) {
 	sp := at + ".backend_settings"
-	var target any
-	switch o.BackendType {
-	case "":
-		r.addf(at+".backend_type", nil, "required: one of %s", strings.Join(BackendTypes, ", "))
+	if o.BackendType == "" {
+		r.addf(at+".backend_type", nil, "required: one of %s", strings.Join(backend.Types(), ", "))
 		return
-	case BackendK8sUTNamespace:
-		o.Settings.K8sUT = &K8sUTSettings{CRNamespace: "waldur-system", NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, CRUserIdentityField: "email"}
-		target = o.Settings.K8sUT
-	case BackendNamespace:
-		o.Settings.Namespace = &NamespaceSettings{NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, QuotaName: "waldur-quota", UserIdentityField: "username"}
-		target = o.Settings.Namespace
-	case BackendOKD:
-		o.Settings.OKD = &OKDSettings{NamespacePrefix: "waldur-", AllocationPrefix: "alloc-", CustomerPrefix: "org-", ProjectPrefix: "proj-", DefaultRole: "view"}
-		target = o.Settings.OKD
-	case BackendRancher:
-		o.Settings.Rancher = &RancherSettings{ProjectPrefix: "waldur-", DefaultRole: "workloads-manage", QuotaName: "custom-resource-quota", BindingNamespace: "backing"}
-		target = o.Settings.Rancher
-	default:
-		r.addf(at+".backend_type", nil, "unknown backend type %q: want one of %s", o.BackendType, strings.Join(BackendTypes, ", "))
+	}
+	b := backend.Lookup(o.BackendType)
+	if b == nil {
+		r.addf(at+".backend_type", nil, "unknown backend type %q: want one of %s", o.BackendType, strings.Join(backend.Types(), ", "))
+		return
+	}
+	// A registered backend decodes its settings as those of the profile it uses.
+	target := o.newSettings(b.Profile)
+	if target == nil {
+		r.addf(at+".backend_type", nil, "backend type %q uses profile %q, which has no settings", o.BackendType, b.Profile)
 		return
 	}
 	if o.BackendSettings.Kind != 0 {
@@ -208,7 +203,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	checkLimits(sp+".downscaled_limits", c.DownscaledLimits, r)
 	checkLabels(sp+".namespace_labels", c.NamespaceLabels, true, r)
 	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, false, r)
-	c.validateKeycloak(sp, o.BackendType, o.configDir, r)
+	c.validateKeycloak(sp, b.Profile, o.configDir, r)
 	switch s := target.(type) {
 	case *K8sUTSettings:
 		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
@@ -270,6 +265,27 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		}
 		checkOneOf(sp+".binding_namespace", s.BindingNamespace, []string{"backing", "project"}, r)
 	}
+}
+
+// newSettings sets the settings pointer of a profile to its defaults and
+// returns it, for backend_settings to be decoded over; nil for a name that is
+// no profile.
+func (o *Offering) newSettings(profile string) any {
+	switch profile {
+	case BackendK8sUTNamespace:
+		o.Settings.K8sUT = &K8sUTSettings{CRNamespace: "waldur-system", NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, CRUserIdentityField: "email"}
+		return o.Settings.K8sUT
+	case BackendNamespace:
+		o.Settings.Namespace = &NamespaceSettings{NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, QuotaName: "waldur-quota", UserIdentityField: "username"}
+		return o.Settings.Namespace
+	case BackendOKD:
+		o.Settings.OKD = &OKDSettings{NamespacePrefix: "waldur-", AllocationPrefix: "alloc-", CustomerPrefix: "org-", ProjectPrefix: "proj-", DefaultRole: "view"}
+		return o.Settings.OKD
+	case BackendRancher:
+		o.Settings.Rancher = &RancherSettings{ProjectPrefix: "waldur-", DefaultRole: "workloads-manage", QuotaName: "custom-resource-quota", BindingNamespace: "backing"}
+		return o.Settings.Rancher
+	}
+	return nil
 }
 
 // IdentityFields are the user attributes a profile can use as a user's identity.
