@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -84,7 +85,7 @@ func (res *Result) claimList(cfg *config.Config, who map[waldur.UUID]claimant) [
 		for _, n := range t.Names { // the objects may have been dropped (WithoutObjects)
 			out = append(out, claimOf{objectClaim(n.Kind, n.Namespace, n.Name, cluster), who[t.Resource]})
 		}
-		if o.BackendType == config.BackendK8sUTNamespace {
+		if b := backend.Lookup(o.BackendType); b != nil && b.OperatorNamespaces {
 			// The operator makes the namespace the ManagedNamespace names.
 			out = append(out, claimOf{objectClaim("Namespace", "", t.Name, cluster), who[t.Resource]})
 		}

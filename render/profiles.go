@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -18,17 +19,14 @@ import (
 
 // Output targets (the directory level between offering and tenant).
 const (
-	TargetCluster    = "cluster"
-	TargetManagement = "management"
-	TargetDownstream = "downstream"
+	TargetCluster    = backend.TargetCluster
+	TargetManagement = backend.TargetManagement
+	TargetDownstream = backend.TargetDownstream
 )
 
-// profile is what differs between backend types.
+// profile is what differs between the settings of backend types; the rest
+// (targets, templates, kinds) is in the backend's registration.
 type profile interface {
-	// defaultTarget is the directory of objects whose template names none.
-	defaultTarget() string
-	// targets lists every directory the profile writes to.
-	targets() []string
 	// fill completes the template data, or says why the resource cannot be rendered.
 	fill(in *offeringInput, r *waldur.Resource, d *TenantData) error
 	// claims lists names that must be unique among the offering's resources.
@@ -183,8 +181,6 @@ type k8sUTProfile struct {
 }
 
 func (p *k8sUTProfile) projectClaims(*TenantData) []string { return nil }
-func (p *k8sUTProfile) defaultTarget() string              { return TargetCluster }
-func (p *k8sUTProfile) targets() []string                  { return []string{TargetCluster} }
 func (p *k8sUTProfile) claims(d *TenantData) []string {
 	return []string{d.Name}
 }
@@ -257,8 +253,6 @@ type namespaceProfile struct {
 }
 
 func (p *namespaceProfile) projectClaims(*TenantData) []string { return nil }
-func (p *namespaceProfile) defaultTarget() string              { return TargetCluster }
-func (p *namespaceProfile) targets() []string                  { return []string{TargetCluster} }
 func (p *namespaceProfile) claims(d *TenantData) []string      { return []string{d.Name} }
 func (p *namespaceProfile) groups(d *TenantData) []Group       { return nsRoleGroups(p.o, d) }
 func extendedKey(c config.Component) string                    { return "requests." + c.K8sResource }
@@ -340,8 +334,6 @@ type okdProfile struct {
 }
 
 func (p *okdProfile) projectClaims(*TenantData) []string { return nil }
-func (p *okdProfile) defaultTarget() string              { return TargetCluster }
-func (p *okdProfile) targets() []string                  { return []string{TargetCluster} }
 func (p *okdProfile) claims(d *TenantData) []string      { return []string{d.Name} }
 func (p *okdProfile) groups(*TenantData) []Group         { return nil }
 
@@ -452,8 +444,6 @@ type rancherProfile struct {
 	o *config.Offering
 }
 
-func (p *rancherProfile) defaultTarget() string { return TargetDownstream }
-func (p *rancherProfile) targets() []string     { return []string{TargetDownstream, TargetManagement} }
 func (p *rancherProfile) claims(d *TenantData) []string {
 	return []string{d.Name, "project:" + d.Rancher.ProjectName}
 }

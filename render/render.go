@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"path"
 	"runtime"
 	"slices"
@@ -18,6 +19,7 @@ import (
 
 	"sigs.k8s.io/kustomize/api/types"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/parallel"
@@ -209,7 +211,11 @@ func LoadTemplates(cfg *config.Config) (map[string][]*templates.Template, error)
 	out := map[string][]*templates.Template{}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
-		t, err := templates.ForOffering(o.BackendType, o.TemplatesDir)
+		var defaults fs.FS
+		if b := backend.Lookup(o.BackendType); b != nil {
+			defaults = b.Templates
+		}
+		t, err := templates.ForOfferingFS(defaults, o.BackendType, o.TemplatesDir)
 		if err != nil {
 			return nil, fmt.Errorf("offering %s: %w", o.Name, err)
 		}
@@ -466,14 +472,15 @@ func resourceLabel(r *waldur.Resource) string {
 func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenant, error) {
 	byTarget := map[string]*Tenant{}
 	var targets []string
+	def, all := backend.DefaultTargetOf(o.BackendType), backend.TargetsOf(o.BackendType)
 	for _, t := range r.templates[o.Name] {
-		objs, err := t.Execute(j.data, p.defaultTarget())
+		objs, err := t.Execute(j.data, def)
 		if err != nil {
 			return nil, err
 		}
 		for _, obj := range objs {
-			if !slices.Contains(p.targets(), obj.Target) && obj.Target != p.defaultTarget() {
-				return nil, fmt.Errorf("template %s: target %q is not one of %s", t.Name, obj.Target, strings.Join(p.targets(), ", "))
+			if !slices.Contains(all, obj.Target) {
+				return nil, fmt.Errorf("template %s: target %q is not one of %s", t.Name, obj.Target, strings.Join(slices.Sorted(slices.Values(all)), ", "))
 			}
 			mo := manifest.Object(obj.Body)
 			mo.SetStrings("labels", map[string]string{
