@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/kube"
@@ -26,13 +27,8 @@ import (
 	"github.com/waldur/waldur-gitops/render"
 )
 
-// targetsOf lists the targets a backend type renders to.
-func targetsOf(backendType string) []string {
-	if backendType == config.BackendRancher {
-		return []string{render.TargetManagement, render.TargetDownstream}
-	}
-	return []string{render.TargetCluster}
-}
+// targetsOf lists the targets a backend type renders to, as registered.
+func targetsOf(backendType string) []string { return backend.TargetsOf(backendType) }
 
 // source names a cluster the way the user configured it: a kubeconfig file
 // ("" for client-go's default rules) and a context ("" for the current one).

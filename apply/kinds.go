@@ -12,50 +12,26 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/render"
 )
 
-// defaultKinds are the kinds the default templates render, per backend type
-// and target.
-var defaultKinds = map[string]map[string][]schema.GroupVersionKind{
-	config.BackendK8sUTNamespace: {render.TargetCluster: {{Group: "provisioning.hpc.ut.ee", Version: "v1", Kind: "ManagedNamespace"}}},
-	config.BackendNamespace:      {render.TargetCluster: coreKinds(true)},
-	config.BackendOKD:            {render.TargetCluster: coreKinds(true)},
-	config.BackendRancher: {
-		render.TargetManagement: {
-			{Group: "management.cattle.io", Version: "v3", Kind: "Project"},
-			{Group: "management.cattle.io", Version: "v3", Kind: "ProjectRoleTemplateBinding"},
-		},
-		render.TargetDownstream: coreKinds(false),
-	},
-}
-
-func coreKinds(roleBindings bool) []schema.GroupVersionKind {
-	k := []schema.GroupVersionKind{{Version: "v1", Kind: "Namespace"}, {Version: "v1", Kind: "ResourceQuota"}, {Version: "v1", Kind: "LimitRange"}}
-	if roleBindings {
-		k = append(k, schema.GroupVersionKind{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "RoleBinding"})
-	}
-	return k
-}
-
 // inventoryKinds are the kinds an offering's templates can render, by target:
-// the defaults of its backend type and those its site templates declare. They
+// those its backend registers (backend.Backend.Kinds) and those its site
+// templates declare. They
 // are inventoried whether or not a tenant renders them now, so that the last
 // object of a kind is pruned too.
 func (r *run) inventoryKinds(off *config.Offering) map[string][]schema.GroupVersionKind {
 	out := map[string][]schema.GroupVersionKind{}
-	for t, ks := range defaultKinds[off.BackendType] {
-		out[t] = slices.Clone(ks)
+	if b := backend.Lookup(off.BackendType); b != nil {
+		for t, ks := range b.Kinds {
+			out[t] = slices.Clone(ks)
+		}
 	}
 	if off.TemplatesDir == "" {
 		return out
 	}
-	def := render.TargetCluster
-	if off.BackendType == config.BackendRancher {
-		def = render.TargetDownstream
-	}
-	site, err := templateKinds(off.TemplatesDir, def)
+	site, err := templateKinds(off.TemplatesDir, backend.DefaultTargetOf(off.BackendType))
 	if err != nil {
 		r.o.Log.Warn("could not read the kinds of the site templates; objects of a kind no tenant renders now are not pruned",
 			"offering", off.Name, "templates_dir", off.TemplatesDir, "error", err.Error())

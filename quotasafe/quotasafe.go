@@ -15,7 +15,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -110,23 +110,18 @@ func pick(key, quotaName string, live []kube.Quota) (kube.Quota, bool) {
 	return best, found
 }
 
-// managedNamespaceKeys are the ResourceQuota keys the ManagedNamespace
-// operator gives the spec.quota keys of the default component_quota_mapping
-// (the quota it makes, managed-quota, has limits.cpu, limits.memory,
-// requests.storage and requests.nvidia.com/gpu).
-var managedNamespaceKeys = map[string]string{
-	"cpu": "limits.cpu", "memory": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu",
-}
-
 // LiveKey returns the ResourceQuota key a key of a tenant's quota becomes in
-// its namespace: for the k8s-ut-namespace profile the key the ManagedNamespace
-// operator uses, for every other profile the key itself.
+// its namespace: the key the backend registers in LiveQuotaKeys (for
+// k8s-ut-namespace, the key the ManagedNamespace operator uses), else the key
+// itself.
 func LiveKey(backendType string) func(string) string {
-	if backendType != config.BackendK8sUTNamespace {
+	b := backend.Lookup(backendType)
+	if b == nil || b.LiveQuotaKeys == nil {
 		return nil
 	}
+	keys := b.LiveQuotaKeys
 	return func(k string) string {
-		if lk, ok := managedNamespaceKeys[k]; ok {
+		if lk, ok := keys[k]; ok {
 			return lk
 		}
 		return k
