@@ -11,12 +11,12 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/ociship"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -118,12 +118,30 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 		c.Offerings = cl.offerings
 		out = append(out, c)
 	}
+	out = append(out, backendChecks(cfg)...)
 	if cfg.Git.FluxReconcile {
 		s := kube.Source{Path: cfg.Git.FluxKubeconfigPath, Context: cfg.Git.FluxKubeconfigContext}
 		if kubeconfig != "" {
 			s = kube.Source{Path: kubeconfig}
 		}
 		out = append(out, FluxReconcileCheck(cfg.Git, s, d.Cluster))
+	}
+	return out
+}
+
+// backendChecks lists the rows each offering's backend registers
+// (backend.Backend.Diagnose), in offering order.
+func backendChecks(cfg *config.Config) []Check {
+	var out []Check
+	for i := range cfg.Offerings {
+		o := &cfg.Offerings[i]
+		b := backend.Lookup(o.BackendType)
+		if b == nil || b.Diagnose == nil {
+			continue
+		}
+		for _, row := range b.Diagnose(o.Name) {
+			out = append(out, Check{Name: row.Name, Target: row.Target, Offerings: []string{o.Name}, Run: row.Run})
+		}
 	}
 	return out
 }
@@ -340,10 +358,7 @@ func registryShard(cfg *config.Config) string {
 		return ""
 	}
 	o := &cfg.Offerings[0]
-	target := render.TargetCluster
-	if o.BackendType == config.BackendRancher {
-		target = render.TargetManagement
-	}
+	target := backend.TargetsOf(o.BackendType)[0]
 	return gitsync.FluxLayout{NamePrefix: cfg.Git.FluxNamePrefix, Generation: cfg.Git.FluxShardGeneration}.ShardName(gitsync.FluxTarget{Offering: o.DirName(), Target: target}, 0)
 }
 

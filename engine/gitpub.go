@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/client-go/dynamic"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
@@ -231,11 +232,7 @@ func Layout(cfg *config.Config) gitsync.FluxLayout {
 	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
-		targets := []string{render.TargetCluster}
-		if o.BackendType == config.BackendRancher {
-			targets = []string{render.TargetManagement, render.TargetDownstream}
-		}
-		for _, t := range targets {
+		for _, t := range backend.TargetsOf(o.BackendType) {
 			l.Targets = append(l.Targets, gitsync.FluxTarget{Offering: o.DirName(), Target: t})
 		}
 	}
