@@ -58,7 +58,16 @@ type Backend struct {
 	LiveQuotaKeys map[string]string
 	// Diagnose returns the rows diagnose adds for an offering of this type,
 	// beyond the checks every backend gets (nil: none).
-	Diagnose func(offering string) []Row
+	Diagnose func(o Offering) []Row
+}
+
+// Offering is what diagnose tells a backend's rows about an offering.
+type Offering struct {
+	// Name is the offering's config name.
+	Name string
+	// Kubeconfig and KubeconfigContext name its cluster ("": client-go's
+	// default rules; --kubeconfig replaces them).
+	Kubeconfig, KubeconfigContext string
 }
 
 // Row is one check diagnose runs for a backend.

@@ -118,7 +118,7 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 		c.Offerings = cl.offerings
 		out = append(out, c)
 	}
-	out = append(out, backendChecks(cfg)...)
+	out = append(out, backendChecks(cfg, kubeconfig)...)
 	if cfg.Git.FluxReconcile {
 		s := kube.Source{Path: cfg.Git.FluxKubeconfigPath, Context: cfg.Git.FluxKubeconfigContext}
 		if kubeconfig != "" {
@@ -130,8 +130,9 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 }
 
 // backendChecks lists the rows each offering's backend registers
-// (backend.Backend.Diagnose), in offering order.
-func backendChecks(cfg *config.Config) []Check {
+// (backend.Backend.Diagnose), in offering order; kubeconfig, when set,
+// replaces the offerings' kubeconfigs as it does for the cluster checks.
+func backendChecks(cfg *config.Config, kubeconfig string) []Check {
 	var out []Check
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
@@ -139,7 +140,12 @@ func backendChecks(cfg *config.Config) []Check {
 		if b == nil || b.Diagnose == nil {
 			continue
 		}
-		for _, row := range b.Diagnose(o.Name) {
+		bo := backend.Offering{Name: o.Name, Kubeconfig: kubeconfig}
+		if kubeconfig == "" {
+			c := o.Settings.Common()
+			bo.Kubeconfig, bo.KubeconfigContext = c.KubeconfigPath, c.KubeconfigContext
+		}
+		for _, row := range b.Diagnose(bo) {
 			out = append(out, Check{Name: row.Name, Target: row.Target, Offerings: []string{o.Name}, Run: row.Run})
 		}
 	}
