@@ -1,7 +1,6 @@
 package apply
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,7 +23,6 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/manifest"
-	"github.com/waldur/waldur-gitops/render"
 )
 
 // targetsOf lists the targets a backend type renders to, as registered.
@@ -40,13 +38,8 @@ func (o *Options) sourceFor(off *config.Offering, target string) source {
 	if o.Kubeconfig != "" {
 		return source{Path: o.Kubeconfig}
 	}
-	c := off.Settings.Common()
-	s := source{Path: c.KubeconfigPath, Context: c.KubeconfigContext}
-	if r := off.Settings.Rancher; r != nil && target == render.TargetManagement &&
-		(r.ManagementKubeconfigPath != "" || r.ManagementKubeconfigContext != "") {
-		s = source{Path: cmp.Or(r.ManagementKubeconfigPath, s.Path), Context: r.ManagementKubeconfigContext}
-	}
-	return s
+	path, ctx := off.Settings.Kubeconfig(target)
+	return source{Path: path, Context: ctx}
 }
 
 // cluster is one API server and what a run learned about it.

@@ -1,6 +1,11 @@
 package config
 
-import "time"
+import (
+	"cmp"
+	"time"
+
+	"github.com/waldur/waldur-gitops/backend"
+)
 
 // Settings is an offering's backend_settings, decoded for its backend type. Exactly
 // one of the profile pointers is set.
@@ -24,6 +29,19 @@ func (s Settings) Common() *CommonSettings {
 		return &s.Rancher.CommonSettings
 	}
 	return &CommonSettings{}
+}
+
+// Kubeconfig returns the kubeconfig file and context of the cluster a target
+// goes to: the common kubeconfig_path and kubeconfig_context, except that
+// Rancher's management target goes to the management cluster when either of
+// its keys is set. Empty values are client-go's defaults.
+func (s Settings) Kubeconfig(target string) (path, context string) {
+	c := s.Common()
+	path, context = c.KubeconfigPath, c.KubeconfigContext
+	if r := s.Rancher; r != nil && target == backend.TargetManagement && (r.ManagementKubeconfigPath != "" || r.ManagementKubeconfigContext != "") {
+		path, context = cmp.Or(r.ManagementKubeconfigPath, path), r.ManagementKubeconfigContext
+	}
+	return path, context
 }
 
 // CommonSettings are the backend_settings keys every profile reads.

@@ -160,11 +160,7 @@ func (res *Result) skip(c claimant, why string) {
 // management ones for Rancher's management target); empty keys are the
 // default cluster.
 func ClusterKey(o *config.Offering, target string) string {
-	c := o.Settings.Common()
-	path, ctx := c.KubeconfigPath, c.KubeconfigContext
-	if r := o.Settings.Rancher; r != nil && target == TargetManagement && (r.ManagementKubeconfigPath != "" || r.ManagementKubeconfigContext != "") {
-		path, ctx = cmp.Or(r.ManagementKubeconfigPath, path), r.ManagementKubeconfigContext
-	}
+	path, ctx := o.Settings.Kubeconfig(target)
 	if path == "" && ctx == "" {
 		return "(default)"
 	}
