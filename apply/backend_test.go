@@ -27,23 +27,55 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// notesType is the fifth, test-only backend: a namespace per tenant with a
-// ConfigMap of notes about it. Its whole registration is registerNotes.
+// notesType is the fifth, test-only backend: a namespace per tenant,
+// annotated with a note from its settings, and a ConfigMap of notes about the
+// tenant. Its whole registration is registerNotes.
 const notesType = "namespace-notes"
 
 var kindConfigMap = schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}
 
-// registerNotes registers the notes backend for the length of the test: it
-// uses the namespace profile's settings and fill, brings its own templates
-// and kinds, and adds a diagnose row checking its cluster serves ConfigMaps.
+// notesSettings are the notes backend's backend_settings.
+type notesSettings struct {
+	config.CommonSettings `yaml:",inline"`
+	NamespacePrefix       string `yaml:"namespace_prefix"`
+	Note                  string `yaml:"note"`
+}
+
+func (s *notesSettings) Common() *config.CommonSettings { return &s.CommonSettings }
+
+// notesProfile names each tenant's namespace <namespace_prefix><slug> and
+// annotates it with the note.
+type notesProfile struct{}
+
+func (notesProfile) Fill(o *config.Offering, r *waldur.Resource, d *render.TenantData) error {
+	s := o.Settings.Custom.(*notesSettings)
+	if r.Slug == "" {
+		return errors.New("resource has no slug: its namespace cannot be named")
+	}
+	d.Name = s.NamespacePrefix + r.Slug
+	d.NamespaceAnnotations = map[string]string{"example.org/note": s.Note}
+	return nil
+}
+
+func (notesProfile) Claims(d *render.TenantData) []string { return []string{d.Name} }
+
+// registerNotes registers the notes backend for the length of the test: its
+// settings and their checks, its render profile, templates, target and
+// kinds, and a diagnose row checking its cluster serves ConfigMaps.
 func registerNotes(t *testing.T) {
 	t.Helper()
 	backend.Register(backend.Backend{
-		Type:    notesType,
-		Profile: backend.Namespace,
-		Order:   50,
+		Type:     notesType,
+		Order:    50,
+		Settings: func() any { return &notesSettings{NamespacePrefix: "notes-"} },
+		CheckSettings: func(s any, problem func(key, msg string)) {
+			if s.(*notesSettings).Note == "" {
+				problem("note", "required: the note every namespace is annotated with")
+			}
+		},
+		Render: notesProfile{},
 		Templates: fstest.MapFS{
-			notesType + "/namespace.yaml": {Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: \"{{ .Name }}\"\n")},
+			notesType + "/namespace.yaml": {Data: []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: \"{{ .Name }}\"\n  annotations: \"{{ optional .NamespaceAnnotations }}\"\n")},
 			notesType + "/notes.yaml": {Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: waldur-notes\n  namespace: \"{{ .Name }}\"\n" +
 				"data:\n  offering: \"{{ .Offering.Name }}\"\n  resource: \"{{ .Resource.UUID }}\"\n")},
 		},
@@ -85,8 +117,8 @@ func configMapsServed(o backend.Offering) (string, error) {
 
 // notesConfig writes a config with one offering of the notes backend (the
 // example's plain-namespace offering, so the example snapshot covers it) on
-// the cluster of kubeconfig, and loads it.
-func notesConfig(t *testing.T, kubeconfig string) *config.Loaded {
+// the cluster of kubeconfig, with the given note, and loads it.
+func notesConfig(t *testing.T, kubeconfig, note string) (*config.Loaded, error) {
 	t.Helper()
 	y := `git: {url: https://git.example.org/platform/tenants.git, branch: main, path: waldur, author_name: waldur-gitops, author_email: waldur-gitops@example.org}
 offerings:
@@ -98,17 +130,13 @@ offerings:
       cpu: {measured_unit: cores, accounting_type: limit, label: CPU}
       ram: {measured_unit: GiB, accounting_type: limit, label: RAM}
     backend_settings:
-      namespace_prefix: notes-
+      note: "` + note + `"
       kubeconfig_path: ` + kubeconfig + "\n"
 	p := filepath.Join(t.TempDir(), "config.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cfg
+	return config.Load(p)
 }
 
 // TestFifthBackend registers a backend in one place and shows config
@@ -121,9 +149,15 @@ func TestFifthBackend(t *testing.T) {
 	}
 	c := startCluster(t, nil)
 	admin := c.KubeconfigPath(kubetest.Admin)
-	cfg := notesConfig(t, admin)
-	if s := cfg.Offerings[0].Settings.Namespace; s == nil || s.NamespacePrefix != "notes-" {
-		t.Fatalf("settings %+v, want the namespace profile's with prefix notes-", cfg.Offerings[0].Settings)
+	if _, err := notesConfig(t, admin, ""); err == nil || !strings.Contains(err.Error(), "backend_settings.note") || !strings.Contains(err.Error(), "required: the note") {
+		t.Fatalf("a config without a note: %v, want the backend's check to refuse it", err)
+	}
+	cfg, err := notesConfig(t, admin, "kept by the notes backend")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := cfg.Offerings[0].Settings.Custom.(*notesSettings); !ok || s.NamespacePrefix != "notes-" || s.Common().KubeconfigPath != admin {
+		t.Fatalf("settings %+v, want the notes backend's with their default prefix", cfg.Offerings[0].Settings)
 	}
 	snap, err := waldur.LoadSnapshot(exampleSnapshot)
 	if err != nil {
@@ -143,8 +177,13 @@ func TestFifthBackend(t *testing.T) {
 			t.Errorf("tenant directory %s, want team-notes/cluster/notes-…", tn.Dir)
 		}
 		for _, o := range tn.Objects {
-			if o.Kind() == "ConfigMap" {
+			switch o.Kind() {
+			case "ConfigMap":
 				notes = append(notes, o.Namespace())
+			case "Namespace":
+				if a, _ := o.Metadata()["annotations"].(map[string]any); a["example.org/note"] != "kept by the notes backend" {
+					t.Errorf("namespace %s annotations %v, want the note", o.Name(), a)
+				}
 			}
 		}
 	}

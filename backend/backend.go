@@ -35,8 +35,20 @@ type Backend struct {
 	Type string
 	// Profile names the built-in settings and render profile the backend uses:
 	// its backend_settings are decoded and checked as that profile's, and its
-	// tenants are filled in by that profile. A built-in names itself.
+	// tenants are filled in by that profile. A built-in names itself, and so
+	// does a backend that brings its own (Settings and Render).
 	Profile string
+	// Settings, for a backend with settings of its own, returns them with
+	// their defaults, for backend_settings to be decoded into: a pointer to a
+	// struct that embeds config.CommonSettings inline and has a method
+	// Common() *config.CommonSettings returning it. nil: Profile's settings.
+	Settings func() any
+	// CheckSettings checks and completes the decoded Settings, reporting each
+	// problem at its key (relative to backend_settings).
+	CheckSettings func(settings any, problem func(key, msg string))
+	// Render, for a backend with settings of its own, is its render profile:
+	// a render.Profile (it completes each resource's template data).
+	Render any
 	// Order places the type in Types (and in error messages); lower first.
 	Order int
 	// Templates holds the default templates in the directory named Type.
@@ -84,8 +96,9 @@ var (
 )
 
 // Register adds a backend. It panics on an empty or already registered
-// type, or on a Backend whose DefaultTarget is not one of its Targets: these
-// are programming errors found by the first test.
+// type, on a Backend whose DefaultTarget is not one of its Targets, and on
+// Settings without Render or the reverse: these are programming errors found
+// by the first test.
 func Register(b Backend) {
 	mu.Lock()
 	defer mu.Unlock()
@@ -96,6 +109,8 @@ func Register(b Backend) {
 		panic(fmt.Sprintf("backend: %q registered twice", b.Type))
 	case !slices.Contains(b.Targets, b.DefaultTarget):
 		panic(fmt.Sprintf("backend: %q: default target %q is not one of %v", b.Type, b.DefaultTarget, b.Targets))
+	case (b.Settings == nil) != (b.Render == nil):
+		panic(fmt.Sprintf("backend: %q: settings of its own go with a render profile of its own", b.Type))
 	}
 	if b.Profile == "" {
 		b.Profile = b.Type

@@ -8,13 +8,18 @@ import (
 )
 
 // Settings is an offering's backend_settings, decoded for its backend type. Exactly
-// one of the profile pointers is set.
+// one of the profile pointers is set, or Custom for a backend that registers
+// settings of its own (backend.Backend.Settings).
 type Settings struct {
 	K8sUT     *K8sUTSettings
 	Namespace *NamespaceSettings
 	OKD       *OKDSettings
 	Rancher   *RancherSettings
+	Custom    any
 }
+
+// commonSettings is what the settings of a registered backend implement.
+type commonSettings interface{ Common() *CommonSettings }
 
 // Common returns the settings every profile shares.
 func (s Settings) Common() *CommonSettings {
@@ -27,6 +32,9 @@ func (s Settings) Common() *CommonSettings {
 		return &s.OKD.CommonSettings
 	case s.Rancher != nil:
 		return &s.Rancher.CommonSettings
+	}
+	if c, ok := s.Custom.(commonSettings); ok {
+		return c.Common()
 	}
 	return &CommonSettings{}
 }

@@ -185,8 +185,7 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		r.addf(at+".backend_type", nil, "unknown backend type %q: want one of %s", o.BackendType, strings.Join(backend.Types(), ", "))
 		return
 	}
-	// A registered backend decodes its settings as those of the profile it uses.
-	target := o.newSettings(b.Profile)
+	target := o.backendSettings(b)
 	if target == nil {
 		r.addf(at+".backend_type", nil, "backend type %q uses profile %q, which has no settings", o.BackendType, b.Profile)
 		return
@@ -204,6 +203,9 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	checkLabels(sp+".namespace_labels", c.NamespaceLabels, true, r)
 	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, false, r)
 	c.validateKeycloak(sp, b.Profile, o.configDir, r)
+	if b.CheckSettings != nil {
+		b.CheckSettings(target, func(key, msg string) { r.addf(sp+"."+key, nil, "%s", msg) })
+	}
 	switch s := target.(type) {
 	case *K8sUTSettings:
 		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
@@ -265,6 +267,21 @@ func (o *Offering) decodeSettings(at string, r *report) {
 		}
 		checkOneOf(sp+".binding_namespace", s.BindingNamespace, []string{"backing", "project"}, r)
 	}
+}
+
+// backendSettings returns the settings a backend's backend_settings decode
+// into: its own (Settings.Custom) or, as for the built-ins, those of the
+// profile it uses. nil: neither.
+func (o *Offering) backendSettings(b *backend.Backend) any {
+	if b.Settings == nil {
+		return o.newSettings(b.Profile)
+	}
+	s := b.Settings()
+	if _, ok := s.(commonSettings); !ok {
+		return nil
+	}
+	o.Settings.Custom = s
+	return s
 }
 
 // newSettings sets the settings pointer of a profile to its defaults and

@@ -49,9 +49,42 @@ func newProfile(o *config.Offering) profile {
 		return &okdProfile{s: s.OKD, o: o}
 	case s.Rancher != nil:
 		return &rancherProfile{s: s.Rancher, o: o}
+	case s.Custom != nil:
+		if b := backend.Lookup(o.BackendType); b != nil {
+			if p, ok := b.Render.(Profile); ok {
+				return &registeredProfile{p: p, o: o}
+			}
+		}
+		panic("render: backend " + o.BackendType + " registers settings of its own but no render.Profile")
 	}
 	panic("render: offering " + o.Name + " has no backend settings")
 }
+
+// Profile is the render profile of a backend that registers settings of its
+// own (backend.Backend.Render). The template data it is given carries the
+// offering, resource, project, customer, effective limits and namespace
+// labels; it fills in the rest.
+type Profile interface {
+	// Fill completes d (its Name at least: the namespace) or says why the
+	// resource cannot be rendered.
+	Fill(o *config.Offering, r *waldur.Resource, d *TenantData) error
+	// Claims lists names that must be unique among the offering's resources.
+	Claims(d *TenantData) []string
+}
+
+// registeredProfile adapts a registered Profile; such a backend has no
+// Keycloak groups and no names shared within a project.
+type registeredProfile struct {
+	p Profile
+	o *config.Offering
+}
+
+func (p *registeredProfile) fill(_ *offeringInput, r *waldur.Resource, d *TenantData) error {
+	return p.p.Fill(p.o, r, d)
+}
+func (p *registeredProfile) claims(d *TenantData) []string      { return p.p.Claims(d) }
+func (p *registeredProfile) projectClaims(*TenantData) []string { return nil }
+func (p *registeredProfile) groups(*TenantData) []Group         { return nil }
 
 // namespaceName joins prefix and slug and checks the result is an RFC 1123 label.
 func namespaceName(prefix, slug string) (string, error) {
