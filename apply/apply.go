@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/guard"
@@ -377,18 +378,11 @@ func gvkString(gvk schema.GroupVersionKind) string {
 	return gvk.Kind + " (" + gvk.GroupVersion().String() + ")"
 }
 
-// knownCRDs names the CustomResourceDefinitions of the kinds the profiles render.
-var knownCRDs = map[schema.GroupKind]string{
-	{Group: "provisioning.hpc.ut.ee", Kind: "ManagedNamespace"}:         "managednamespaces.provisioning.hpc.ut.ee (the UT managed-namespace operator)",
-	{Group: "management.cattle.io", Kind: "Project"}:                    "projects.management.cattle.io (Rancher; apply it to the management cluster)",
-	{Group: "management.cattle.io", Kind: "ProjectRoleTemplateBinding"}: "projectroletemplatebindings.management.cattle.io (Rancher; apply it to the management cluster)",
-}
-
 func crdHint(gvk schema.GroupVersionKind) string {
 	if gvk.Group == "" || !strings.Contains(gvk.Group, ".") {
 		return "the API server does not serve this built-in version"
 	}
-	if crd, ok := knownCRDs[gvk.GroupKind()]; ok {
+	if crd := backend.CRDOf(gvk.GroupKind()); crd != "" {
 		return "install the CustomResourceDefinition " + crd + " serving version " + gvk.Version
 	}
 	return "install the CustomResourceDefinition of " + gvk.Kind + " in group " + gvk.Group + " serving version " + gvk.Version

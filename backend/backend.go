@@ -62,6 +62,9 @@ type Backend struct {
 	// Kinds are the kinds the default templates render, by target: apply
 	// inventories them so that the last object of a kind is pruned too.
 	Kinds map[string][]schema.GroupVersionKind
+	// CRDs name the CustomResourceDefinition of each custom kind it renders,
+	// for apply's hint when a cluster serves no such kind.
+	CRDs map[schema.GroupKind]string
 	// OperatorNamespaces says an operator makes the namespace each tenant's
 	// object names, so that namespace is claimed like a rendered object.
 	OperatorNamespaces bool
@@ -165,6 +168,17 @@ func TargetsOf(typ string) []string {
 		return slices.Clone(b.Targets)
 	}
 	return []string{TargetCluster}
+}
+
+// CRDOf returns the CustomResourceDefinition a registered backend names for
+// a kind, "" when none does.
+func CRDOf(gk schema.GroupKind) string {
+	for _, b := range All() {
+		if crd, ok := b.CRDs[gk]; ok {
+			return crd
+		}
+	}
+	return ""
 }
 
 // DefaultTargetOf returns the default target of a type, or TargetCluster.

@@ -20,6 +20,9 @@ func init() {
 		Kinds: map[string][]schema.GroupVersionKind{
 			TargetCluster: {{Group: "provisioning.hpc.ut.ee", Version: "v1", Kind: "ManagedNamespace"}},
 		},
+		CRDs: map[schema.GroupKind]string{
+			{Group: "provisioning.hpc.ut.ee", Kind: "ManagedNamespace"}: "managednamespaces.provisioning.hpc.ut.ee (the UT managed-namespace operator)",
+		},
 		OperatorNamespaces: true,
 		// The operator's ResourceQuota keys for the ManagedNamespace quota keys.
 		LiveQuotaKeys: map[string]string{

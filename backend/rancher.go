@@ -26,5 +26,9 @@ func init() {
 			},
 			TargetDownstream: CoreKinds(false),
 		},
+		CRDs: map[schema.GroupKind]string{
+			{Group: "management.cattle.io", Kind: "Project"}:                    "projects.management.cattle.io (Rancher; apply it to the management cluster)",
+			{Group: "management.cattle.io", Kind: "ProjectRoleTemplateBinding"}: "projectroletemplatebindings.management.cattle.io (Rancher; apply it to the management cluster)",
+		},
 	})
 }
