@@ -38,10 +38,13 @@ type verb struct {
 	// timeout is --timeout: the run's deadline, zero for the config's
 	// run_timeout (default config.DefaultRunTimeout).
 	timeout time.Duration
+	// prepare, when set, completes the wiring from the loaded config
+	// before the engine is built (report: its usage reporter).
+	prepare func(cfg *config.Loaded, w *engine.Options) error
 }
 
 // runVerb loads the config, builds the engine and runs it once: the cycle
-// for every command that runs it (sync, render, apply, keycloak).
+// for every command that runs it (sync, render, apply, keycloak, report).
 func (a *app) runVerb(ctx context.Context, v verb) error {
 	if v.timeout < 0 {
 		return usageErr("--timeout must not be negative, got %s", v.timeout)
@@ -62,6 +65,11 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	}
 	ctx, tally := waldur.WithTally(ctx)
 	v.wire.DryRun = v.req.DryRun
+	if v.prepare != nil {
+		if err := v.prepare(cfg, &v.wire); err != nil {
+			return err
+		}
+	}
 	eng, err := a.newEngine(cfg, v.wire)
 	if err != nil {
 		return err
