@@ -11,7 +11,6 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/usage"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // reportFlags are the flags of the report command.
@@ -108,77 +107,12 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 // usageReporter is the usage reporter of the config: every offering with
 // its Waldur (the API, or the snapshot of a dry run) and its cluster.
 func (a *app) usageReporter(cfg *config.Loaded, f reportFlags) (*usage.Reporter, error) {
-	var snap *waldur.Snapshot
-	var err error
-	if f.snapshot != "" {
-		if snap, err = waldur.LoadSnapshot(f.snapshot); err != nil {
-			return nil, usageErr("--snapshot: %w", err)
-		}
-	}
-	loc, err := time.LoadLocation(cfg.Timezone)
+	rp, err := usage.NewReporter(cfg.Config, usage.Setup{
+		Snapshot: f.snapshot, Kubeconfig: f.kubeconfig, DryRun: f.dryRun, Now: reportNow, Log: a.log, OpenCluster: openUsageCluster,
+		Client: func(o *config.Offering) (usage.Waldur, error) { return a.waldurClient(o) },
+	})
 	if err != nil {
-		return nil, usageErr("timezone: %w", err)
-	}
-	rp := &usage.Reporter{Config: cfg.Config, Location: loc, DryRun: f.dryRun, Now: reportNow, Log: a.log}
-	for i := range cfg.Offerings {
-		uo, err := a.usageOffering(&cfg.Offerings[i], snap, f)
-		if err != nil {
-			return nil, err
-		}
-		rp.Offerings = append(rp.Offerings, uo)
+		return nil, usageErr("%w", err)
 	}
 	return rp, nil
-}
-
-// usageOffering is one offering of the usage report: its Waldur (the API, or
-// the snapshot of a dry run) and the cluster its measured components and
-// tenants are read from, when there is one.
-func (a *app) usageOffering(o *config.Offering, snap *waldur.Snapshot, f reportFlags) (*usage.Offering, error) {
-	uo := &usage.Offering{Config: o}
-	if snap != nil {
-		w, err := usage.FromSnapshot(snap, f.snapshot, o.Name)
-		if err != nil {
-			return nil, usageErr("%w", err)
-		}
-		uo.Waldur = w
-	} else {
-		c, err := a.waldurClient(o)
-		if err != nil {
-			return nil, engine.Classify(engine.ClassConfig, err)
-		}
-		uo.Waldur = c
-	}
-	src := kube.Source{Path: f.kubeconfig}
-	if src.Path == "" {
-		cs := o.Settings.Common()
-		src = kube.Source{Path: cs.KubeconfigPath, Context: cs.KubeconfigContext}
-	}
-	// Measured components need the cluster; with one named, it also
-	// shows which tenants exist, and only those are billed.
-	if hasMeasured(o) || src.Path != "" {
-		cl, err := openUsageCluster(src)
-		switch {
-		case err != nil && src.Path == "":
-			// Nothing names a cluster and client-go finds none: report
-			// the allocations only.
-			a.log.Warn("measured components are not reported: no kubeconfig", "offering", o.Name, "error", err)
-		case err != nil && hasMeasured(o):
-			return nil, usageErr("offering %s: measured components need a cluster: %w", o.Name, err)
-		case err != nil:
-			return nil, usageErr("offering %s: the usage report checks tenants in the cluster the kubeconfig names, and cannot open it: %w", o.Name, err)
-		default:
-			uo.Cluster = cl
-		}
-	}
-	return uo, nil
-}
-
-// hasMeasured reports whether an offering has a component measured in the cluster.
-func hasMeasured(o *config.Offering) bool {
-	for _, c := range o.BackendComponents {
-		if c.AccountingType == "usage" && c.MeasuredFrom != "" {
-			return true
-		}
-	}
-	return false
 }
