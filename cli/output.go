@@ -1,11 +1,7 @@
 package cli
 
 import (
-	"encoding/json"
-	"fmt"
 	"io"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
@@ -75,22 +71,5 @@ func outputFormats(extra []string) []string {
 // data reports whether f is a machine format: json or yaml.
 func (f format) data() bool { return f == fmtJSON || f == fmtYAML }
 
-// writeData prints v as JSON, or as YAML made from that JSON: both formats
-// carry the same fields under the same names.
-func writeData(w io.Writer, f format, v any) error {
-	if f != fmtYAML {
-		return writeJSON(w, v)
-	}
-	b, err := yaml.Marshal(v)
-	if err != nil {
-		return fmt.Errorf("encode the output as yaml: %w", err)
-	}
-	_, err = w.Write(b)
-	return err
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
-}
+// writeData prints v in the machine format f (show.WriteData).
+func writeData(w io.Writer, f format, v any) error { return show.WriteData(w, f == fmtYAML, v) }

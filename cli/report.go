@@ -109,7 +109,9 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 func (a *app) usageReporter(cfg *config.Loaded, f reportFlags) (*usage.Reporter, error) {
 	rp, err := usage.NewReporter(cfg.Config, usage.Setup{
 		Snapshot: f.snapshot, Kubeconfig: f.kubeconfig, DryRun: f.dryRun, Now: reportNow, Log: a.log, OpenCluster: openUsageCluster,
-		Client: func(o *config.Offering) (usage.Waldur, error) { return a.waldurClient(o) },
+		Client: func(o *config.Offering) (usage.Waldur, error) { // as the engine builds it
+			return (&engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}).Client(o)
+		},
 	})
 	if err != nil {
 		return nil, usageErr("%w", err)

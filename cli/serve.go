@@ -14,9 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
-	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/serve"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // serveFlags are the flags of serve.
@@ -165,23 +163,4 @@ func (a *app) serveService(o engine.Options, rec *metrics.Recorder, timeout, int
 			return a.finish(cfg, out, verb{report: true, quiet: true})
 		},
 	}
-}
-
-// pushMetrics pushes the metrics of one finished run to the config's
-// Pushgateway, if it names one. A failure is a warning: the run did its work
-// and its exit code stays.
-func (a *app) pushMetrics(ctx context.Context, cfg *config.Loaded, rep *report.Run, calls waldur.CallStats) {
-	if cfg == nil || cfg.Metrics.PushgatewayURL == "" {
-		return
-	}
-	rec := metrics.New(version.String())
-	rec.Observe(metrics.Run{Report: rep, Result: serve.ResultOf(rep.ExitCode), Waldur: calls})
-	// A run ended by SIGTERM (activeDeadlineSeconds, a node drain) must still
-	// report its failure: the push gets its own time limit, not the signal.
-	ctx = context.WithoutCancel(ctx)
-	if err := metrics.Push(ctx, &cfg.Metrics, rep.Command, rec.Registry()); err != nil {
-		a.log.Warn("pushing the run's metrics failed; the exit code is that of the run", "pushgateway", cfg.Metrics.DisplayURL(), "error", err.Error())
-		return
-	}
-	a.log.Debug("pushed the run's metrics", "pushgateway", cfg.Metrics.DisplayURL(), "job", cfg.Metrics.Job)
 }

@@ -6,11 +6,14 @@ package show
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
 	"slices"
 	"strings"
+
+	"sigs.k8s.io/yaml"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -32,6 +35,22 @@ type Output struct {
 	Colour bool
 	// Log receives what is not output (nil: discarded).
 	Log *slog.Logger
+}
+
+// WriteData prints v as indented JSON, or as YAML made from that JSON:
+// both formats carry the same fields under the same names.
+func WriteData(w io.Writer, asYAML bool, v any) error {
+	if !asYAML {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	b, err := yaml.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode the output as yaml: %w", err)
+	}
+	_, err = w.Write(b)
+	return err
 }
 
 func (o Output) log() *slog.Logger {
