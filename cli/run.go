@@ -14,7 +14,10 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
+	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/serve"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -38,10 +41,13 @@ type verb struct {
 	// timeout is --timeout: the run's deadline, zero for the config's
 	// run_timeout (default config.DefaultRunTimeout).
 	timeout time.Duration
+	// prepare, when set, completes the wiring from the loaded config
+	// before the engine is built (report: its usage reporter).
+	prepare func(cfg *config.Loaded, w *engine.Options) error
 }
 
 // runVerb loads the config, builds the engine and runs it once: the cycle
-// for every command that runs it (sync, render, apply, keycloak).
+// for every command that runs it (sync, render, apply, keycloak, report).
 func (a *app) runVerb(ctx context.Context, v verb) error {
 	if v.timeout < 0 {
 		return usageErr("--timeout must not be negative, got %s", v.timeout)
@@ -62,6 +68,11 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 	}
 	ctx, tally := waldur.WithTally(ctx)
 	v.wire.DryRun = v.req.DryRun
+	if v.prepare != nil {
+		if err := v.prepare(cfg, &v.wire); err != nil {
+			return err
+		}
+	}
 	eng, err := a.newEngine(cfg, v.wire)
 	if err != nil {
 		return err
@@ -158,13 +169,6 @@ func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
 	return nil
 }
 
-// waldurClient builds the Waldur client of an offering, as the engine does,
-// for the commands that talk to Waldur outside the cycle (report, diagnose).
-func (a *app) waldurClient(o *config.Offering) (*waldur.Client, error) {
-	src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}
-	return src.Client(o)
-}
-
 // outputFlag registers -o/--output, the one output-format flag of every
 // command: text for people, json or yaml for machines (the same fields; the
 // YAML is made from the JSON), and the formats of extra. Shell completion
@@ -182,4 +186,19 @@ func outputFormat(output string, extra ...string) (format, error) {
 		return format(output), nil
 	}
 	return fmtText, usageErr("-o/--output must be %s or %s, got %q", strings.Join(formats[:len(formats)-1], ", "), formats[len(formats)-1], output)
+}
+
+// pushMetrics pushes the metrics of one finished run to the config's
+// Pushgateway, if it names one. A failure is a warning: the run did its work
+// and its exit code stays.
+func (a *app) pushMetrics(ctx context.Context, cfg *config.Loaded, rep *report.Run, calls waldur.CallStats) {
+	if cfg == nil || cfg.Metrics.PushgatewayURL == "" {
+		return
+	}
+	run := metrics.Run{Report: rep, Result: serve.ResultOf(rep.ExitCode), Waldur: calls}
+	if err := metrics.PushRun(ctx, &cfg.Metrics, run, version.String()); err != nil {
+		a.log.Warn("pushing the run's metrics failed; the exit code is that of the run", "pushgateway", cfg.Metrics.DisplayURL(), "error", err.Error())
+		return
+	}
+	a.log.Debug("pushed the run's metrics", "pushgateway", cfg.Metrics.DisplayURL(), "job", cfg.Metrics.Job)
 }

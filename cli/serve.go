@@ -2,25 +2,19 @@ package cli
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net"
-	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
-	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/serve"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // serveFlags are the flags of serve.
@@ -135,16 +129,18 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	log := a.log
 	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: f.validateServer, Feedback: true}
 	w.Apply.Kubeconfig = f.kubeconfig
-	runs := &serveRuns{a: a, rec: rec, wire: w, timeout: f.timeout, interval: f.interval}
+	svc := a.serveService(w, rec, f.timeout, f.interval)
 	loop := &serve.Loop{
 		Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log,
-		Run: runs.run,
+		Run: svc.Run,
 	}
-	stopEvents, err := runs.startEvents(ctx, cfg, f, loop, health)
-	if err != nil {
-		return err
+	if f.snapshot == "" {
+		stopEvents, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health)
+		if err != nil {
+			return err
+		}
+		defer stopEvents()
 	}
-	defer stopEvents()
 	tuneServeLoop(loop)
 	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
 		"shutdown_grace", f.grace.String(), "stale_after", stale.String())
@@ -156,197 +152,15 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	return nil
 }
 
-// serveRuns holds serve's one engine, kept between runs (the opened Git
-// repository, the last state and render) and built anew when the config
-// file changes.
-type serveRuns struct {
-	a    *app
-	rec  *metrics.Recorder
-	wire engine.Options
-	eng  *engine.Engine
-	hash [sha256.Size]byte // of the config file eng was built from
-	ev   *events.Metrics
-	// timeout is --timeout; with run_timeout unset too, a run may take
-	// interval.
-	timeout, interval time.Duration
-}
-
-// startEvents starts the event consumer when --events or an offering's
-// stomp_enabled asks for it: its triggers become runs on loop.Wake. The
-// returned function stops it and waits for it.
-func (s *serveRuns) startEvents(ctx context.Context, cfg *config.Loaded, f serveFlags, loop *serve.Loop, health *serve.Health) (func(), error) {
-	if f.snapshot != "" {
-		return func() {}, nil
+// serveService is serve's driver for one process: its runs load the config
+// with the app's loader, build the engine as every verb does, and write the
+// run report quietly (logged, not printed).
+func (a *app) serveService(o engine.Options, rec *metrics.Recorder, timeout, interval time.Duration) *serve.Service {
+	return &serve.Service{
+		Options: o, Load: a.loadConfig, Build: a.newEngine, Metrics: rec, Log: a.log, TuneWaldur: tuneWaldurClient,
+		Timeout: timeout, Interval: interval,
+		Finish: func(cfg *config.Loaded, out *engine.Outcome) error {
+			return a.finish(cfg, out, verb{report: true, quiet: true})
+		},
 	}
-	offs, err := engine.EventOfferings(cfg.Offerings, f.events, s.a.log, tuneWaldurClient)
-	if err != nil || len(offs) == 0 {
-		return func() {}, err
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	sink := &events.Coalescer{Window: f.eventsWindow}
-	s.ev = events.NewMetrics(metrics.Namespace, s.rec.Registry())
-	consumer := &events.Consumer{Offerings: offs, Sink: sink, Metrics: s.ev, Log: s.a.log}
-	health.ReportEvents(func() any { return consumer.State() })
-	wake := make(chan func(context.Context) serve.Outcome)
-	loop.Wake = wake
-	done := make(chan struct{}, 2)
-	go func() { _ = consumer.Run(ctx); done <- struct{}{} }()
-	go func() {
-		defer func() { done <- struct{}{} }()
-		for t := range sink.Channel(ctx) {
-			select {
-			case wake <- s.eventRun(t):
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	names := make([]string, len(offs))
-	for i, o := range offs {
-		names[i] = o.Name
-	}
-	s.a.log.Info("consuming waldur events", "offerings", strings.Join(names, ","), "window", f.eventsWindow.String())
-	return func() { cancel(); <-done; <-done }, nil
-}
-
-// eventRun is the run a trigger asks for.
-func (s *serveRuns) eventRun(t events.Trigger) func(context.Context) serve.Outcome {
-	return func(ctx context.Context) serve.Outcome {
-		var last *engine.Outcome
-		if s.eng != nil {
-			last = s.eng.Last()
-		}
-		req, ok := engine.EventRequest(t, last)
-		if !ok {
-			s.a.log.Debug("waldur events name nothing this tool serves: no run", "events", t.Count())
-			now := time.Now()
-			return serve.Outcome{Started: now, Finished: now, Result: serve.ResultOK}
-		}
-		o := s.runRequest(ctx, req, "events", t.Count())
-		s.ev.SyncDone(t, o.Finished)
-		return o
-	}
-}
-
-// engine returns the engine for cfg, building it when the config file changed.
-func (s *serveRuns) engine(cfg *config.Loaded) (*engine.Engine, error) {
-	b, err := os.ReadFile(cfg.Path)
-	if err != nil {
-		return nil, usageErr("read %s: %w", cfg.Path, err)
-	}
-	if h := sha256.Sum256(b); s.eng == nil || h != s.hash {
-		if s.eng != nil {
-			s.a.log.Info("config changed: building the engine anew", "file", cfg.Path)
-		}
-		if s.eng, err = s.a.newEngine(cfg, s.wire); err != nil {
-			return nil, err
-		}
-		s.hash = h
-	}
-	return s.eng, nil
-}
-
-// run is one cycle of serve: a sync whose report, result and Waldur traffic
-// go to the metrics and a log line.
-func (s *serveRuns) run(ctx context.Context) serve.Outcome {
-	return s.runRequest(ctx, engine.Request{Command: "serve"}, "interval", 0)
-}
-
-// runRequest runs req; trigger (interval or events) and the number of events
-// go to the log line.
-func (s *serveRuns) runRequest(ctx context.Context, req engine.Request, trigger string, nEvents int) serve.Outcome {
-	a := s.a
-	s.rec.Started()
-	start := time.Now()
-	ctx, tally := waldur.WithTally(ctx)
-	var rep *report.Run
-	cfg, err := a.loadConfig()
-	var eng *engine.Engine
-	if err == nil {
-		eng, err = s.engine(cfg)
-	}
-	if err == nil {
-		runCtx, cancel := runContext(ctx, runTimeout(s.timeout, cfg, s.interval))
-		out := eng.Run(runCtx, req)
-		cancel()
-		err, rep = a.finish(cfg, out, verb{report: true, quiet: true}), out.Report
-	} else {
-		// The config or the templates could not be loaded: a failed run without stages.
-		rep = report.New("serve", version.String(), false, start)
-		rep.Finish(engine.ExitCode(err), time.Now())
-	}
-	result := resultOf(rep.ExitCode)
-	s.rec.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
-	args := []any{"result", result, "exit_code", rep.ExitCode, "duration", rep.Finished.Sub(rep.Started).Round(time.Millisecond).String(),
-		"changes", countsLine(rep), "trigger", trigger}
-	if trigger == "events" {
-		args = append(args, "events", nEvents, "resources", len(req.Resources))
-	}
-	if rep.Commit != "" {
-		args = append(args, "commit", rep.Commit)
-	}
-	switch {
-	case result == metrics.ResultFailed:
-		a.log.Error("run finished", append(args, "error", errorText(err))...)
-	case result == metrics.ResultPartial:
-		a.log.Warn("run finished", append(args, "warning", errorText(err))...)
-	default:
-		a.log.Info("run finished", args...)
-	}
-	return serve.Outcome{Started: rep.Started, Finished: rep.Finished, ExitCode: rep.ExitCode, Result: result}
-}
-
-func errorText(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
-}
-
-// countsLine sums the changes of a report up on one line, stage by stage in
-// the order they first appear: "render: +1 =14, waldur: ~2, git: +1".
-func countsLine(rep *report.Run) string {
-	var stages []string
-	by := map[string][]changeset.Entry{}
-	for _, e := range rep.Changes {
-		if _, seen := by[e.Stage]; !seen {
-			stages = append(stages, e.Stage)
-		}
-		by[e.Stage] = append(by[e.Stage], e)
-	}
-	parts := make([]string, 0, len(stages))
-	for _, st := range stages {
-		parts = append(parts, st+": "+changeset.Set{Entries: by[st]}.Summary())
-	}
-	return strings.Join(parts, ", ")
-}
-
-// resultOf is the result label of an exit code.
-func resultOf(code int) string {
-	switch code {
-	case ExitOK:
-		return metrics.ResultOK
-	case ExitPartial:
-		return metrics.ResultPartial
-	}
-	return metrics.ResultFailed
-}
-
-// pushMetrics pushes the metrics of one finished run to the config's
-// Pushgateway, if it names one. A failure is a warning: the run did its work
-// and its exit code stays.
-func (a *app) pushMetrics(ctx context.Context, cfg *config.Loaded, rep *report.Run, calls waldur.CallStats) {
-	if cfg == nil || cfg.Metrics.PushgatewayURL == "" {
-		return
-	}
-	rec := metrics.New(version.String())
-	rec.Observe(metrics.Run{Report: rep, Result: resultOf(rep.ExitCode), Waldur: calls})
-	// A run ended by SIGTERM (activeDeadlineSeconds, a node drain) must still
-	// report its failure: the push gets its own time limit, not the signal.
-	ctx = context.WithoutCancel(ctx)
-	if err := metrics.Push(ctx, &cfg.Metrics, rep.Command, rec.Registry()); err != nil {
-		a.log.Warn("pushing the run's metrics failed; the exit code is that of the run", "pushgateway", cfg.Metrics.DisplayURL(), "error", err.Error())
-		return
-	}
-	a.log.Debug("pushed the run's metrics", "pushgateway", cfg.Metrics.DisplayURL(), "job", cfg.Metrics.Job)
 }

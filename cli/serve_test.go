@@ -737,14 +737,14 @@ func TestServeKeepsOneEngine(t *testing.T) {
 	text := strings.ReplaceAll(string(mustRead(t, exampleConfig)), "templates_dir: site-templates", "templates_dir: "+abs)
 	writeFile(t, cfgPath, text)
 	a := &app{configPath: cfgPath, stdout: &strings.Builder{}, stderr: &strings.Builder{}}
-	runs := &serveRuns{a: a, wire: engine.Options{Snapshot: exampleSnapshot}}
+	runs := a.serveService(engine.Options{Snapshot: exampleSnapshot}, nil, 0, 0)
 	load := func() *engine.Engine {
 		t.Helper()
 		cfg, err := a.loadConfig()
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := runs.engine(cfg)
+		e, err := runs.Engine(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

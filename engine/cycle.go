@@ -71,6 +71,9 @@ type stage struct {
 // A new stage goes here, with a seam in seams.go.
 func (e *Engine) stages(req Request) []stage {
 	s := e.seams
+	if s.Usage != nil {
+		return e.usageStages(req)
+	}
 	g := e.guard
 	g.Allow = req.AllowMassPrune
 	var list []stage

@@ -182,6 +182,9 @@ func verdict(req Request, out *Outcome, err error) error {
 		return err
 	}
 	changes := changeset.Set{Entries: out.Report.Changes}
+	if out.diffStage != "" {
+		changes.Entries = changes.Filter(func(e changeset.Entry) bool { return e.Stage == out.diffStage })
+	}
 	if req.DryRun && changes.Changed() {
 		return Errorf(ClassDiff, "differences found")
 	}

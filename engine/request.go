@@ -34,4 +34,6 @@ type Outcome struct {
 	Waiting map[waldur.UUID]string
 	// Err is the run's failure with its class; nil on success.
 	Err error
+
+	diffStage string // when set, the only stage whose entries are a dry run's differences
 }

@@ -214,6 +214,18 @@ type FeedbackOptions struct {
 	Guard guard.Options
 }
 
+// Usage makes the usage report (report): it reads the state once with read
+// (the Source) and renders it with render (the engine's renderer, the names
+// two offerings claim settled with the given InPlace), then plans and posts
+// the month-to-date usage; with dryRun it posts nothing.
+type Usage interface {
+	Report(ctx context.Context, read func(context.Context) (*waldur.State, error), render UsageRenderer, dryRun bool) (changeset.Set, map[string]int, error)
+}
+
+// UsageRenderer renders a state for the usage stage, settling claimed names
+// with inPlace.
+type UsageRenderer func(st *waldur.State, inPlace render.InPlace) (*render.Result, error)
+
 // Seams are the stages of one engine. A nil seam's stage does not run: no
 // Orders for a snapshot (a recording says nothing about Waldur's orders now),
 // no Publisher for `keycloak` or a plain render, no Identities without Keycloak.
@@ -226,4 +238,7 @@ type Seams struct {
 	Publisher  Publisher
 	Identities Identities
 	Feedback   Feedback
+	// Usage, when set, makes the engine the usage report's: the agent
+	// registration and the usage stage are its only stages.
+	Usage Usage
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -60,6 +61,10 @@ type Options struct {
 	DryRun bool
 	// TuneWaldur adjusts every Waldur client's options (tests).
 	TuneWaldur func(*waldur.ClientOptions)
+	// Usage, when set, wires the usage report (report) with this reporter:
+	// the Source, the agent registration (Announce) and the usage stage
+	// (UsageStage), nothing else.
+	Usage *usage.Reporter
 }
 
 // FromConfig builds the engine a verb runs: the templates are loaded once,
@@ -132,7 +137,10 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if previous != nil {
 		r = r.SharingWith(previous)
 	}
-	if err := preflight(cfg, o, api); err != nil {
+	if o.Usage != nil {
+		// The usage report posts only usage: no order, publish or identity stage.
+		s = Seams{Source: s.Source, Announcer: s.Announcer, Usage: &UsageStage{Reporter: o.Usage}}
+	} else if err := preflight(cfg, o, api); err != nil {
 		return nil, err
 	}
 	e := New(s, r.Render, g, o.Log)

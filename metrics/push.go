@@ -70,3 +70,13 @@ const GroupingCommand = "command"
 func redact(err error, secret string) error {
 	return redactpkg.Default().With(secret).Error(err)
 }
+
+// PushRun pushes the metrics of one finished run (a Recorder that observed
+// only it) as Push does, under the run's command. A run ended by SIGTERM
+// (activeDeadlineSeconds, a node drain) must still report its failure: the
+// push gets its own time limit, not ctx's cancellation.
+func PushRun(ctx context.Context, cfg *config.Metrics, run Run, version string) error {
+	rec := New(version)
+	rec.Observe(run)
+	return Push(context.WithoutCancel(ctx), cfg, run.Report.Command, rec.Registry())
+}

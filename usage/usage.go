@@ -164,19 +164,61 @@ type Key struct {
 // *ClusterError); a failed write is reported as an entry with action skip and
 // the others go on, and the error then summarises the failures.
 func (r *Reporter) Run(ctx context.Context) (changeset.Set, map[string]int, error) {
+	return r.run(ctx, nil, nil)
+}
+
+// ReadFunc reads the state of every configured offering (the engine's Source).
+type ReadFunc func(ctx context.Context) (*waldur.State, error)
+
+// RenderFunc renders a state as sync renders it, settling the names two
+// offerings claim with inPlace (the engine's renderer).
+type RenderFunc func(st *waldur.State, inPlace render.InPlace) (*render.Result, error)
+
+// RunWith is Run on a state read once by read and rendered by rend (the
+// engine's Source and renderer) instead of each offering's Waldur and a
+// render of its own. An offering read needs is not in the state: a *ReadError.
+func (r *Reporter) RunWith(ctx context.Context, read ReadFunc, rend RenderFunc) (changeset.Set, map[string]int, error) {
+	st, err := read(ctx)
+	if err != nil {
+		// The read fails as a whole only when no offering could be read.
+		names := make([]string, len(r.Offerings))
+		for i, o := range r.Offerings {
+			names[i] = o.Config.Name
+		}
+		return changeset.Set{}, nil, &ReadError{fmt.Errorf("offering %s: %w", strings.Join(names, ", "), err)}
+	}
+	states := map[string]*waldur.OfferingState{}
+	for i := range st.Offerings {
+		states[st.Offerings[i].Name] = &st.Offerings[i]
+	}
+	for _, o := range r.Offerings {
+		if states[o.Config.Name] == nil {
+			why := "not read"
+			if st.Unread[o.Config.Name] != "" {
+				why = st.Unread[o.Config.Name]
+			}
+			return changeset.Set{}, nil, &ReadError{fmt.Errorf("offering %s: %s", o.Config.Name, why)}
+		}
+	}
+	return r.run(ctx, states, rend)
+}
+
+// run reads what is not in states (every offering's state when it is nil),
+// renders with rend (nil: a render of its own), then writes the reports.
+func (r *Reporter) run(ctx context.Context, states map[string]*waldur.OfferingState, rend RenderFunc) (changeset.Set, map[string]int, error) {
 	var cs changeset.Set
 	calls := &counter{m: map[string]int{}}
 	now := r.now().In(r.location())
 	cfg := r.config()
 	var inputs []*input
 	for _, o := range r.Offerings {
-		in, err := r.read(ctx, o, now, cfg.Usage.Allocation, calls)
+		in, err := r.read(ctx, o, states[o.Config.Name], now, cfg.Usage.Allocation, calls)
 		if err != nil {
 			return cs, calls.m, err
 		}
 		inputs = append(inputs, in)
 	}
-	if err := r.decide(cfg, inputs); err != nil {
+	if err := r.decide(cfg, inputs, rend); err != nil {
 		return cs, calls.m, err
 	}
 	var failures []string
@@ -241,9 +283,9 @@ func (r *Reporter) config() *config.Config {
 // offerings included), and records in each input the resources that are not
 // billed: those without a rendered tenant and, where the cluster is read,
 // those whose tenant has no namespace there.
-func (r *Reporter) decide(cfg *config.Config, inputs []*input) error {
+func (r *Reporter) decide(cfg *config.Config, inputs []*input, rend RenderFunc) error {
 	tpls := r.Templates
-	if tpls == nil {
+	if tpls == nil && rend == nil {
 		var err error
 		if tpls, err = render.LoadTemplates(cfg); err != nil {
 			return &RenderError{fmt.Errorf("usage report: %w", err)}
@@ -265,10 +307,6 @@ func (r *Reporter) decide(cfg *config.Config, inputs []*input) error {
 		}
 		st.Unread[name] = "not part of this usage report"
 	}
-	res, err := render.New(cfg, tpls).Render(st)
-	if err != nil {
-		return &RenderError{fmt.Errorf("usage report: %w", err)}
-	}
 	// A tenant whose namespace is in a cluster holds its names, as sync
 	// holds those of the tenants in Git.
 	var inPlace render.InPlace
@@ -285,7 +323,19 @@ func (r *Reporter) decide(cfg *config.Config, inputs []*input) error {
 			break
 		}
 	}
-	res.ResolveClaims(cfg, st, inPlace)
+	if rend == nil {
+		rend = func(st *waldur.State, in render.InPlace) (*render.Result, error) {
+			res, err := render.New(cfg, tpls).Render(st)
+			if err == nil {
+				res.ResolveClaims(cfg, st, in)
+			}
+			return res, err
+		}
+	}
+	res, err := rend(st, inPlace)
+	if err != nil {
+		return &RenderError{fmt.Errorf("usage report: %w", err)}
+	}
 	for _, in := range inputs {
 		in.notBilled = NotBilled(in.o.Config.Name, in.state, res, in.cluster)
 	}
@@ -392,20 +442,24 @@ func measured(o *config.Offering) bool {
 	return false
 }
 
-func (r *Reporter) read(ctx context.Context, o *Offering, now time.Time, alloc string, calls *counter) (*input, error) {
+// read reads one offering: its state unless given (read once by the
+// caller), its usage records and, with a cluster, its namespaces and quotas.
+func (r *Reporter) read(ctx context.Context, o *Offering, state *waldur.OfferingState, now time.Time, alloc string, calls *counter) (*input, error) {
 	id := waldur.UUID(o.Config.WaldurOfferingUUID)
-	in := &input{o: o}
+	in := &input{o: o, state: state}
 	var err error
 	wrap := func(err error) error { return &ReadError{fmt.Errorf("offering %s: %w", o.Config.Name, err)} }
-	if in.state, err = o.Waldur.ReadOffering(ctx, o.Config.Name, id); err != nil {
-		return nil, wrap(err)
-	}
-	for _, k := range []string{waldur.KindResourcesList, waldur.KindTerminatedList, waldur.KindOrdersList, waldur.KindOfferingUsersList,
-		waldur.KindServiceAccounts, waldur.KindCourseAccounts} {
-		calls.add(k)
-	}
-	for range in.state.Teams {
-		calls.add(waldur.KindTeam)
+	if in.state == nil {
+		if in.state, err = o.Waldur.ReadOffering(ctx, o.Config.Name, id); err != nil {
+			return nil, wrap(err)
+		}
+		for _, k := range []string{waldur.KindResourcesList, waldur.KindTerminatedList, waldur.KindOrdersList, waldur.KindOfferingUsersList,
+			waldur.KindServiceAccounts, waldur.KindCourseAccounts} {
+			calls.add(k)
+		}
+		for range in.state.Teams {
+			calls.add(waldur.KindTeam)
+		}
 	}
 	calls.add(waldur.KindUsagesList)
 	cur, err := o.Waldur.ListComponentUsages(ctx, waldur.UsageFilter{Offering: id, BillingPeriod: now})

@@ -1,0 +1,80 @@
+package engine
+
+import (
+	"context"
+	"errors"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/usage"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// UsageStageName is the name of the usage report's stage in the run report.
+const UsageStageName = usage.EntryStage
+
+// UsageStage is the Usage seam over usage.Reporter: the reporter plans and
+// posts on the state the engine reads and renders, and its failures get the
+// engine's classes (a Waldur read: ClassWaldur; a cluster read:
+// ClassCluster; templates that do not render: ClassConfig; posts that
+// failed: ClassPartial).
+type UsageStage struct {
+	Reporter *usage.Reporter
+}
+
+// Report runs the usage report; the reporter's DryRun is set from dryRun.
+func (u *UsageStage) Report(ctx context.Context, read func(context.Context) (*waldur.State, error), rend UsageRenderer, dryRun bool) (changeset.Set, map[string]int, error) {
+	u.Reporter.DryRun = dryRun
+	cs, calls, err := u.Reporter.RunWith(ctx, read, usage.RenderFunc(rend))
+	return cs, calls, usageClass(err)
+}
+
+// usageClass maps the usage report's errors onto the engine's classes.
+func usageClass(err error) error {
+	var re *usage.ReadError
+	var ce *usage.ClusterError
+	var rde *usage.RenderError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re):
+		return Classify(ClassWaldur, err)
+	case errors.As(err, &ce):
+		return Classify(ClassCluster, err)
+	case errors.As(err, &rde):
+		return Classify(ClassConfig, err)
+	}
+	return Classify(ClassPartial, err)
+}
+
+// usageStages is the cycle of the usage report: the site agent's
+// registration of every configured offering (before the read, as the report
+// has always announced itself), then the usage stage, which reads and renders
+// once with the engine's Source and renderer. Only the usage stage's entries
+// are differences of a dry run.
+func (e *Engine) usageStages(req Request) []stage {
+	s := e.seams
+	var list []stage
+	if s.Announcer != nil {
+		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Set, map[string]int, error) {
+			return s.Announcer.Announce(ctx, nil, req.Command, req.DryRun)
+		}})
+	}
+	return append(list, stage{name: UsageStageName, class: ClassPartial, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+		o.diffStage = UsageStageName
+		read := func(ctx context.Context) (*waldur.State, error) {
+			var err error
+			o.State, err = s.Source.Read(ctx)
+			return o.State, err
+		}
+		rend := func(st *waldur.State, in render.InPlace) (*render.Result, error) {
+			res, err := e.render(st)
+			if err == nil && e.Claims != nil {
+				e.Claims(res, st, in)
+			}
+			o.Result = res
+			return res, err
+		}
+		return s.Usage.Report(ctx, read, rend, req.DryRun)
+	}})
+}
