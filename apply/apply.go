@@ -306,13 +306,13 @@ func (r *run) mapKinds() {
 	unreachable := map[*cluster][]string{}
 	for _, u := range r.units {
 		var kinds []string
-		why := ""
+		why, cause := "", changeset.CauseApplyFailed
 		for _, it := range u.items {
 			if it.cl.err != nil {
 				if !slices.Contains(unreachable[it.cl], it.tenant.Dir) {
 					unreachable[it.cl] = append(unreachable[it.cl], it.tenant.Dir)
 				}
-				why = "cluster unreachable: " + it.cl.err.Error()
+				why, cause = "cluster unreachable: "+it.cl.err.Error(), changeset.CauseClusterUnreachable
 				continue
 			}
 			gvk := schema.FromAPIVersionAndKind(it.obj.APIVersion(), it.obj.Kind())
@@ -328,7 +328,7 @@ func (r *run) mapKinds() {
 					}
 				}
 				if !meta.IsNoMatchError(err) {
-					why = err.Error()
+					why, cause = err.Error(), changeset.CauseApplyFailed
 				} else if s := gvkString(gvk); !slices.Contains(kinds, s) {
 					kinds = append(kinds, s)
 				}
@@ -337,14 +337,14 @@ func (r *run) mapKinds() {
 			it.mapping = m
 		}
 		if len(kinds) > 0 {
-			why = "the cluster serves no " + strings.Join(kinds, ", ") + " (a CRD is missing)"
+			why, cause = "the cluster serves no "+strings.Join(kinds, ", ")+" (a CRD is missing)", changeset.CauseApplyFailed
 		}
 		if why == "" {
 			continue
 		}
 		u.failed = true
 		for _, it := range u.items {
-			r.report(it.entry(changeset.Skip, "not applied: "+why), nil)
+			r.report(because(it.entry(changeset.Skip, "not applied: "+why), cause), nil)
 		}
 	}
 	for _, k := range order {
@@ -532,21 +532,21 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 				continue // already on its way out
 			}
 			if why, skipped := r.res.Skipped[c.resource]; skipped {
-				r.report(c.entry(changeset.Skip, "kept: the renderer skipped its resource: "+why, nil), nil)
+				r.report(because(c.entry(changeset.Skip, "kept: the renderer skipped its resource: "+why, nil), changeset.CauseRemovalKept), nil)
 				continue
 			}
 			if why, kept := r.res.Kept[c.resource]; kept {
-				r.report(c.entry(changeset.Unchanged, "kept as it is: "+why, nil), nil)
+				r.report(because(c.entry(changeset.Unchanged, "kept as it is: "+why, nil), changeset.CauseKept), nil)
 				continue
 			}
 			if why, unread := r.res.Unread[off.Name]; unread {
-				r.report(c.entry(changeset.Unchanged, "kept as it is: offering "+off.Name+" was not read: "+why, nil), nil)
+				r.report(because(c.entry(changeset.Unchanged, "kept as it is: offering "+off.Name+" was not read: "+why, nil), changeset.CauseOfferingUnread), nil)
 				continue
 			}
 			gvk := obj.GroupVersionKind()
 			m, err := cl.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 			if err != nil {
-				r.report(c.entry(changeset.Skip, "kept: "+err.Error(), nil), nil)
+				r.report(because(c.entry(changeset.Skip, "kept: "+err.Error(), nil), changeset.CauseRemovalKept), nil)
 				continue
 			}
 			c.mapping = m
@@ -566,7 +566,7 @@ func (r *run) planPrune(ctx context.Context) ([]*candidate, error) {
 		out = slices.DeleteFunc(out, func(c *candidate) bool {
 			why, kept := keep[c.resource]
 			if kept {
-				r.report(c.entry(changeset.Skip, "kept: "+why, nil), nil)
+				r.report(because(c.entry(changeset.Skip, "kept: "+why, nil), changeset.CauseRemovalKept), nil)
 				delete(removed, tenantKey{c.offering.Name, c.resource})
 			}
 			return kept
@@ -794,11 +794,11 @@ func (r *run) applyOne(ctx context.Context, it *item) {
 	u.mu.Unlock()
 	if failed && r.stage == StageApply {
 		// Validation goes on, to report every object the server rejects.
-		r.report(it.entry(changeset.Skip, "not applied: an earlier object of the tenant failed"), nil)
+		r.report(because(it.entry(changeset.Skip, "not applied: an earlier object of the tenant failed"), changeset.CauseApplyFailed), nil)
 		return
 	}
 	if ctx.Err() != nil {
-		r.report(it.entry(changeset.Skip, "not applied: "+ctx.Err().Error()), nil)
+		r.report(because(it.entry(changeset.Skip, "not applied: "+ctx.Err().Error()), changeset.CauseApplyFailed), nil)
 		return
 	}
 	ns := it.obj.Namespace()
@@ -855,7 +855,7 @@ func (r *run) failItem(it *item, err error) {
 	it.unit.failed = true
 	it.unit.mu.Unlock()
 	oe := &ObjectError{Subject: it.key.subject(), Tenant: it.tenant.Dir, Cluster: it.cl.name, Conflict: apierrors.IsConflict(err), Err: err}
-	r.report(it.entry(changeset.Skip, oe.reason()), oe)
+	r.report(because(it.entry(changeset.Skip, oe.reason()), oe.cause()), oe)
 }
 
 // waitNamespace waits, once per namespace and run, for a namespace that a
@@ -912,6 +912,24 @@ func (e *ObjectError) reason() string {
 		return "not applied: " + e.Err.Error()
 	}
 	return "rejected: " + apiMessage(e.Err)
+}
+
+// cause is the cause of the skip entry reason writes.
+func (e *ObjectError) cause() changeset.Cause {
+	var se apierrors.APIStatus
+	switch {
+	case e.Conflict:
+		return changeset.CauseFieldConflict
+	case !errors.As(e.Err, &se):
+		return changeset.CauseApplyFailed
+	}
+	return changeset.CauseRejected
+}
+
+// because sets the cause of e.
+func because(e changeset.Entry, c changeset.Cause) changeset.Entry {
+	e.Cause = c
+	return e
 }
 
 func (e *ObjectError) Error() string {
@@ -971,7 +989,7 @@ func (r *run) prune(ctx context.Context, cands []*candidate) {
 	phases := make([][]*candidate, 3)
 	for _, c := range cands {
 		if failed[c.offering.Name+"\x00"+string(c.resource)] {
-			r.report(c.entry(changeset.Skip, "kept: the tenant failed to apply", nil), nil)
+			r.report(because(c.entry(changeset.Skip, "kept: the tenant failed to apply", nil), changeset.CauseRemovalKept), nil)
 			continue
 		}
 		p := 0
@@ -989,7 +1007,7 @@ func (r *run) prune(ctx context.Context, cands []*candidate) {
 			c := cs[i]
 			orders := r.res.Terminations[c.resource]
 			if ctx.Err() != nil {
-				r.report(c.entry(changeset.Skip, "not deleted: "+ctx.Err().Error(), orders), nil)
+				r.report(because(c.entry(changeset.Skip, "not deleted: "+ctx.Err().Error(), orders), changeset.CauseApplyFailed), nil)
 				return
 			}
 			r.count("delete")
@@ -999,7 +1017,7 @@ func (r *run) prune(ctx context.Context, cands []*candidate) {
 				r.report(c.entry(changeset.Delete, "", orders), nil)
 			default:
 				oe := &ObjectError{Subject: c.key.subject(), Tenant: c.offering.Name + " resource " + string(c.resource), Cluster: c.cl.name, Err: err}
-				r.report(c.entry(changeset.Skip, "not deleted: "+apiMessage(err), orders), oe)
+				r.report(because(c.entry(changeset.Skip, "not deleted: "+apiMessage(err), orders), changeset.CauseApplyFailed), oe)
 			}
 		})
 	}

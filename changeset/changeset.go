@@ -59,6 +59,9 @@ type Entry struct {
 	Orders []string `json:"orders,omitempty"`
 	// Reason explains a skip or an error; empty otherwise.
 	Reason string `json:"reason,omitempty"`
+	// Cause is the stable word for why a skipped, held, waiting or kept entry
+	// is so; empty otherwise. Read it, not Reason, to decide anything.
+	Cause Cause `json:"cause,omitempty"`
 }
 
 // String renders the entry on one line, e.g. `+ Tenant iris/cluster/waldur-x`.

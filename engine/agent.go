@@ -71,7 +71,7 @@ func (a *AgentAnnouncer) Announce(ctx context.Context, st *waldur.State, mode st
 		if err != nil {
 			logOrDiscard(a.Log).Warn("registering the site agent identity failed", "offering", o.Name, "error", err.Error())
 			cs.Add(changeset.Entry{Stage: "agent", Kind: "AgentIdentity", Subject: AgentIdentityName(o), Action: changeset.Skip,
-				Offering: o.Name, Reason: err.Error()})
+				Offering: o.Name, Reason: err.Error(), Cause: changeset.CauseAgentFailed})
 		}
 	}
 	return cs, tally.Stats().Requests, nil
@@ -97,7 +97,7 @@ func (a *AgentAnnouncer) found(ctx context.Context, st *waldur.State, o *config.
 		}
 		why = err
 	}
-	cs.Add(a.entry(o, "AgentIdentity", AgentIdentityName(o), changeset.Skip, "not registered: "+why.Error()))
+	cs.Add(a.skip(o, AgentIdentityName(o), "not registered: "+why.Error(), changeset.CauseAgentFailed))
 	return false
 }
 
@@ -128,8 +128,8 @@ func (a *AgentAnnouncer) announce(ctx context.Context, o *config.Offering, mode 
 		return nil, err
 	}
 	if !c.Supports(ctx, waldur.FeatureAgentIdentity) {
-		return []changeset.Entry{a.entry(o, "AgentIdentity", AgentIdentityName(o), changeset.Skip,
-			"the Waldur server is older than site-agent identities")}, nil
+		return []changeset.Entry{a.skip(o, AgentIdentityName(o),
+			"the Waldur server is older than site-agent identities", changeset.CauseAgentIncompatible)}, nil
 	}
 	name := AgentIdentityName(o)
 	want := waldur.AgentIdentityRequest{Offering: waldur.UUID(o.WaldurOfferingUUID), Name: name,
@@ -209,7 +209,7 @@ func (a *AgentAnnouncer) compatibility(ctx context.Context, c *waldur.Client, o 
 	}
 	logOrDiscard(a.Log).Warn("waldur says the site agent version is incompatible", "offering", o.Name, "version", version.Version,
 		"message", id.Compatibility.Message, "minimum_required", id.Compatibility.MinimumRequired)
-	return []changeset.Entry{a.entry(o, "AgentIdentity", id.Name, changeset.Skip, reason)}
+	return []changeset.Entry{a.skip(o, id.Name, reason, changeset.CauseAgentIncompatible)}
 }
 
 func (a *AgentAnnouncer) entry(o *config.Offering, kind, subject string, action changeset.Action, reason string) changeset.Entry {
@@ -226,4 +226,11 @@ func sameDependencies(a, b []waldur.AgentDependency) bool {
 		return d
 	}
 	return slices.Equal(sorted(a), sorted(b))
+}
+
+// skip is a skipped AgentIdentity entry with its cause.
+func (a *AgentAnnouncer) skip(o *config.Offering, subject, reason string, c changeset.Cause) changeset.Entry {
+	e := a.entry(o, "AgentIdentity", subject, changeset.Skip, reason)
+	e.Cause = c
+	return e
 }

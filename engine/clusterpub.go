@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/changeset"
@@ -44,7 +43,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 	}
 	pub := &Published{Where: "the clusters", Failed: map[waldur.UUID]string{}}
 	for _, e := range r.Changes.ByAction(changeset.Skip) {
-		if strings.HasPrefix(e.Reason, "kept: ") {
+		if e.Cause == changeset.CauseRemovalKept {
 			continue // left alone on purpose, not refused
 		}
 		if _, seen := pub.Failed[waldur.UUID(e.Resource)]; !seen && e.Resource != "" {

@@ -90,7 +90,7 @@ func removals(ctx context.Context, cfg *config.Config, res *render.Result, cur r
 		maps.Copy(explained, sure)
 		for id, why := range keep {
 			kept.Add(changeset.Entry{Stage: stage, Kind: "Resource", Subject: offering + "/" + string(id), Action: changeset.Skip,
-				Offering: offering, Resource: string(id), Reason: "tenant kept: " + why})
+				Offering: offering, Resource: string(id), Reason: "tenant kept: " + why, Cause: changeset.CauseTenantKept})
 		}
 	}
 	kept.Sort()

@@ -190,12 +190,8 @@ func verdict(req Request, out *Outcome, err error) error {
 	}
 	counts := map[string]int{}
 	for _, e := range changes.ByAction(changeset.Skip) {
-		if what, ok := skipKinds[e.Stage+"/"+e.Kind]; ok {
+		if what, ok := partialCauses[e.Cause]; ok {
 			counts[what]++
-		} else if e.Kind == "Resource" && e.Stage != "render" {
-			counts["resource(s)"]++ // a tenant kept in doubt at the publish
-		} else if e.Stage == "keycloak" {
-			counts["Keycloak group(s) or membership(s)"]++
 		}
 	}
 	var parts []string
@@ -222,16 +218,43 @@ func unreadCause(st *waldur.State) string {
 	return b.String()
 }
 
-// skipKinds names the skip entries that make a run partial, by stage/kind;
-// every skip of the keycloak stage counts too.
-var skipKinds = map[string]string{
-	"waldur/Offering": "offering(s) not read",
-	"render/Resource": "resource(s)",
-	"render/Member":   "member(s)",
+// The things a partial run names, in the order the verdict names them.
+const (
+	partialOfferings = "offering(s) not read"
+	partialResources = "resource(s)"
+	partialMembers   = "member(s)"
+	partialKeycloak  = "Keycloak group(s) or membership(s)"
+)
+
+// partialCauses names the skip entries that make a run partial, by cause:
+// offerings not read, resources the render skipped or kept in doubt at the
+// publish, members left out, and every Keycloak group or membership skipped.
+var partialCauses = map[changeset.Cause]string{
+	changeset.CauseOfferingUnread: partialOfferings,
+
+	changeset.CauseInvalidLimits: partialResources,
+	changeset.CauseInvalidName:   partialResources,
+	changeset.CauseNameConflict:  partialResources,
+	changeset.CauseQuotaMapping:  partialResources,
+	changeset.CauseTemplate:      partialResources,
+	changeset.CauseUnknownState:  partialResources,
+	changeset.CauseRenderFailed:  partialResources,
+	changeset.CauseTenantKept:    partialResources,
+
+	changeset.CauseMemberLeftOut: partialMembers,
+
+	changeset.CauseUserNotFound:   partialKeycloak,
+	changeset.CauseGroupConflict:  partialKeycloak,
+	changeset.CauseParentBlocked:  partialKeycloak,
+	changeset.CauseNotAttempted:   partialKeycloak,
+	changeset.CauseRealmFailure:   partialKeycloak,
+	changeset.CauseNoCredentials:  partialKeycloak,
+	changeset.CauseNotLookedUp:    partialKeycloak,
+	changeset.CauseKeycloakFailed: partialKeycloak,
 }
 
 // skipOrder is the order the verdict names them in.
-var skipOrder = []string{"offering(s) not read", "resource(s)", "member(s)", "Keycloak group(s) or membership(s)"}
+var skipOrder = []string{partialOfferings, partialResources, partialMembers, partialKeycloak}
 
 // renderClassified renders st; a failure is a config error wherever it happens.
 func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {

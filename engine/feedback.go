@@ -113,7 +113,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			if !dryRun {
 				calls[kind]++
 				if err := send(); err != nil {
-					e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
+					e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseFeedbackFailed
 					note(Errorf(ClassWaldur, "feedback for resource %s: %w", r.UUID, err))
 				}
 			}
@@ -219,7 +219,7 @@ func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client,
 	if !dryRun {
 		calls[waldur.KindMembershipStatus]++
 		if err := c.SetMembershipSyncStatuses(ctx, r.UUID, list); err != nil {
-			e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
+			e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseFeedbackFailed
 			note(Errorf(ClassWaldur, "membership statuses of resource %s: %w", r.UUID, err))
 		} else {
 			if f.sent == nil {
@@ -273,7 +273,7 @@ func (f *ResourceFeedback) erring(st *waldur.State, res *render.Result, pub *Pub
 		}
 	}
 	if err := guard.Check(guard.Erred, removals, guard.Site(total), g); err != nil {
-		return nil, &changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip, Reason: err.Error()}
+		return nil, &changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: "set_as_erred", Action: changeset.Skip, Reason: err.Error(), Cause: changeset.CauseGuardRefused}
 	}
 	return toErr, nil
 }

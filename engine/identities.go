@@ -86,7 +86,7 @@ func waiting(cfg *config.Config, res *render.Result, cs changeset.Set) map[waldu
 		case keycloak.KindGroup:
 			notInPlace[e.Subject] = "Keycloak group " + e.Subject + ": " + e.Reason
 		case keycloak.KindMembership:
-			if strings.HasPrefix(e.Reason, "failed: ") || strings.HasPrefix(e.Reason, "not attempted: ") {
+			if e.Cause == changeset.CauseKeycloakFailed || e.Cause == changeset.CauseNotAttempted {
 				path, _, _ := strings.Cut(e.Subject, " ")
 				notInPlace[path] = "Keycloak membership " + e.Subject + ": " + e.Reason
 			}
@@ -158,7 +158,7 @@ func (k *KeycloakStage) withoutCredentiallessRealms(cfg *config.Config) (*config
 		dropped = append(dropped, t.Offerings...)
 		reason := "not read: no Keycloak credentials for offering(s) " + strings.Join(names, ", ") +
 			"; a dry run leaves this realm out, sync fails on it until keycloak_username and keycloak_password, or client_secret, are set (each also as _file or _env)"
-		skip.Add(changeset.Entry{Stage: keycloak.Stage, Kind: keycloak.KindRealm, Subject: t.String(), Action: changeset.Skip, Reason: reason})
+		skip.Add(changeset.Entry{Stage: keycloak.Stage, Kind: keycloak.KindRealm, Subject: t.String(), Action: changeset.Skip, Reason: reason, Cause: changeset.CauseNoCredentials})
 		if k.Log != nil {
 			k.Log.Warn("keycloak realm not read: no credentials", "realm", t.String(), "offerings", strings.Join(names, ", "), "dry_run", true)
 		}

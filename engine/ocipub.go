@@ -51,7 +51,7 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 		e := changeset.Entry{Stage: "git", Kind: "OCIArtifact", Subject: r.Ref + "@" + r.Digest, Action: changeset.Unchanged}
 		switch {
 		case r.Err != nil:
-			e.Subject, e.Action, e.Reason = r.Ref, changeset.Skip, r.Err.Error()
+			e.Subject, e.Action, e.Reason, e.Cause = r.Ref, changeset.Skip, r.Err.Error(), changeset.CauseShipFailed
 			failed = append(failed, r.Name)
 			if firstErr == nil {
 				firstErr = r.Err

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
-	"maps"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -81,12 +80,8 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	if err != nil {
 		return changeset.Set{}, nil, err
 	}
-	os.Refused, os.Waiting, os.Reviewing = pub.Failed, waiting, pub.Review
-	if len(pub.Held) > 0 {
-		// Their change waits as a reviewed one does: executing, with why.
-		os.Reviewing = maps.Clone(pub.Held)
-		maps.Copy(os.Reviewing, pub.Review)
-	}
+	// A held change waits as a reviewed one does: executing, with why.
+	os.Refused, os.Waiting, os.Reviewing, os.Held = pub.Failed, waiting, pub.Review, pub.Held
 	if ref := cmp.Or(pub.Ref, pub.Base); s.Flux != nil && ref != "" {
 		os.Flux = &orders.Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref, Revisions: pub.FluxRevisions}
 	}

@@ -155,7 +155,7 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 		}
 		if err != nil {
 			if quotasafe.Lowers(c.res.Limits, c.tenant.Limits) {
-				entry.Action = changeset.Skip
+				entry.Action, entry.Cause = changeset.Skip, changeset.CauseQuotaUnchecked
 				entry.Reason = fmt.Sprintf("the quota cut is not checked against usage and is made: cannot read the cluster %s: %v", src, err)
 				out.Changes.Add(entry)
 				log.Warn("quota cut not checked against usage", "offering", o.Name, "tenant", subject, "error", err.Error())
@@ -164,7 +164,7 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 		}
 		cuts, cerr := quotasafe.Find(c.tenant.Quota, c.tenant.QuotaName, live, quotasafe.LiveKey(o.BackendType))
 		if cerr != nil {
-			entry.Action, entry.Reason = changeset.Skip, "the quota cut is not checked against usage and is made: "+cerr.Error()
+			entry.Action, entry.Reason, entry.Cause = changeset.Skip, "the quota cut is not checked against usage and is made: "+cerr.Error(), changeset.CauseQuotaUnchecked
 			out.Changes.Add(entry)
 			continue
 		}
@@ -178,7 +178,7 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 			}
 			why := "quota cut below usage (quota_shrink: review): " + quotasafe.Describe(cuts)
 			out.Review[c.tenant.Resource] = why
-			entry.Action, entry.Reason = changeset.Skip, "sent for review: "+why
+			entry.Action, entry.Reason, entry.Cause = changeset.Skip, "sent for review: "+why, changeset.CauseAwaitingReview
 			log.Info("quota cut sent for review", "offering", o.Name, "tenant", subject, "reason", why)
 		case o.QuotaShrink == config.QuotaShrinkAllow:
 			entry.Action = changeset.Update
@@ -190,7 +190,7 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 				out.Holds = render.QuotaHolds{}
 			}
 			out.Holds[c.tenant.Resource] = render.QuotaHold{Keep: quotasafe.Keep(cuts), Reason: why}
-			entry.Action, entry.Reason = changeset.Skip, "held: "+why
+			entry.Action, entry.Reason, entry.Cause = changeset.Skip, "held: "+why, changeset.CauseQuotaHeld
 			log.Info("quota cut held", "offering", o.Name, "tenant", subject, "reason", why)
 		}
 		out.Changes.Add(entry)

@@ -76,7 +76,7 @@ func route(cfg *config.Config, res *render.Result, layout gitsync.FluxLayout, cu
 	for _, e := range rt.changes.Entries {
 		reason := fmt.Sprintf("waits on review branch %s until a person merges it (%s)", rt.branch, whys[e.Subject])
 		rt.entries.Add(changeset.Entry{Stage: "git", Kind: ReviewChangeKind, Subject: e.Subject, Action: changeset.Skip,
-			Offering: e.Offering, Resource: e.Resource, Orders: e.Orders, Reason: reason})
+			Offering: e.Offering, Resource: e.Resource, Orders: e.Orders, Reason: reason, Cause: changeset.CauseAwaitingReview})
 		if e.Resource != "" {
 			rt.waiting[waldur.UUID(e.Resource)] = reason
 		}
@@ -102,7 +102,7 @@ func (p *GitPublisher) syncReview(ctx context.Context, rt *routing, dryRun bool,
 	}
 	for _, b := range p.repo.ReviewBranches() {
 		if rt != nil && b.Name == rt.branch {
-			cs.Add(changeset.Entry{Stage: "git", Kind: ReviewBranchKind, Subject: b.Name, Action: changeset.Unchanged, Reason: "open " + age(b.Time) + ", waiting for a person to merge it"})
+			cs.Add(changeset.Entry{Stage: "git", Kind: ReviewBranchKind, Subject: b.Name, Action: changeset.Unchanged, Reason: "open " + age(b.Time) + ", waiting for a person to merge it", Cause: changeset.CauseAwaitingReview})
 			continue
 		}
 		e := changeset.Entry{Stage: "git", Kind: ReviewBranchKind, Subject: b.Name, Action: changeset.Delete, Reason: would + "deleted: Waldur no longer asks for its change, or it was merged"}
@@ -169,7 +169,7 @@ func (p *GitPublisher) request(ctx context.Context, rt *routing, dryRun bool, ca
 		}
 	}
 	if err != nil {
-		e.Action, e.Reason = changeset.Skip, "no pull or merge request: "+err.Error()
+		e.Action, e.Reason, e.Cause = changeset.Skip, "no pull or merge request: "+err.Error(), changeset.CauseForgeFailure
 		logOrDiscard(p.Log).Warn("cannot open the review request", "branch", rt.branch, "error", err.Error())
 	}
 	cs.Add(e)

@@ -238,7 +238,7 @@ func unreadEntries(st *waldur.State) changeset.Set {
 	}
 	for _, name := range slices.Sorted(maps.Keys(st.Unread)) {
 		cs.Add(changeset.Entry{Stage: "waldur", Kind: "Offering", Subject: name, Action: changeset.Skip, Offering: name,
-			Reason: "not read, its tenants are kept as they are: " + st.Unread[name]})
+			Reason: "not read, its tenants are kept as they are: " + st.Unread[name], Cause: changeset.CauseOfferingUnread})
 	}
 	return cs
 }

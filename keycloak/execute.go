@@ -138,7 +138,7 @@ func (x *execution) apply(ctx context.Context, o Op) {
 	e := &x.out.Entries[o.Entry]
 	if err != nil {
 		err = fmt.Errorf("%s %s: %w", o.Kind, e.Subject, err)
-		e.Action, e.Reason = changeset.Skip, "failed: "+err.Error()
+		e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseKeycloakFailed
 		if o.Kind == OpAddMember || o.Kind == OpRemoveMember {
 			if x.failed == nil {
 				x.failed = map[string]string{}
@@ -219,7 +219,7 @@ func (x *execution) notAttempted(o Op, why string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	e := &x.out.Entries[o.Entry]
-	e.Action, e.Reason = changeset.Skip, "not attempted: "+why
+	e.Action, e.Reason, e.Cause = changeset.Skip, "not attempted: "+why, changeset.CauseNotAttempted
 	x.skipped++
 }
 

@@ -184,7 +184,7 @@ func (p *planner) wanted(d *DesiredGroup) ([]string, map[string]string) {
 func (p *planner) desired(d *DesiredGroup) {
 	e := groupEntry(d)
 	if why := p.blocked[d.Parent]; d.Parent != "" && why != "" {
-		e.Action, e.Reason = changeset.Skip, "parent group "+d.Parent+" is not reconciled: "+why
+		e.Action, e.Reason, e.Cause = changeset.Skip, "parent group "+d.Parent+" is not reconciled: "+why, changeset.CauseParentBlocked
 		p.blocked[d.Path] = "its parent is not reconciled"
 		p.entry(e)
 		return
@@ -220,7 +220,7 @@ func (p *planner) desired(d *DesiredGroup) {
 		if own == foreign {
 			why = "the group is managed by " + ManagedBy + " for offering(s) " + strings.Join(g.Attributes[AttrOffering], ", ") + ", not in this config; it is left alone"
 		}
-		e.Action, e.Reason = changeset.Skip, "conflict: "+why
+		e.Action, e.Reason, e.Cause = changeset.Skip, "conflict: "+why, changeset.CauseGroupConflict
 		p.blocked[d.Path] = "conflict"
 		p.entry(e)
 		return
@@ -277,7 +277,7 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 		e.Subject, e.Action, e.Reason = d.Path+" "+u.Username, changeset.Delete, "not in the team (or not in this role) any more"
 		if why := p.held(d.Resources); why != "" {
 			// Nothing happens to it: unchanged, with the reason it stays.
-			e.Action, e.Reason = changeset.Unchanged, "kept until its review is merged: "+why
+			e.Action, e.Reason, e.Cause = changeset.Unchanged, "kept until its review is merged: "+why, changeset.CauseKeptInReview
 			p.entry(e)
 			continue
 		}
@@ -295,9 +295,9 @@ func (p *planner) resolve(d *DesiredGroup) (map[string]string, []string) {
 	for _, m := range d.Members {
 		u, known := p.in.Actual.Users[m]
 		if u == nil {
-			e := changeset.Entry{Kind: KindMembership, Subject: d.Path + " " + m.Username, Action: changeset.Skip, Offering: strings.Join(d.Offerings, ", "), Reason: missingUser(p.in.Target, m)}
+			e := changeset.Entry{Kind: KindMembership, Subject: d.Path + " " + m.Username, Action: changeset.Skip, Offering: strings.Join(d.Offerings, ", "), Reason: missingUser(p.in.Target, m), Cause: changeset.CauseUserNotFound}
 			if !known {
-				e.Reason = "user " + m.Username + " was not looked up"
+				e.Reason, e.Cause = "user "+m.Username+" was not looked up", changeset.CauseNotLookedUp
 			} else {
 				if p.plan.MissingUsers == nil {
 					p.plan.MissingUsers = map[string]string{}
@@ -438,7 +438,7 @@ func (p *planner) deletions() error {
 		}
 		if why := p.keep(g, deleting); why != "" {
 			// Nothing happens to it: unchanged, with the reason it stays.
-			e.Action, e.Reason, e.Orders = changeset.Unchanged, "kept: "+why, nil
+			e.Action, e.Reason, e.Orders, e.Cause = changeset.Unchanged, "kept: "+why, nil, changeset.CauseKept
 			p.entry(e)
 			continue
 		}

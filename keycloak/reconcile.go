@@ -109,7 +109,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 			err = fmt.Errorf("keycloak %s: %w", t, err)
 			errs = append(errs, err)
 			if plan == nil {
-				out.Changes.Add(changeset.Entry{Stage: Stage, Kind: KindRealm, Subject: t.String(), Action: changeset.Skip, Reason: "failed: " + err.Error()})
+				out.Changes.Add(changeset.Entry{Stage: Stage, Kind: KindRealm, Subject: t.String(), Action: changeset.Skip, Reason: "failed: " + err.Error(), Cause: changeset.CauseRealmFailure})
 			}
 		}
 		if o.Log != nil {

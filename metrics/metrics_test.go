@@ -86,7 +86,7 @@ func okRun() metrics.Run {
 		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/x", Action: changeset.Create},
 		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/y", Action: changeset.Create},
 		{Stage: "render", Kind: "Tenant", Subject: "a/cluster/z", Action: changeset.Unchanged},
-		{Stage: "render", Kind: "Resource", Subject: "a/bad", Action: changeset.Skip, Reason: "invalid resource limits: cpu=\"x\" is not a number"},
+		{Stage: "render", Kind: "Resource", Subject: "a/bad", Action: changeset.Skip, Reason: "invalid resource limits: cpu=\"x\" is not a number", Cause: changeset.CauseInvalidLimits},
 		{Stage: "git", Kind: "Commit", Subject: "main abc", Action: changeset.Create},
 		{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/g1", Action: changeset.Create},
 		{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/g2", Action: changeset.Create},
@@ -185,50 +185,57 @@ func TestRecorder(t *testing.T) {
 	}
 }
 
-// TestSkipClass maps the reasons the stages write (in the forms their code
-// builds them) to classes.
+// TestSkipClass maps the causes the stages set beside the reasons they write
+// (in the forms their code builds them) to classes: the class is the cause's,
+// whatever the reason says.
 func TestSkipClass(t *testing.T) {
 	tests := []struct {
-		stage, reason, want string
+		stage, reason string
+		cause         changeset.Cause
+		want          string
 	}{
-		{"render", `invalid resource limits: cpu="lots" is not a number`, metrics.SkipInvalidLimits},
-		{"render", "resource has no slug: its namespace cannot be named", metrics.SkipInvalidName},
-		{"render", "resource has unset or missing slug fields: project_slug", metrics.SkipInvalidName},
-		{"render", `resource uuid "x" is not a UUID`, metrics.SkipInvalidName},
-		{"render", `namespace name "waldur-Not_Valid" is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)`, metrics.SkipInvalidName},
-		{"render", `namespace name "waldur-aaaa" exceeds 63 characters (70)`, metrics.SkipInvalidName},
-		{"render", "name waldur-x is already used by resource 3cfe5210e4db306c7aabcd8103b2ad22", metrics.SkipNameConflict},
-		{"render", "component gpu (type gpu) has no quota mapping: add it to backend_settings.component_quota_mapping or give it a k8s_resource", metrics.SkipQuotaMapping},
-		{"render", "template extra.yaml produced an invalid ConfigMap: bad", metrics.SkipTemplate},
-		{"render", "something new", metrics.SkipOther},
-		{"keycloak", "user alice not found in Keycloak realm hpc (looked up by user name); it is added once it exists", metrics.SkipUserNotFound},
-		{"keycloak", "conflict: the group exists but is not managed by waldur-gitops; it is left alone", metrics.SkipGroupConflict},
-		{"keycloak", "parent group /org is not reconciled: conflict: …", metrics.SkipParentBlocked},
-		{"keycloak", "not attempted: Keycloak is unavailable", metrics.SkipNotAttempted},
-		{"keycloak", "failed: keycloak hpc@https://kc: log in to realm master: 503", metrics.SkipRealmFailure},
-		{"keycloak", "failed: create-group /org/x: 500 Internal Server Error", metrics.SkipAPIFailure},
-		{"waldur", "pending provider approval: auto_approve is off", metrics.SkipAwaitingApproval},
-		{"waldur", `pending: waldur-gitops does not handle "Restore" orders`, metrics.SkipUnsupportedOrder},
-		{"waldur", "left executing: the cluster does not show the namespace yet", metrics.SkipNotApplied},
-		{"waldur", "failed to set done: waldur POST …: 500", metrics.SkipAPIFailure},
-		{"usage", "Waldur takes usage only for resources in OK, Updating or Terminating; this one is Erred", metrics.SkipResourceState},
-		{"usage", "not measured: no ResourceQuota", metrics.SkipNotMeasured},
-		{"usage", `invalid resource limits: ram="-1" is negative`, metrics.SkipInvalidLimits},
-		{"apply", "not applied: an earlier object of the tenant failed", metrics.SkipApplyFailed},
-		{"apply", "kept: the tenant failed to apply", metrics.SkipApplyFailed},
-		{"git", "waits on review branch waldur-gitops/review/3f2a9c0d1e2f until a person merges it (risky: tenant removed)", metrics.SkipAwaitingReview},
-		{"orders", "left executing: waits on review branch waldur-gitops/review/3f2a9c0d1e2f until a person merges it (risky: tenant removed)", metrics.SkipAwaitingReview},
-		{"git", "no pull or merge request: GET https://gitlab.example/api/v4/projects/1/merge_requests: 401 Unauthorized", metrics.SkipForgeFailure},
-		{"quota", "sent for review: quota cut below usage (quota_shrink: review): requests.storage used 6Gi, new 4Gi, in place 10Gi", metrics.SkipAwaitingReview},
-		{"quota", "held: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", metrics.SkipQuotaHeld},
-		{"orders", "left executing: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", metrics.SkipQuotaHeld},
-		{"quota", "the quota cut is not checked against usage and is made: cannot read the cluster /k: forbidden", metrics.SkipQuotaUnchecked},
-		// A render-looking reason in another stage is not a render class.
-		{"keycloak", "invalid resource limits: x", metrics.SkipOther},
+		{"render", `invalid resource limits: cpu="lots" is not a number`, changeset.CauseInvalidLimits, metrics.SkipInvalidLimits},
+		{"render", "resource has no slug: its namespace cannot be named", changeset.CauseInvalidName, metrics.SkipInvalidName},
+		{"render", "resource has unset or missing slug fields: project_slug", changeset.CauseInvalidName, metrics.SkipInvalidName},
+		{"render", `resource uuid "x" is not a UUID`, changeset.CauseInvalidName, metrics.SkipInvalidName},
+		{"render", `namespace name "waldur-Not_Valid" is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)`, changeset.CauseInvalidName, metrics.SkipInvalidName},
+		{"render", `namespace name "waldur-aaaa" exceeds 63 characters (70)`, changeset.CauseInvalidName, metrics.SkipInvalidName},
+		{"render", "name waldur-x is already used by resource 3cfe5210e4db306c7aabcd8103b2ad22", changeset.CauseNameConflict, metrics.SkipNameConflict},
+		{"render", "component gpu (type gpu) has no quota mapping: add it to backend_settings.component_quota_mapping or give it a k8s_resource", changeset.CauseQuotaMapping, metrics.SkipQuotaMapping},
+		{"render", "template extra.yaml produced an invalid ConfigMap: bad", changeset.CauseTemplate, metrics.SkipTemplate},
+		{"render", "something new", "", metrics.SkipOther},
+		{"keycloak", "user alice not found in Keycloak realm hpc (looked up by user name); it is added once it exists", changeset.CauseUserNotFound, metrics.SkipUserNotFound},
+		{"keycloak", "conflict: the group exists but is not managed by waldur-gitops; it is left alone", changeset.CauseGroupConflict, metrics.SkipGroupConflict},
+		{"keycloak", "parent group /org is not reconciled: conflict: …", changeset.CauseParentBlocked, metrics.SkipParentBlocked},
+		{"keycloak", "not attempted: Keycloak is unavailable", changeset.CauseNotAttempted, metrics.SkipNotAttempted},
+		{"keycloak", "failed: keycloak hpc@https://kc: log in to realm master: 503", changeset.CauseRealmFailure, metrics.SkipRealmFailure},
+		{"keycloak", "failed: create-group /org/x: 500 Internal Server Error", changeset.CauseKeycloakFailed, metrics.SkipAPIFailure},
+		{"waldur", "pending provider approval: auto_approve is off", changeset.CauseAwaitingApproval, metrics.SkipAwaitingApproval},
+		{"waldur", `pending: waldur-gitops does not handle "Restore" orders`, changeset.CauseUnsupportedOrder, metrics.SkipUnsupportedOrder},
+		{"waldur", "left executing: the cluster does not show the namespace yet", changeset.CauseNotApplied, metrics.SkipNotApplied},
+		{"waldur", "failed to set done: waldur POST …: 500", changeset.CauseAPIFailure, metrics.SkipAPIFailure},
+		{"usage", "Waldur takes usage only for resources in OK, Updating or Terminating; this one is Erred", changeset.CauseResourceState, metrics.SkipResourceState},
+		{"usage", "not measured: no ResourceQuota", changeset.CauseNotMeasured, metrics.SkipNotMeasured},
+		{"usage", `invalid resource limits: ram="-1" is negative`, changeset.CauseUsageLimits, metrics.SkipInvalidLimits},
+		{"apply", "not applied: an earlier object of the tenant failed", changeset.CauseApplyFailed, metrics.SkipApplyFailed},
+		{"apply", "kept: the tenant failed to apply", changeset.CauseApplyFailed, metrics.SkipApplyFailed},
+		{"git", "waits on review branch waldur-gitops/review/3f2a9c0d1e2f until a person merges it (risky: tenant removed)", changeset.CauseAwaitingReview, metrics.SkipAwaitingReview},
+		{"orders", "left executing: waits on review branch waldur-gitops/review/3f2a9c0d1e2f until a person merges it (risky: tenant removed)", changeset.CauseAwaitingReview, metrics.SkipAwaitingReview},
+		{"git", "no pull or merge request: GET https://gitlab.example/api/v4/projects/1/merge_requests: 401 Unauthorized", changeset.CauseForgeFailure, metrics.SkipForgeFailure},
+		{"quota", "sent for review: quota cut below usage (quota_shrink: review): requests.storage used 6Gi, new 4Gi, in place 10Gi", changeset.CauseAwaitingReview, metrics.SkipAwaitingReview},
+		{"quota", "held: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", changeset.CauseQuotaHeld, metrics.SkipQuotaHeld},
+		{"orders", "left executing: waiting for usage to drop below the new quota (quota_shrink: hold): requests.storage used 6Gi, new 4Gi, in place 10Gi", changeset.CauseQuotaHeld, metrics.SkipQuotaHeld},
+		{"quota", "the quota cut is not checked against usage and is made: cannot read the cluster /k: forbidden", changeset.CauseQuotaUnchecked, metrics.SkipQuotaUnchecked},
+		// The reason's wording decides nothing: a reworded reason keeps its class,
+		// and a reason without a cause is other.
+		{"render", "reworded: the limits make no sense", changeset.CauseInvalidLimits, metrics.SkipInvalidLimits},
+		{"keycloak", "invalid resource limits: x", "", metrics.SkipOther},
+		{"apply", "not applied: cluster unreachable: dial tcp", changeset.CauseClusterUnreachable, metrics.SkipApplyFailed},
+		{"apply", "kept: the tenant failed to apply", changeset.CauseRemovalKept, metrics.SkipApplyFailed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.stage+" "+tt.want, func(t *testing.T) {
-			e := changeset.Entry{Stage: tt.stage, Action: changeset.Skip, Reason: tt.reason}
+			e := changeset.Entry{Stage: tt.stage, Action: changeset.Skip, Reason: tt.reason, Cause: tt.cause}
 			if got := metrics.SkipClass(e); got != tt.want {
 				t.Errorf("SkipClass(%s %q) = %s, want %s", tt.stage, tt.reason, got, tt.want)
 			}

@@ -1,14 +1,11 @@
 package metrics
 
-import (
-	"strings"
-
-	"github.com/waldur/waldur-gitops/changeset"
-)
+import "github.com/waldur/waldur-gitops/changeset"
 
 // Skip classes, the values of the class label of waldur_gitops_last_run_skipped. The
 // free-text reason of a skip names resources, users and groups; the class is
-// a short, stable word derived from it, so that the label stays bounded.
+// a short, stable word read from the entry's cause (changeset.Cause), so that
+// the label stays bounded and rewording a reason changes no label.
 const (
 	// render: the resource's input cannot be rendered.
 	SkipInvalidLimits = "invalid_limits" // a limit is not a number or negative
@@ -42,73 +39,53 @@ const (
 	SkipOther = "other"
 )
 
-// skipRule maps a reason to a class when the entry's stage matches (any stage
-// when empty) and the reason has the prefix, or contains the substring.
-type skipRule struct {
-	stage            string
-	prefix, contains string
-	class            string
+// skipClasses maps every cause of a skipped entry to its class: many causes
+// share one class, and a cause not listed (or none) is SkipOther.
+var skipClasses = map[changeset.Cause]string{
+	changeset.CauseInvalidLimits: SkipInvalidLimits,
+	changeset.CauseInvalidName:   SkipInvalidName,
+	changeset.CauseNameConflict:  SkipNameConflict,
+	changeset.CauseQuotaMapping:  SkipQuotaMapping,
+	changeset.CauseTemplate:      SkipTemplate,
+
+	changeset.CauseUserNotFound:   SkipUserNotFound,
+	changeset.CauseGroupConflict:  SkipGroupConflict,
+	changeset.CauseParentBlocked:  SkipParentBlocked,
+	changeset.CauseNotAttempted:   SkipNotAttempted,
+	changeset.CauseRealmFailure:   SkipRealmFailure,
+	changeset.CauseKeycloakFailed: SkipAPIFailure,
+	changeset.CauseAPIFailure:     SkipAPIFailure,
+	changeset.CauseUsageLimits:    SkipInvalidLimits,
+
+	changeset.CauseAwaitingApproval: SkipAwaitingApproval,
+	changeset.CauseUnsupportedOrder: SkipUnsupportedOrder,
+	changeset.CauseNotApplied:       SkipNotApplied,
+
+	changeset.CauseResourceState: SkipResourceState,
+	changeset.CauseNoLimit:       SkipNoLimit,
+	changeset.CauseNotMeasured:   SkipNotMeasured,
+
+	changeset.CauseApplyFailed:        SkipApplyFailed,
+	changeset.CauseClusterUnreachable: SkipApplyFailed,
+	changeset.CauseRemovalKept:        SkipApplyFailed,
+
+	changeset.CauseAwaitingReview: SkipAwaitingReview,
+	changeset.CauseForgeFailure:   SkipForgeFailure,
+	changeset.CauseQuotaHeld:      SkipQuotaHeld,
+	changeset.CauseQuotaUnchecked: SkipQuotaUnchecked,
 }
 
-// skipRules are tried in order; the first match wins.
-var skipRules = []skipRule{
-	{stage: "render", contains: "invalid resource limits", class: SkipInvalidLimits},
-	{stage: "usage", contains: "invalid resource limits", class: SkipInvalidLimits},
-	{stage: "render", contains: "slug", class: SkipInvalidName},
-	{stage: "render", contains: "is not a UUID", class: SkipInvalidName},
-	{stage: "render", prefix: "namespace name ", class: SkipInvalidName},
-	{stage: "render", contains: "is already used by resource", class: SkipNameConflict},
-	{stage: "render", prefix: "two objects would both be written", class: SkipNameConflict},
-	{stage: "render", contains: "quota mapping", class: SkipQuotaMapping},
-	{stage: "render", contains: "maps to quota key", class: SkipQuotaMapping},
-	{stage: "render", prefix: "template ", class: SkipTemplate},
-	{stage: "render", prefix: "encode ", class: SkipTemplate},
-
-	{stage: "keycloak", prefix: "user ", contains: " not found in Keycloak", class: SkipUserNotFound},
-	{stage: "keycloak", prefix: "conflict:", class: SkipGroupConflict},
-	{stage: "keycloak", prefix: "parent group ", class: SkipParentBlocked},
-	{stage: "keycloak", prefix: "not attempted:", class: SkipNotAttempted},
-	{stage: "keycloak", prefix: "failed: keycloak ", class: SkipRealmFailure},
-	{stage: "keycloak", prefix: "failed:", class: SkipAPIFailure},
-
-	{prefix: "pending provider approval", class: SkipAwaitingApproval},
-	{prefix: "pending: waldur-gitops does not handle", class: SkipUnsupportedOrder},
-	{prefix: "left executing: waits on review branch", class: SkipAwaitingReview},
-	{prefix: "left executing: waiting for usage to drop", class: SkipQuotaHeld},
-	{prefix: "left executing:", class: SkipNotApplied},
-	{prefix: "failed to ", class: SkipAPIFailure},
-	{prefix: "Waldur refused", class: SkipAPIFailure},
-
-	{stage: "usage", prefix: "Waldur takes usage only", class: SkipResourceState},
-	{stage: "usage", prefix: "the resource has no limit", class: SkipNoLimit},
-	{stage: "usage", prefix: "not measured", class: SkipNotMeasured},
-
-	{stage: "git", prefix: "waits on review branch", class: SkipAwaitingReview},
-	{stage: "git", prefix: "no pull or merge request:", class: SkipForgeFailure},
-	{stage: "quota", prefix: "sent for review:", class: SkipAwaitingReview},
-	{stage: "quota", prefix: "held:", class: SkipQuotaHeld},
-	{stage: "quota", prefix: "the quota cut is not checked against usage", class: SkipQuotaUnchecked},
-
-	{stage: "apply", prefix: "not applied", class: SkipApplyFailed},
-	{stage: "apply", prefix: "not deleted", class: SkipApplyFailed},
-	{stage: "apply", prefix: "kept", class: SkipApplyFailed},
-}
-
-// SkipClass is the class of a skipped entry's reason: see the Skip constants
-// and docs/serve.md for the mapping. Every reason gets a class; SkipOther
-// when no rule matches.
+// SkipClass is the class of a skipped entry, read from its cause: see the
+// Skip constants and docs/run-report.md for the mapping. Every entry gets a
+// class; SkipOther for a cause the table does not list.
 func SkipClass(e changeset.Entry) string {
-	for _, r := range skipRules {
-		if r.stage != "" && r.stage != e.Stage {
-			continue
-		}
-		if r.prefix != "" && !strings.HasPrefix(e.Reason, r.prefix) {
-			continue
-		}
-		if r.contains != "" && !strings.Contains(e.Reason, r.contains) {
-			continue
-		}
-		return r.class
+	if c, ok := skipClasses[e.Cause]; ok {
+		return c
 	}
 	return SkipOther
+}
+
+// SkipClassOf is the class of cause c.
+func SkipClassOf(c changeset.Cause) string {
+	return SkipClass(changeset.Entry{Cause: c})
 }

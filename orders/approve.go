@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 
@@ -101,12 +102,12 @@ func keptBy(res *render.Result, id waldur.UUID) (string, bool) {
 
 // heldBy reports whether the render holds an executing order (an Update
 // order whose new limits are unknown) and why.
-func heldBy(res *render.Result, order waldur.UUID) (string, bool) {
+func heldBy(res *render.Result, order waldur.UUID) (string, changeset.Cause, bool) {
 	if res == nil {
-		return "", false
+		return "", "", false
 	}
 	why, ok := res.Held[order]
-	return why, ok
+	return why, cmp.Or(res.HeldCause[order], changeset.CauseNotApplied), ok
 }
 
 // tenantNames maps each rendered resource to its tenant's name.
@@ -189,14 +190,14 @@ func (r *run) approve(ctx context.Context, st *waldur.State, p Pending) {
 	res := ord.MarketplaceResourceUUID
 	switch p.Decision {
 	case Leave:
-		reason := "pending provider approval: auto_approve is off"
+		reason, cause := "pending provider approval: auto_approve is off", changeset.CauseAwaitingApproval
 		if o.AutoApprove {
-			reason = fmt.Sprintf("pending: waldur-gitops does not handle %q orders", ord.Type)
+			reason, cause = fmt.Sprintf("pending: waldur-gitops does not handle %q orders", ord.Type), changeset.CauseUnsupportedOrder
 		}
 		if p.Problem != "" {
 			reason += "; the resource cannot be rendered: " + p.Problem
 		}
-		r.add(o, ord, res, p.Tenant, changeset.Skip, reason)
+		r.skip(o, ord, res, p.Tenant, reason, cause)
 		return
 	case Reject:
 		comment := rejectionComment(p)

@@ -2,6 +2,7 @@ package orders
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -42,6 +43,8 @@ type Executing struct {
 	PlanLimits waldur.Limits
 	// Reason explains Wait; Message and Traceback are sent with Erred.
 	Reason, Message, Traceback string
+	// Cause is why it waits; not_applied when unset.
+	Cause changeset.Cause
 	// Expect is what the cluster must show before the order is done when the
 	// offering waits for order_done_on: applied.
 	Expect *Expectation
@@ -75,8 +78,8 @@ func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pus
 				out = append(out, e)
 				continue
 			}
-			if why, held := heldBy(res, ord.UUID); held {
-				e.Reason = why
+			if why, cause, held := heldBy(res, ord.UUID); held {
+				e.Reason, e.Cause = why, cause
 				out = append(out, e)
 				continue
 			}
@@ -212,11 +215,14 @@ func (s *Stage) refuse(plan []Executing) {
 		e := &plan[i]
 		if why, ok := s.Reviewing[e.Order.MarketplaceResourceUUID]; ok && e.Outcome != Erred {
 			e.Outcome, e.Expect, e.BackendID = Wait, nil, ""
-			e.Reason = why
+			e.Reason, e.Cause = why, changeset.CauseAwaitingReview
+		} else if why, ok := s.Held[e.Order.MarketplaceResourceUUID]; ok && e.Outcome != Erred {
+			e.Outcome, e.Expect, e.BackendID = Wait, nil, ""
+			e.Reason, e.Cause = why, changeset.CauseNotApplied
 		}
 		if why, ok := s.Waiting[e.Order.MarketplaceResourceUUID]; ok && e.Outcome == Done && e.Order.Type != waldur.OrderTerminate {
 			e.Outcome, e.Expect, e.BackendID = Wait, nil, ""
-			e.Reason = "published, but not usable yet: " + why
+			e.Reason, e.Cause = "published, but not usable yet: "+why, changeset.CauseNotApplied
 		}
 		reason, ok := s.Refused[e.Order.MarketplaceResourceUUID]
 		if !ok || e.Outcome == Erred {
@@ -233,7 +239,7 @@ func (r *run) finish(ctx context.Context, e *Executing) {
 	o, ord := e.Offering, &e.Order
 	id := ord.MarketplaceResourceUUID
 	if e.Outcome == Wait {
-		r.add(o, ord, id, e.Tenant, changeset.Skip, "left executing: "+e.Reason)
+		r.skip(o, ord, id, e.Tenant, "left executing: "+e.Reason, cmp.Or(e.Cause, changeset.CauseNotApplied))
 		return
 	}
 	if r.s.DryRun {

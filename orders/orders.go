@@ -119,6 +119,10 @@ type Stage struct {
 	// to why (the branch): Finish leaves their orders executing with that
 	// reason until the change reaches the branch it pushes to.
 	Reviewing map[waldur.UUID]string
+	// Held maps the resources whose published change is not usable yet
+	// (a shard not shipped) to why: their orders wait as reviewed ones do,
+	// and a resource in both waits on its review.
+	Held map[waldur.UUID]string
 	// Flux, when set, makes order_done_on: applied also wait for the Flux
 	// shard Kustomization of the tenant to report the pushed revision applied.
 	Flux *Flux
@@ -244,9 +248,15 @@ func (r *run) add(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant s
 	})
 }
 
+// skip adds a skipped entry with its cause.
+func (r *run) skip(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant, reason string, cause changeset.Cause) {
+	r.add(o, ord, resource, tenant, changeset.Skip, reason)
+	r.cs.Entries[len(r.cs.Entries)-1].Cause = cause
+}
+
 func (r *run) fail(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant, what string, err error) {
 	reason := fmt.Sprintf("failed to %s: %v", what, err)
-	r.add(o, ord, resource, tenant, changeset.Skip, reason)
+	r.skip(o, ord, resource, tenant, reason, changeset.CauseAPIFailure)
 	r.failures = append(r.failures, fmt.Sprintf("order %s: %s", ord.UUID, reason))
 	r.s.log().Error("order transition failed", "offering", o.Name, "order", string(ord.UUID), "type", ord.Type, "action", what, "error", err)
 }

@@ -151,7 +151,7 @@ func (res *Result) skip(c claimant, why string) {
 	}
 	res.Skipped[c.resource] = why
 	res.Changes.Add(changeset.Entry{Stage: "render", Kind: "Resource", Action: changeset.Skip, Offering: c.offering,
-		Subject: c.label, Resource: string(c.resource), Reason: why})
+		Subject: c.label, Resource: string(c.resource), Reason: why, Cause: changeset.CauseNameConflict})
 	res.Changes.Sort()
 }
 

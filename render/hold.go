@@ -1,6 +1,7 @@
 package render
 
 import (
+	"github.com/waldur/waldur-gitops/changeset"
 	"slices"
 
 	"github.com/waldur/waldur-gitops/waldur"
@@ -47,7 +48,16 @@ func (in *offeringInput) holdUpdates(id waldur.UUID, orders []waldur.UUID, res *
 			res.Held = map[waldur.UUID]string{}
 		}
 		res.Held[o.UUID] = h.Reason
+		res.hold(o.UUID, changeset.CauseQuotaHeld)
 		orders = slices.DeleteFunc(orders, func(u waldur.UUID) bool { return u == o.UUID })
 	}
 	return orders
+}
+
+// hold records why order is held.
+func (res *Result) hold(order waldur.UUID, c changeset.Cause) {
+	if res.HeldCause == nil {
+		res.HeldCause = map[waldur.UUID]changeset.Cause{}
+	}
+	res.HeldCause[order] = c
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"cmp"
 	"fmt"
+	"github.com/waldur/waldur-gitops/changeset"
 	"slices"
 	"strings"
 	"unicode"
@@ -149,7 +150,7 @@ func (in *offeringInput) updateLimits(r *waldur.Resource) waldur.Limits {
 // the profile fill in the rest. Any error leaves the resource out.
 func (in *offeringInput) tenantData(p profile, r *waldur.Resource) (*TenantData, error) {
 	if !r.UUID.Valid() {
-		return nil, fmt.Errorf("resource uuid %q is not a UUID", r.UUID)
+		return nil, changeset.Because(changeset.CauseInvalidName, fmt.Errorf("resource uuid %q is not a UUID", r.UUID))
 	}
 	d := &TenantData{
 		Offering: OfferingData{Name: in.o.Name, UUID: in.o.WaldurOfferingUUID, BackendType: in.o.BackendType},
@@ -213,7 +214,7 @@ func EffectiveLimits(o *config.Offering, r *waldur.Resource, update waldur.Limit
 		out[k] = v
 	}
 	if len(bad) > 0 {
-		return nil, fmt.Errorf("invalid resource limits: %s", strings.Join(bad, ", "))
+		return nil, changeset.Because(changeset.CauseInvalidLimits, fmt.Errorf("invalid resource limits: %s", strings.Join(bad, ", ")))
 	}
 	c := o.Settings.Common()
 	var set map[string]int64

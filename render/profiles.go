@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/waldur/waldur-gitops/changeset"
 	"math/big"
 	"regexp"
 	"slices"
@@ -89,14 +90,14 @@ func (p *registeredProfile) groups(*TenantData) []Group         { return nil }
 // namespaceName joins prefix and slug and checks the result is an RFC 1123 label.
 func namespaceName(prefix, slug string) (string, error) {
 	if slug == "" {
-		return "", fmt.Errorf("resource has no slug: its namespace cannot be named")
+		return "", changeset.Because(changeset.CauseInvalidName, fmt.Errorf("resource has no slug: its namespace cannot be named"))
 	}
 	name := prefix + slug
 	switch {
 	case len(name) > manifest.MaxLabel:
-		return "", fmt.Errorf("namespace name %q exceeds %d characters (%d)", name, manifest.MaxLabel, len(name))
+		return "", changeset.Because(changeset.CauseInvalidName, fmt.Errorf("namespace name %q exceeds %d characters (%d)", name, manifest.MaxLabel, len(name)))
 	case !manifest.IsDNS1123Label(name):
-		return "", fmt.Errorf("namespace name %q is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", name)
+		return "", changeset.Because(changeset.CauseInvalidName, fmt.Errorf("namespace name %q is not a valid RFC 1123 label (lower-case letters, digits and '-', starting and ending with a letter or digit)", name))
 	}
 	return name, nil
 }
@@ -125,7 +126,7 @@ func buildQuota(o *config.Offering, d *TenantData, f quotaKeyFunc) (map[string]s
 				return nil, err
 			}
 			if _, dup := q[qk]; dup {
-				return nil, fmt.Errorf("component %s maps to quota key %s, which another component already sets", k, qk)
+				return nil, changeset.Because(changeset.CauseQuotaMapping, fmt.Errorf("component %s maps to quota key %s, which another component already sets", k, qk))
 			}
 			q[qk] = kv[qk].text
 		}
@@ -228,7 +229,7 @@ func (p *k8sUTProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData
 		field, ok := p.s.ComponentQuotaMapping[typ]
 		switch {
 		case !ok:
-			return nil, &unmappedError{k, typ, hintQuotaMapping}
+			return nil, changeset.Because(changeset.CauseQuotaMapping, &unmappedError{k, typ, hintQuotaMapping})
 		case field == "":
 			return nil, nil
 		}
@@ -302,7 +303,7 @@ func (p *namespaceProfile) fill(in *offeringInput, r *waldur.Resource, d *Tenant
 		field, ok := p.s.ComponentQuotaMapping[typ]
 		switch {
 		case !ok:
-			return nil, &unmappedError{k, typ, hintMappingOrExt}
+			return nil, changeset.Because(changeset.CauseQuotaMapping, &unmappedError{k, typ, hintMappingOrExt})
 		case field == "":
 			return nil, nil
 		}
@@ -393,7 +394,7 @@ func (p *okdProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantData) 
 		case typ == "pods":
 			return map[string]quantity{"pods": plainQuantity(v)}, nil
 		}
-		return nil, &unmappedError{k, typ, hintK8sResource}
+		return nil, changeset.Because(changeset.CauseQuotaMapping, &unmappedError{k, typ, hintK8sResource})
 	})
 	if err != nil {
 		return err
@@ -435,7 +436,7 @@ func requireSlugs(r *waldur.Resource) error {
 		missing = append(missing, "project_slug")
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("resource has unset or missing slug fields: %s", strings.Join(missing, ", "))
+		return changeset.Because(changeset.CauseInvalidName, fmt.Errorf("resource has unset or missing slug fields: %s", strings.Join(missing, ", ")))
 	}
 	return nil
 }
@@ -532,7 +533,7 @@ func (p *rancherProfile) fill(in *offeringInput, r *waldur.Resource, d *TenantDa
 		case typ == "pods":
 			key = "pods"
 		default:
-			return nil, &unmappedError{k, typ, hintK8sResource}
+			return nil, changeset.Because(changeset.CauseQuotaMapping, &unmappedError{k, typ, hintK8sResource})
 		}
 		return map[string]quantity{key: rancherQuantity(key, v)}, nil
 	})

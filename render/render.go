@@ -69,6 +69,9 @@ type Result struct {
 	// UpdateLimits). Its resource is rendered without it, and the order must
 	// stay executing.
 	Held map[waldur.UUID]string
+	// HeldCause is why each order of Held is held: quota_held for a quota
+	// hold, not_applied for a plan whose quotas are not known.
+	HeldCause map[waldur.UUID]changeset.Cause
 	// Review maps the resources whose change must wait on a review branch
 	// whatever its class (a quota cut below usage under quota_shrink:
 	// review) to why. The render leaves it empty; the engine's quota stage
@@ -318,6 +321,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			res.Held = map[waldur.UUID]string{}
 		}
 		res.Held[id] = why
+		res.hold(id, changeset.CauseNotApplied)
 	}
 	resources := slices.Clone(st.Resources)
 	slices.SortStableFunc(resources, func(a, b waldur.Resource) int {
@@ -340,6 +344,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			res.Changes.Add(changeset.Entry{
 				Stage: "render", Kind: "Resource", Action: changeset.Skip, Offering: o.Name,
 				Subject: o.DirName() + "/" + resourceLabel(rs), Resource: string(rs.UUID), Reason: why,
+				Cause: changeset.CauseUnknownState,
 			})
 			continue
 		}
@@ -372,7 +377,7 @@ func claimNames(p profile, j *job, claimed map[string]waldur.UUID, projectClaime
 	rs := j.res
 	for _, name := range p.claims(j.data) {
 		if other, taken := claimed[name]; taken {
-			return fmt.Errorf("name %s is already used by resource %s", name, other)
+			return changeset.Because(changeset.CauseNameConflict, fmt.Errorf("name %s is already used by resource %s", name, other))
 		}
 	}
 	if err := checkProjectClaims(p.projectClaims(j.data), rs, projectClaimed); err != nil {
@@ -400,7 +405,7 @@ func collectJobs(o *config.Offering, jobs []*job, res *Result, groups map[string
 			res.Changes.Add(changeset.Entry{
 				Stage: "render", Kind: "Resource", Action: changeset.Skip, Offering: o.Name,
 				Subject: o.DirName() + "/" + resourceLabel(j.res), Resource: string(j.res.UUID),
-				Reason: j.err.Error(),
+				Reason: j.err.Error(), Cause: changeset.CauseOf(j.err, changeset.CauseRenderFailed),
 			})
 			continue
 		}
@@ -413,7 +418,7 @@ func collectJobs(o *config.Offering, jobs []*job, res *Result, groups map[string
 			res.Changes.Add(changeset.Entry{
 				Stage: "render", Kind: "Member", Action: changeset.Skip, Offering: o.Name,
 				Subject: subject + " member " + strconv.Quote(e.name), Resource: string(j.res.UUID),
-				Reason: "left out of tenant " + j.name + ": " + e.reason,
+				Reason: "left out of tenant " + j.name + ": " + e.reason, Cause: changeset.CauseMemberLeftOut,
 			})
 		}
 		for _, g := range j.groups {
@@ -451,8 +456,8 @@ func unknownState(r *waldur.Resource) string {
 func checkProjectClaims(names []string, r *waldur.Resource, claimed map[string]*waldur.Resource) error {
 	for _, name := range names {
 		if other, taken := claimed[name]; taken && other.ProjectUUID != r.ProjectUUID {
-			return fmt.Errorf("%s is already the group of Waldur project %s (resource %s); this resource's project %s has the same slug %q, and two projects never share a group: give keycloak_groups.child a pattern with {project_uuid}",
-				name, other.ProjectUUID, other.UUID, r.ProjectUUID, r.ProjectSlug)
+			return changeset.Because(changeset.CauseNameConflict, fmt.Errorf("%s is already the group of Waldur project %s (resource %s); this resource's project %s has the same slug %q, and two projects never share a group: give keycloak_groups.child a pattern with {project_uuid}",
+				name, other.ProjectUUID, other.UUID, r.ProjectUUID, r.ProjectSlug))
 		}
 	}
 	return nil
@@ -476,11 +481,11 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 	for _, t := range r.templates[o.Name] {
 		objs, err := t.Execute(j.data, def)
 		if err != nil {
-			return nil, err
+			return nil, changeset.Because(changeset.CauseTemplate, err)
 		}
 		for _, obj := range objs {
 			if !slices.Contains(all, obj.Target) {
-				return nil, fmt.Errorf("template %s: target %q is not one of %s", t.Name, obj.Target, strings.Join(slices.Sorted(slices.Values(all)), ", "))
+				return nil, changeset.Because(changeset.CauseTemplate, fmt.Errorf("template %s: target %q is not one of %s", t.Name, obj.Target, strings.Join(slices.Sorted(slices.Values(all)), ", ")))
 			}
 			mo := manifest.Object(obj.Body)
 			mo.SetStrings("labels", map[string]string{
@@ -493,7 +498,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 				manifest.AnnotationCustomer: string(j.res.CustomerUUID),
 			})
 			if err := mo.Validate(); err != nil {
-				return nil, fmt.Errorf("template %s produced an invalid %s: %w", t.Name, cmp.Or(mo.Kind(), "object"), err)
+				return nil, changeset.Because(changeset.CauseTemplate, fmt.Errorf("template %s produced an invalid %s: %w", t.Name, cmp.Or(mo.Kind(), "object"), err))
 			}
 			tn, ok := byTarget[obj.Target]
 			if !ok {
@@ -530,12 +535,12 @@ func (t *Tenant) encode() error {
 	for _, obj := range t.Objects {
 		name := strings.ToLower(obj.Kind()) + "-" + obj.Name() + ".yaml"
 		if names[name] || name == KustomizationFile {
-			return fmt.Errorf("two objects would both be written to %s/%s", t.Dir, name)
+			return changeset.Because(changeset.CauseNameConflict, fmt.Errorf("two objects would both be written to %s/%s", t.Dir, name))
 		}
 		names[name] = true
 		data, err := manifest.Encode(map[string]any(obj))
 		if err != nil {
-			return fmt.Errorf("encode %s: %w", obj.ID(), err)
+			return changeset.Because(changeset.CauseTemplate, fmt.Errorf("encode %s: %w", obj.ID(), err))
 		}
 		t.Files = append(t.Files, File{Name: name, Data: data})
 	}
@@ -552,7 +557,7 @@ func (t *Tenant) encode() error {
 	}
 	data, err := encodeJSONModel(k)
 	if err != nil {
-		return fmt.Errorf("encode %s/%s: %w", t.Dir, KustomizationFile, err)
+		return changeset.Because(changeset.CauseTemplate, fmt.Errorf("encode %s/%s: %w", t.Dir, KustomizationFile, err))
 	}
 	t.Files = append(t.Files, File{Name: KustomizationFile, Data: data})
 	slices.SortFunc(t.Files, func(a, b File) int { return cmp.Compare(a.Name, b.Name) })

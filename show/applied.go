@@ -39,7 +39,7 @@ func (o Output) Applied(dryRun bool, out *engine.Outcome) error {
 	for _, e := range applied.Entries {
 		switch {
 		case e.Action == changeset.Unchanged:
-		case e.Action == changeset.Skip && strings.Contains(e.Reason, "cluster unreachable: "):
+		case e.Action == changeset.Skip && e.Cause == changeset.CauseClusterUnreachable:
 			if unreachable[e.Reason] == 0 {
 				reasons = append(reasons, e.Reason)
 			}

@@ -551,6 +551,8 @@ type Item struct {
 	Old float64
 	// Reason explains the item in the report.
 	Reason string
+	// Cause is why a skipped item is skipped.
+	Cause changeset.Cause
 	// Close, when set, is the previous month's final total to post first.
 	Close *Item
 }
@@ -627,12 +629,12 @@ func Plan(o *config.Offering, s Snapshot, now time.Time, allocation string) []It
 				continue // not reported by waldur-gitops
 			}
 			if !slices.Contains(usableStates, res.State) {
-				it.Action, it.Reason = changeset.Skip, "Waldur takes usage only for resources in OK, Updating or Terminating; this one is "+res.State
+				it.Action, it.Reason, it.Cause = changeset.Skip, "Waldur takes usage only for resources in OK, Updating or Terminating; this one is "+res.State, changeset.CauseResourceState
 				out = append(out, it)
 				continue
 			}
 			if why, ok := s.NotBilled[res.UUID]; ok {
-				it.Action, it.Reason = changeset.Skip, why
+				it.Action, it.Reason, it.Cause = changeset.Skip, why, changeset.CauseNotBilled
 				out = append(out, it)
 				continue
 			}
@@ -658,17 +660,17 @@ func round2(v float64) float64 { return math.Round(v*100) / 100 }
 
 func planLimit(it *Item, s Snapshot, lim map[string]float64, err error) {
 	if err != nil {
-		it.Action, it.Reason = changeset.Skip, err.Error()
+		it.Action, it.Reason, it.Cause = changeset.Skip, err.Error(), usageCause(err)
 		return
 	}
 	v, ok := lim[it.Type]
 	if !ok {
-		it.Action, it.Reason = changeset.Skip, "the resource has no limit for this component"
+		it.Action, it.Reason, it.Cause = changeset.Skip, "the resource has no limit for this component", changeset.CauseNoLimit
 		return
 	}
 	rec := s.Current[Key{it.Resource.UUID, it.Type}]
 	if rec != nil && hasSample(rec.Description) {
-		it.Action, it.Reason = changeset.Skip, "the month's record holds unit-hours (written with usage.allocation time_weighted): left as it is; peak allocation is billed from next month's record"
+		it.Action, it.Reason, it.Cause = changeset.Skip, "the month's record holds unit-hours (written with usage.allocation time_weighted): left as it is; peak allocation is billed from next month's record", changeset.CauseOtherMode
 		return
 	}
 	it.Amount = round2(math.Max(v, it.Old))
@@ -693,16 +695,16 @@ const peakDescription = "waldur-gitops: allocation in effect"
 // allocation in effect now is the sample, accumulated as measured usage is.
 func planTimeWeighted(it *Item, s Snapshot, lim map[string]float64, err error, now time.Time) {
 	if err != nil {
-		it.Action, it.Reason = changeset.Skip, err.Error()
+		it.Action, it.Reason, it.Cause = changeset.Skip, err.Error(), usageCause(err)
 		return
 	}
 	v, ok := lim[it.Type]
 	if !ok {
-		it.Action, it.Reason = changeset.Skip, "the resource has no limit for this component"
+		it.Action, it.Reason, it.Cause = changeset.Skip, "the resource has no limit for this component", changeset.CauseNoLimit
 		return
 	}
 	if rec := s.Current[Key{it.Resource.UUID, it.Type}]; rec != nil && strings.TrimSpace(rec.Description) == peakDescription {
-		it.Action, it.Reason = changeset.Skip, "the month's record holds the peak allocation (written with usage.allocation peak): left as it is; unit-hours are billed from next month's record"
+		it.Action, it.Reason, it.Cause = changeset.Skip, "the month's record holds the peak allocation (written with usage.allocation peak): left as it is; unit-hours are billed from next month's record", changeset.CauseOtherMode
 		return
 	}
 	typ := it.Type
@@ -717,7 +719,7 @@ func planMeasured(it *Item, o *config.Offering, c config.Component, s Snapshot, 
 	key := c.MeasuredFrom
 	cur, ok, why := used(it.Resource, key, s)
 	if !ok {
-		it.Action, it.Reason = changeset.Skip, "not measured: "+why
+		it.Action, it.Reason, it.Cause = changeset.Skip, "not measured: "+why, changeset.CauseNotMeasured
 		return
 	}
 	factor := c.UnitFactor
@@ -847,7 +849,7 @@ func (r *Reporter) write(ctx context.Context, o *Offering, plan []Item, cs *chan
 		if it.Action == changeset.Create || it.Action == changeset.Update {
 			add(it.Resource, start, it)
 		} else {
-			cs.Add(entry(o.Config, it, it.Action, it.Reason))
+			cs.Add(entry(o.Config, it, it.Action, it.Reason, it.Cause))
 		}
 	}
 	var failures []string
@@ -855,7 +857,7 @@ func (r *Reporter) write(ctx context.Context, o *Offering, plan []Item, cs *chan
 		label := waldur.BillingPeriod(b.date)
 		if r.DryRun {
 			for _, it := range b.items {
-				cs.Add(entry(o.Config, it, it.Action, "would report for "+label+": "+it.Reason))
+				cs.Add(entry(o.Config, it, it.Action, "would report for "+label+": "+it.Reason, ""))
 			}
 			continue
 		}
@@ -869,11 +871,11 @@ func (r *Reporter) write(ctx context.Context, o *Offering, plan []Item, cs *chan
 		for _, it := range b.items {
 			switch {
 			case err != nil && past && waldur.HasStatus(err, 400):
-				cs.Add(entry(o.Config, it, changeset.Skip, "Waldur refused to close "+label+" (the hours after its last sample are not billed): "+err.Error()))
+				cs.Add(entry(o.Config, it, changeset.Skip, "Waldur refused to close "+label+" (the hours after its last sample are not billed): "+err.Error(), changeset.CauseAPIFailure))
 			case err != nil:
-				cs.Add(entry(o.Config, it, changeset.Skip, "failed to report for "+label+": "+err.Error()))
+				cs.Add(entry(o.Config, it, changeset.Skip, "failed to report for "+label+": "+err.Error(), changeset.CauseAPIFailure))
 			default:
-				cs.Add(entry(o.Config, it, it.Action, it.Reason))
+				cs.Add(entry(o.Config, it, it.Action, it.Reason, it.Cause))
 			}
 		}
 		switch {
@@ -889,13 +891,21 @@ func (r *Reporter) write(ctx context.Context, o *Offering, plan []Item, cs *chan
 	return failures
 }
 
-func entry(o *config.Offering, it *Item, a changeset.Action, reason string) changeset.Entry {
+func entry(o *config.Offering, it *Item, a changeset.Action, reason string, cause changeset.Cause) changeset.Entry {
 	name := it.Resource.Slug
 	if name == "" {
 		name = string(it.Resource.UUID)
 	}
 	return changeset.Entry{
 		Stage: EntryStage, Kind: EntryKind, Subject: o.DirName() + "/" + name + " " + it.Type,
-		Action: a, Offering: o.Name, Resource: string(it.Resource.UUID), Reason: reason,
+		Action: a, Offering: o.Name, Resource: string(it.Resource.UUID), Reason: reason, Cause: cause,
 	}
+}
+
+// usageCause is why an item whose limits could not be read is skipped.
+func usageCause(err error) changeset.Cause {
+	if changeset.CauseOf(err, "") == changeset.CauseInvalidLimits {
+		return changeset.CauseUsageLimits
+	}
+	return changeset.CauseUsageFailed
 }
