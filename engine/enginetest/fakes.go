@@ -192,7 +192,7 @@ func (i *Identities) Reconcile(_ context.Context, res *render.Result, _ func(wal
 		r.Changes.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakGroup", Subject: "/" + t.Name, Action: changeset.Unchanged})
 	}
 	for n := range i.Skips {
-		r.Changes.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakMembership", Subject: fmt.Sprintf("/missing-%d", n), Action: changeset.Skip, Reason: "user not found"})
+		r.Changes.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakMembership", Subject: fmt.Sprintf("/missing-%d", n), Action: changeset.Skip, Reason: "user not found", Cause: changeset.CauseUserNotFound})
 	}
 	if !o.DryRun {
 		i.Writes++
