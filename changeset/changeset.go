@@ -147,3 +147,16 @@ func (s Set) Summary() string {
 	}
 	return strings.Join(parts, " ")
 }
+
+// Result is what one stage of the run returns beside its error: its entries
+// and the API calls it made, by kind (nil when it makes none).
+type Result struct {
+	Changes Set
+	Calls   map[string]int
+}
+
+// Collect makes a Result of a stage function's entries, calls and error, for
+// the functions that return them apart.
+func Collect(cs Set, calls map[string]int, err error) (Result, error) {
+	return Result{Changes: cs, Calls: calls}, err
+}

@@ -60,7 +60,7 @@ func (e *Engine) Seams() Seams { return e.seams }
 type stage struct {
 	name  string
 	class Class
-	run   func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error)
+	run   func(ctx context.Context, o *Outcome) (changeset.Result, error)
 	goOn  bool
 }
 
@@ -77,75 +77,75 @@ func (e *Engine) stages(req Request) []stage {
 	g := e.guard
 	g.Allow = req.AllowMassPrune
 	var list []stage
-	list = append(list, stage{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+	list = append(list, stage{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 		var err error
 		if r, ok := s.Source.(Refresher); ok && len(req.Resources) > 0 && e.last != nil && e.last.State != nil {
 			o.State, err = r.Refresh(ctx, e.last.State, req.Resources)
 		} else {
 			o.State, err = s.Source.Read(ctx)
 		}
-		return unreadEntries(o.State), nil, err
+		return changeset.Result{Changes: unreadEntries(o.State)}, err
 	}})
 	if s.Announcer != nil {
 		// After the read: only offerings found in Waldur get an identity.
-		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Announcer.Announce(ctx, o.State, req.Command, req.DryRun)
+		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+			return changeset.Collect(s.Announcer.Announce(ctx, o.State, req.Command, req.DryRun))
 		}})
 	}
 	if s.Orders != nil {
-		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun)
+		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+			return changeset.Collect(s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun))
 		}})
 	}
-	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
 		start := time.Now()
 		res, err := e.renderClassified(o.State)
 		if err != nil {
-			return changeset.Set{}, nil, err
+			return changeset.Result{}, err
 		}
 		e.log.Info("rendered", "tenants", len(res.Tenants), "groups", len(res.Groups), "skipped", len(res.Skipped), "duration", time.Since(start).Round(time.Millisecond).String())
 		for _, w := range res.Warnings {
 			e.log.Warn("rendered with a warning", "offering", w.Offering, "subject", w.Subject, "warning", w.Message)
 		}
 		o.Result = res
-		return res.Changes, nil, nil
+		return changeset.Result{Changes: res.Changes}, nil
 	}})
 	if s.Quotas != nil {
 		list = append(list, stage{name: "quota", class: ClassCluster, run: e.checkQuotas})
 	}
 	if s.Validator != nil {
-		list = append(list, stage{name: "validate", class: ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Validator.Validate(ctx, o.Result)
+		list = append(list, stage{name: "validate", class: ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+			return changeset.Collect(s.Validator.Validate(ctx, o.Result))
 		}})
 	}
 	if s.Publisher != nil {
-		list = append(list, stage{name: s.Publisher.Stage(), class: s.Publisher.Class(), run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+		list = append(list, stage{name: s.Publisher.Stage(), class: s.Publisher.Class(), run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			confirm, _ := s.Source.(Confirmer)
 			pub, cs, calls, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g, Confirm: confirm})
 			o.Published = pub
-			return cs, calls, err
+			return changeset.Collect(cs, calls, err)
 		}})
 	}
 	if s.Identities != nil {
 		// A Keycloak failure must not hold back the orders of a published
 		// change; those of the tenants it leaves unusable wait.
-		list = append(list, stage{name: "keycloak", class: ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+		list = append(list, stage{name: "keycloak", class: ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			// Without a publisher the render is taken to be what is in place.
 			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources, Held: o.Published.review()})
 			if r == nil {
-				return changeset.Set{}, nil, err
+				return changeset.Result{}, err
 			}
 			o.Waiting = r.Waiting
-			return r.Changes, r.Calls, err
+			return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 		}})
 	}
 	if s.Orders != nil {
-		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
+		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+			return changeset.Collect(s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun))
 		}})
 	}
 	if s.Feedback != nil {
-		list = append(list, stage{name: "feedback", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+		list = append(list, stage{name: "feedback", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			st := o.State
 			if len(req.Resources) > 0 {
 				// A targeted run speaks of the resources it read; the others'
@@ -153,7 +153,7 @@ func (e *Engine) stages(req Request) []stage {
 				// as the last full read.
 				st = restrictTo(st, req.Resources)
 			}
-			return s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, FeedbackOptions{DryRun: req.DryRun, Guard: g})
+			return changeset.Collect(s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, FeedbackOptions{DryRun: req.DryRun, Guard: g}))
 		}})
 	}
 	return list
@@ -188,13 +188,13 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			continue
 		}
 		before := out.Published // what earlier stages published
-		err := out.Report.Record(st.name, func() (cs changeset.Set, calls map[string]int, err error) {
+		err := out.Report.Record(st.name, func() (changeset.Result, error) {
 			began := time.Now()
-			cs, calls, err = st.run(ctx, out)
+			r, err := st.run(ctx, out)
 			if e.Progress != nil {
-				e.Progress(progressStage(st.name, calls, err, time.Since(began)), cs)
+				e.Progress(progressStage(st.name, r.Calls, err, time.Since(began)), r.Changes)
 			}
-			return cs, calls, err
+			return r, err
 		})
 		if cut.After(ctx, st.name) {
 			continue // whatever the stage says, it did not finish

@@ -30,22 +30,22 @@ const quotaCheckTimeout = 30 * time.Second
 // checkQuotas is the quota stage of the cycle: the Quotas seam checks the
 // render, and the holds it finds are rendered in (the Holding hook), the
 // tenants it routes to review marked on the result.
-func (e *Engine) checkQuotas(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+func (e *Engine) checkQuotas(ctx context.Context, o *Outcome) (changeset.Result, error) {
 	r, err := e.seams.Quotas.Check(ctx, o.State, o.Result)
 	if r == nil {
-		return changeset.Set{}, nil, err
+		return changeset.Result{}, err
 	}
 	if err == nil && len(r.Holds) > 0 && e.Holding != nil {
 		res, rerr := e.renderWith(e.Holding(r.Holds), o.State)
 		if rerr != nil {
-			return r.Changes, r.Calls, rerr
+			return changeset.Result{Changes: r.Changes, Calls: r.Calls}, rerr
 		}
 		o.Result = res
 	}
 	if len(r.Review) > 0 {
 		o.Result.Review = r.Review
 	}
-	return r.Changes, r.Calls, err
+	return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 }
 
 // QuotaStage is the Quotas seam over package quotasafe: for every tenant

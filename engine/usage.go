@@ -56,11 +56,11 @@ func (e *Engine) usageStages(req Request) []stage {
 	s := e.seams
 	var list []stage
 	if s.Announcer != nil {
-		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Set, map[string]int, error) {
-			return s.Announcer.Announce(ctx, nil, req.Command, req.DryRun)
+		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Result, error) {
+			return changeset.Collect(s.Announcer.Announce(ctx, nil, req.Command, req.DryRun))
 		}})
 	}
-	return append(list, stage{name: UsageStageName, class: ClassPartial, run: func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error) {
+	return append(list, stage{name: UsageStageName, class: ClassPartial, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 		o.diffStage = UsageStageName
 		read := func(ctx context.Context) (*waldur.State, error) {
 			var err error
@@ -75,6 +75,6 @@ func (e *Engine) usageStages(req Request) []stage {
 			o.Result = res
 			return res, err
 		}
-		return s.Usage.Report(ctx, read, rend, req.DryRun)
+		return changeset.Collect(s.Usage.Report(ctx, read, rend, req.DryRun))
 	}})
 }

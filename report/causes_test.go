@@ -19,15 +19,15 @@ func TestSummarySaysACauseOnce(t *testing.T) {
 	const denied = "401 Unauthorized: Invalid token. (authentication failed: check the token from $WALDUR_API_TOKEN)"
 	const login = "list groups: log in to realm master as user admin with client admin-cli (keycloak_password_file /pw): 401 Unauthorized: invalid_grant: Invalid user credentials"
 	r := report.New("sync", "test", false, time.Now())
-	_ = r.Record("waldur", func() (changeset.Set, map[string]int, error) {
+	_ = r.Record("waldur", func() (changeset.Result, error) {
 		var cs changeset.Set
 		for _, o := range []string{"A", "B"} {
 			cs.Add(changeset.Entry{Stage: "waldur", Kind: "Offering", Subject: o, Action: changeset.Skip,
 				Reason: `not read, its tenants are kept as they are: read offering "` + o + `": list users of ` + o + ": waldur GET https://w/" + o + ": " + denied})
 		}
-		return cs, nil, nil
+		return changeset.Result{Changes: cs}, nil
 	})
-	_ = r.Record("keycloak", func() (changeset.Set, map[string]int, error) {
+	_ = r.Record("keycloak", func() (changeset.Result, error) {
 		var cs changeset.Set
 		var errs []error
 		for _, realm := range []string{"hpc", "waldur"} {
@@ -35,14 +35,14 @@ func TestSummarySaysACauseOnce(t *testing.T) {
 			errs = append(errs, err)
 			cs.Add(changeset.Entry{Stage: "keycloak", Kind: "KeycloakRealm", Subject: "K realm " + realm, Action: changeset.Skip, Reason: "failed: " + err.Error()})
 		}
-		return cs, nil, causes.Join(errs...)
+		return changeset.Result{Changes: cs}, causes.Join(errs...)
 	})
-	_ = r.Record("orders", func() (changeset.Set, map[string]int, error) {
+	_ = r.Record("orders", func() (changeset.Result, error) {
 		var cs changeset.Set
 		for _, o := range []string{"o1", "o2"} {
 			cs.Add(changeset.Entry{Stage: "orders", Kind: "Order", Subject: o, Action: changeset.Skip, Reason: "left executing: the cluster does not show the namespace yet"})
 		}
-		return cs, nil, nil
+		return changeset.Result{Changes: cs}, nil
 	})
 	r.Finish(8, time.Now())
 	var b strings.Builder

@@ -111,10 +111,11 @@ func New(command, version string, dryRun bool, now time.Time) *Run {
 
 // Record runs one stage, timing it and keeping its changes, calls and error.
 // The stage's error is returned unchanged.
-func (r *Run) Record(name string, fn func() (changeset.Set, map[string]int, error)) error {
+func (r *Run) Record(name string, fn func() (changeset.Result, error)) error {
 	start := time.Now()
-	cs, calls, err := fn()
-	st := Stage{Name: name, DurationSeconds: time.Since(start).Seconds(), Calls: calls}
+	res, err := fn()
+	cs := res.Changes
+	st := Stage{Name: name, DurationSeconds: time.Since(start).Seconds(), Calls: res.Calls}
 	if err != nil {
 		st.Error = redact.String(err.Error())
 	}

@@ -15,14 +15,14 @@ import (
 func TestRecordAndWrite(t *testing.T) {
 	t0 := time.Date(2026, 11, 21, 6, 0, 0, 0, time.UTC)
 	r := New("sync", "v1", false, t0)
-	_ = r.Record("render", func() (changeset.Set, map[string]int, error) {
-		return changeset.Set{Entries: []changeset.Entry{
+	_ = r.Record("render", func() (changeset.Result, error) {
+		return changeset.Result{Changes: changeset.Set{Entries: []changeset.Entry{
 			{Stage: "render", Kind: "Tenant", Subject: "o/cluster/a", Action: changeset.Create},
 			{Stage: "render", Kind: "Tenant", Subject: "o/cluster/b", Action: changeset.Unchanged},
-		}}, nil, nil
+		}}}, nil
 	})
-	err := r.Record("git", func() (changeset.Set, map[string]int, error) {
-		return changeset.Set{}, map[string]int{"push": 2}, errors.New("push rejected")
+	err := r.Record("git", func() (changeset.Result, error) {
+		return changeset.Result{Calls: map[string]int{"push": 2}}, errors.New("push rejected")
 	})
 	if err == nil || err.Error() != "push rejected" {
 		t.Fatalf("Record returned %v", err)
