@@ -55,10 +55,10 @@ type AgentAnnouncer struct {
 // those read and found in Waldur; with st nil (a command that reads no
 // state first) it reads each offering itself and registers for those found.
 // An offering not read or not found gets no identity.
-func (a *AgentAnnouncer) Announce(ctx context.Context, st *waldur.State, mode string, dryRun bool) (changeset.Set, map[string]int, error) {
+func (a *AgentAnnouncer) Announce(ctx context.Context, st *waldur.State, mode string, dryRun bool) (changeset.Result, error) {
 	var cs changeset.Set
 	if !slices.Contains(agentModes, mode) {
-		return cs, nil, nil
+		return changeset.Result{Changes: cs}, nil
 	}
 	ctx, tally := waldur.WithTally(ctx)
 	for i := range a.Offerings {
@@ -74,7 +74,7 @@ func (a *AgentAnnouncer) Announce(ctx context.Context, st *waldur.State, mode st
 				Offering: o.Name, Reason: err.Error(), Cause: changeset.CauseAgentFailed})
 		}
 	}
-	return cs, tally.Stats().Requests, nil
+	return changeset.Result{Changes: cs, Calls: tally.Stats().Requests}, nil
 }
 
 // found reports whether o was read into st or, with st nil, exists in

@@ -50,7 +50,7 @@ func newAgentFixture(t *testing.T, opts ...waldurtest.Option) *agentFixture {
 func (f *agentFixture) announce(t *testing.T, mode string, dryRun bool) (changeset.Set, map[string]int) {
 	t.Helper()
 	read := &waldur.State{Offerings: []waldur.OfferingState{{Name: "Plain", OfferingUUID: offeringUUID}}}
-	cs, calls, err := f.ann.Announce(context.Background(), read, mode, dryRun)
+	cs, calls, err := apart(f.ann.Announce(context.Background(), read, mode, dryRun))
 	if err != nil {
 		t.Fatalf("announce %s: %v (the agent stage must never fail)", mode, err)
 	}
@@ -295,7 +295,7 @@ func TestAgentAnnouncerOnlyForOfferingsFound(t *testing.T) {
 			if tc.exists {
 				f.srv.AddOffering(waldur.ProviderOffering{UUID: offeringUUID, Name: "Plain"})
 			}
-			cs, _, err := f.ann.Announce(context.Background(), tc.st, "sync", false)
+			cs, _, err := apart(f.ann.Announce(context.Background(), tc.st, "sync", false))
 			if err != nil {
 				t.Fatal(err)
 			}

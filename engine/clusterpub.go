@@ -28,7 +28,7 @@ func (p *ClusterPublisher) Class() Class { return ClassApply }
 // Published.Failed and make the error contained: the orders and identities of
 // the other tenants still go on. A failure that is not about one object (a
 // cluster unreachable) leaves Published.Incomplete.
-func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error) {
+func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error) {
 	opts := p.Options
 	opts.DryRun, opts.Guard = o.DryRun, o.Guard
 	if o.Confirm != nil {
@@ -39,7 +39,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 	opts.Explained = explainGone(opts.Explained, res)
 	r, err := apply.Apply(ctx, p.Config, res, opts)
 	if r == nil {
-		return nil, changeset.Set{}, nil, err
+		return nil, changeset.Result{}, err
 	}
 	pub := &Published{Where: "the clusters", Failed: map[waldur.UUID]string{}}
 	for _, e := range r.Changes.ByAction(changeset.Skip) {
@@ -67,7 +67,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 			pub.Incomplete = true
 		}
 	}
-	return pub, r.Changes, r.Calls, err
+	return pub, changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 }
 
 // objectsOnly reports whether every failure joined in err concerns one
@@ -93,10 +93,10 @@ type ServerValidator struct {
 }
 
 // Validate dry-runs the render; a rejected object is an error.
-func (v *ServerValidator) Validate(ctx context.Context, res *render.Result) (changeset.Set, map[string]int, error) {
+func (v *ServerValidator) Validate(ctx context.Context, res *render.Result) (changeset.Result, error) {
 	r, err := apply.ValidateServer(ctx, v.Config, res, v.Options)
 	if r == nil {
-		return changeset.Set{}, nil, err
+		return changeset.Result{}, err
 	}
-	return r.Changes, r.Calls, err
+	return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 }

@@ -89,12 +89,12 @@ func (e *Engine) stages(req Request) []stage {
 	if s.Announcer != nil {
 		// After the read: only offerings found in Waldur get an identity.
 		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			return changeset.Collect(s.Announcer.Announce(ctx, o.State, req.Command, req.DryRun))
+			return s.Announcer.Announce(ctx, o.State, req.Command, req.DryRun)
 		}})
 	}
 	if s.Orders != nil {
 		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			return changeset.Collect(s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun))
+			return s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun)
 		}})
 	}
 	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
@@ -115,15 +115,15 @@ func (e *Engine) stages(req Request) []stage {
 	}
 	if s.Validator != nil {
 		list = append(list, stage{name: "validate", class: ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			return changeset.Collect(s.Validator.Validate(ctx, o.Result))
+			return s.Validator.Validate(ctx, o.Result)
 		}})
 	}
 	if s.Publisher != nil {
 		list = append(list, stage{name: s.Publisher.Stage(), class: s.Publisher.Class(), run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			confirm, _ := s.Source.(Confirmer)
-			pub, cs, calls, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g, Confirm: confirm})
+			pub, r, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g, Confirm: confirm})
 			o.Published = pub
-			return changeset.Collect(cs, calls, err)
+			return r, err
 		}})
 	}
 	if s.Identities != nil {
@@ -141,7 +141,7 @@ func (e *Engine) stages(req Request) []stage {
 	}
 	if s.Orders != nil {
 		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			return changeset.Collect(s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun))
+			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
 		}})
 	}
 	if s.Feedback != nil {
@@ -153,7 +153,7 @@ func (e *Engine) stages(req Request) []stage {
 				// as the last full read.
 				st = restrictTo(st, req.Resources)
 			}
-			return changeset.Collect(s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, FeedbackOptions{DryRun: req.DryRun, Guard: g}))
+			return s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, FeedbackOptions{DryRun: req.DryRun, Guard: g})
 		}})
 	}
 	return list

@@ -22,20 +22,20 @@ func (p *DirPublisher) Class() Class { return ClassOutput }
 
 // Publish compares the render with the directory and writes it when it
 // differs; the directories of skipped resources are carried over.
-func (p *DirPublisher) Publish(_ context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error) {
+func (p *DirPublisher) Publish(_ context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error) {
 	prev, err := localtree.Read(p.Dir)
 	if err != nil {
-		return nil, changeset.Set{}, nil, err
+		return nil, changeset.Result{}, err
 	}
 	next := res.Tree(prev)
 	pub := &Published{Before: prev, After: next, Where: p.Dir}
 	cs := res.Compare(prev, next)
 	if o.DryRun || next.Equal(prev) {
-		return pub, cs, nil, nil
+		return pub, changeset.Result{Changes: cs}, nil
 	}
 	if err := localtree.Write(p.Dir, next); err != nil {
-		return nil, cs, nil, err
+		return nil, changeset.Result{Changes: cs}, err
 	}
 	pub.Wrote = true
-	return pub, cs, nil, nil
+	return pub, changeset.Result{Changes: cs}, nil
 }

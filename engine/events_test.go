@@ -90,7 +90,7 @@ func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur
 // seenFeedback records the resources each run's feedback was given.
 type seenFeedback struct{ runs [][]waldur.UUID }
 
-func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Set, map[string]int, error) {
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Result, error) {
 	var ids []waldur.UUID
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {
@@ -98,7 +98,7 @@ func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Res
 		}
 	}
 	f.runs = append(f.runs, ids)
-	return changeset.Set{}, nil, nil
+	return changeset.Result{}, nil
 }
 
 // A targeted run's feedback speaks of the resources it read, a full run's of
@@ -122,9 +122,9 @@ func TestTargetedRunFeedback(t *testing.T) {
 // guardFeedback records the guard each run's feedback was given.
 type guardFeedback struct{ runs []guard.Options }
 
-func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Set, map[string]int, error) {
+func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
 	f.runs = append(f.runs, o.Guard)
-	return changeset.Set{}, nil, nil
+	return changeset.Result{}, nil
 }
 
 // The feedback stage is bounded by the run's guard: the configured limits,

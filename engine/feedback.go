@@ -59,12 +59,12 @@ type ResourceFeedback struct {
 
 // Report sends the write-backs of one run; with opts.DryRun it sends nothing
 // and its entries say what would be sent.
-func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, opts FeedbackOptions) (changeset.Set, map[string]int, error) {
+func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, opts FeedbackOptions) (changeset.Result, error) {
 	dryRun := opts.DryRun
 	var cs changeset.Set
 	calls := map[string]int{}
 	if st == nil || res == nil || pub == nil {
-		return cs, calls, nil
+		return changeset.Result{Changes: cs, Calls: calls}, nil
 	}
 	now := time.Now
 	if f.Now != nil {
@@ -94,7 +94,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 		}
 		c, err := f.Source.Client(o)
 		if err != nil {
-			return cs, calls, Errorf(ClassWaldur, "feedback for offering %q: %w", o.Name, err)
+			return changeset.Result{Changes: cs, Calls: calls}, Errorf(ClassWaldur, "feedback for offering %q: %w", o.Name, err)
 		}
 		if !c.Supports(ctx, waldur.FeatureResourceFeedback) {
 			continue
@@ -153,7 +153,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 			}
 		}
 	}
-	return cs, calls, firstErr
+	return changeset.Result{Changes: cs, Calls: calls}, firstErr
 }
 
 func pluginOn(r *waldur.Resource) waldur.Flag {

@@ -60,7 +60,7 @@ func (r *feedbackRig) run(dryRun bool) ([]string, map[string]int) {
 		r.t.Fatal(err)
 	}
 	pub := &engine.Published{After: res.Tree(nil), Ref: "c0ffee"}
-	cs, calls, err := r.fb.Report(ctx, st, res, pub, nil, engine.FeedbackOptions{DryRun: dryRun, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}})
+	cs, calls, err := apart(r.fb.Report(ctx, st, res, pub, nil, engine.FeedbackOptions{DryRun: dryRun, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}}))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -88,9 +88,9 @@ func (p *GitPublisher) Previous() render.Tree {
 
 // Publish plans the tree on the branch tip and, unless DryRun, commits and
 // pushes it, starting over on the new tip after a lost race.
-func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error) {
+func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error) {
 	if err := p.open(); err != nil {
-		return nil, changeset.Set{}, nil, err
+		return nil, changeset.Result{}, err
 	}
 	w := p.writer
 	if !p.prepared {
@@ -136,19 +136,19 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 			rcs, _ := p.syncReview(ctx, routed, true, calls, nil)
 			cs.Merge(rcs)
 		}
-		return pub, cs, calls, err
+		return pub, changeset.Result{Changes: cs, Calls: calls}, err
 	}
 	r, err := gitsync.Sync(ctx, w, plan, p.Config.Git.Retries())
 	calls := map[string]int{"fetch": r.Attempts, "push": r.Attempts}
 	if err != nil {
-		return nil, tenants, calls, err
+		return nil, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
 	if useReview {
 		rcs, err := p.syncReview(ctx, routed, false, calls, pub)
 		tenants.Merge(rcs)
 		if err != nil {
 			pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
-			return pub, tenants, calls, err
+			return pub, changeset.Result{Changes: tenants, Calls: calls}, err
 		}
 	}
 	e := changeset.Entry{Stage: "git", Kind: "Commit", Subject: branch + " " + r.Commit, Action: changeset.Create}
@@ -168,13 +168,13 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 				calls["oci_push"]++
 			}
 		}
-		return pub, tenants, calls, err
+		return pub, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
 	if pub.Wrote && p.Config.Git.FluxReconcile {
 		p.requestReconcile(ctx)
 		calls["flux_reconcile"] = 1
 	}
-	return pub, tenants, calls, nil
+	return pub, changeset.Result{Changes: tenants, Calls: calls}, nil
 }
 
 // requestReconcile asks Flux to fetch the commit just pushed

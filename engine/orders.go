@@ -63,22 +63,22 @@ func (s *OrderStage) stage(dryRun, clusters bool) (*orders.Stage, error) {
 }
 
 // Approve approves (or rejects) the pending-provider orders and updates st.
-func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Set, map[string]int, error) {
+func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Result, error) {
 	os, err := s.stage(dryRun, false)
 	if err != nil {
-		return changeset.Set{}, nil, err
+		return changeset.Result{}, err
 	}
-	return os.Approve(ctx, st, orders.Renderer(probe))
+	return changeset.Collect(os.Approve(ctx, st, orders.Renderer(probe)))
 }
 
 // Finish moves the executing orders whose effect pub carries.
-func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
+func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
 	if pub == nil || pub.Incomplete {
-		return changeset.Set{}, nil, Errorf(ClassWaldur, "orders left executing: the publish did not complete")
+		return changeset.Result{}, Errorf(ClassWaldur, "orders left executing: the publish did not complete")
 	}
 	os, err := s.stage(dryRun, !dryRun)
 	if err != nil {
-		return changeset.Set{}, nil, err
+		return changeset.Result{}, err
 	}
 	// A held change waits as a reviewed one does: executing, with why.
 	os.Refused, os.Waiting, os.Reviewing, os.Held = pub.Failed, waiting, pub.Review, pub.Held
@@ -92,7 +92,7 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	if err != nil {
 		err = Errorf(ClassWaldur, "%w", err)
 	}
-	return cs, calls, err
+	return changeset.Result{Changes: cs, Calls: calls}, err
 }
 
 var _ Orders = (*OrderStage)(nil)

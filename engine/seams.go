@@ -24,11 +24,11 @@ type Renderer func(*waldur.State) (*render.Result, error)
 // executing orders whose effect is now published. Both report what they would
 // do when dryRun is set and change nothing then.
 type Orders interface {
-	Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Set, map[string]int, error)
+	Approve(ctx context.Context, st *waldur.State, probe Renderer, dryRun bool) (changeset.Result, error)
 	// waiting maps resources whose tenant is published but not usable yet
 	// (their identity groups are not in place) to why: their Create, Update
 	// and Restore orders stay executing.
-	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error)
+	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error)
 }
 
 // Quotas checks the quota cuts of a render against what the tenants'
@@ -52,7 +52,7 @@ type QuotaResult struct {
 // Validator checks the render before it is published (sync --validate-server:
 // a server-side dry run of every object). Any error blocks the publish.
 type Validator interface {
-	Validate(ctx context.Context, res *render.Result) (changeset.Set, map[string]int, error)
+	Validate(ctx context.Context, res *render.Result) (changeset.Result, error)
 }
 
 // Publisher makes the render durable somewhere: a commit in the GitOps
@@ -64,7 +64,7 @@ type Publisher interface {
 	Stage() string
 	// Class is the failure class of an error the publisher returns unclassified.
 	Class() Class
-	Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Set, map[string]int, error)
+	Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error)
 }
 
 // PublishOptions are the switches of one publish.
@@ -196,14 +196,14 @@ type IdentityOptions struct {
 // for an offering Waldur does not know; it never fails a run: what it could
 // not do is a skip entry.
 type Announcer interface {
-	Announce(ctx context.Context, st *waldur.State, mode string, dryRun bool) (changeset.Set, map[string]int, error)
+	Announce(ctx context.Context, st *waldur.State, mode string, dryRun bool) (changeset.Result, error)
 }
 
 // Feedback reports back to Waldur what the run found out about its resources
 // (their state, where they live, members' sync statuses), after the orders.
 // waiting and pub are as for Orders.Finish.
 type Feedback interface {
-	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Set, map[string]int, error)
+	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error)
 }
 
 // FeedbackOptions are the switches of the feedback stage.
@@ -219,7 +219,7 @@ type FeedbackOptions struct {
 // two offerings claim settled with the given InPlace), then plans and posts
 // the month-to-date usage; with dryRun it posts nothing.
 type Usage interface {
-	Report(ctx context.Context, read func(context.Context) (*waldur.State, error), render UsageRenderer, dryRun bool) (changeset.Set, map[string]int, error)
+	Report(ctx context.Context, read func(context.Context) (*waldur.State, error), render UsageRenderer, dryRun bool) (changeset.Result, error)
 }
 
 // UsageRenderer renders a state for the usage stage, settling claimed names

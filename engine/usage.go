@@ -23,10 +23,10 @@ type UsageStage struct {
 }
 
 // Report runs the usage report; the reporter's DryRun is set from dryRun.
-func (u *UsageStage) Report(ctx context.Context, read func(context.Context) (*waldur.State, error), rend UsageRenderer, dryRun bool) (changeset.Set, map[string]int, error) {
+func (u *UsageStage) Report(ctx context.Context, read func(context.Context) (*waldur.State, error), rend UsageRenderer, dryRun bool) (changeset.Result, error) {
 	u.Reporter.DryRun = dryRun
 	cs, calls, err := u.Reporter.RunWith(ctx, read, usage.RenderFunc(rend))
-	return cs, calls, usageClass(err)
+	return changeset.Result{Changes: cs, Calls: calls}, usageClass(err)
 }
 
 // usageClass maps the usage report's errors onto the engine's classes.
@@ -57,7 +57,7 @@ func (e *Engine) usageStages(req Request) []stage {
 	var list []stage
 	if s.Announcer != nil {
 		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Result, error) {
-			return changeset.Collect(s.Announcer.Announce(ctx, nil, req.Command, req.DryRun))
+			return s.Announcer.Announce(ctx, nil, req.Command, req.DryRun)
 		}})
 	}
 	return append(list, stage{name: UsageStageName, class: ClassPartial, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
@@ -75,6 +75,6 @@ func (e *Engine) usageStages(req Request) []stage {
 			o.Result = res
 			return res, err
 		}
-		return changeset.Collect(s.Usage.Report(ctx, read, rend, req.DryRun))
+		return s.Usage.Report(ctx, read, rend, req.DryRun)
 	}})
 }

@@ -75,25 +75,25 @@ type Orders struct {
 }
 
 // Approve probes the render, as the real stage does, and counts one move.
-func (o *Orders) Approve(_ context.Context, st *waldur.State, probe engine.Renderer, dryRun bool) (changeset.Set, map[string]int, error) {
+func (o *Orders) Approve(_ context.Context, st *waldur.State, probe engine.Renderer, dryRun bool) (changeset.Result, error) {
 	o.Log.add("orders.approve", dryRun)
 	if o.ApproveErr != nil {
-		return changeset.Set{}, nil, o.ApproveErr
+		return changeset.Result{}, o.ApproveErr
 	}
 	if _, err := probe(st); err != nil {
-		return changeset.Set{}, nil, err
+		return changeset.Result{}, err
 	}
 	if !dryRun {
 		o.Writes++
 	}
-	return changeset.Set{}, map[string]int{"approve": 1}, nil
+	return changeset.Result{Calls: map[string]int{"approve": 1}}, nil
 }
 
 // Finish records every rendered resource that pub holds and that is not waiting.
-func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *engine.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Set, map[string]int, error) {
+func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *engine.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
 	o.Log.add("orders.finish", dryRun)
 	if o.FinishErr != nil {
-		return changeset.Set{}, nil, o.FinishErr
+		return changeset.Result{}, o.FinishErr
 	}
 	var cs changeset.Set
 	for _, t := range res.Tenants {
@@ -106,7 +106,7 @@ func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, 
 			o.Writes++
 		}
 	}
-	return cs, nil, nil
+	return changeset.Result{Changes: cs}, nil
 }
 
 // Publisher keeps the destination's tree in memory.
@@ -136,7 +136,7 @@ func (p *Publisher) Stage() string {
 func (p *Publisher) Class() engine.Class { return engine.ClassGit }
 
 // Publish replaces Tree with the render (not for a dry run).
-func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.PublishOptions) (*engine.Published, changeset.Set, map[string]int, error) {
+func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.PublishOptions) (*engine.Published, changeset.Result, error) {
 	p.Log.add("publish", o.DryRun)
 	before := p.Tree
 	after := res.Tree(before)
@@ -153,15 +153,15 @@ func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.Publ
 				n++
 			}
 			p.Tree, p.Writes, pub.After, pub.Wrote = half, p.Writes+1, half, true
-			return pub, cs, nil, p.Err
+			return pub, changeset.Result{Changes: cs}, p.Err
 		}
-		return nil, cs, nil, p.Err
+		return nil, changeset.Result{Changes: cs}, p.Err
 	}
 	if !o.DryRun && !after.Equal(before) {
 		p.Tree, pub.Wrote, pub.Ref = after, true, fmt.Sprintf("commit-%d", p.Writes+1)
 		p.Writes++
 	}
-	return pub, cs, nil, nil
+	return pub, changeset.Result{Changes: cs}, nil
 }
 
 // Identities counts the reconciliations that would write.
@@ -207,9 +207,9 @@ type Validator struct {
 }
 
 // Validate records the call.
-func (v *Validator) Validate(context.Context, *render.Result) (changeset.Set, map[string]int, error) {
+func (v *Validator) Validate(context.Context, *render.Result) (changeset.Result, error) {
 	v.Log.add("validate", false)
-	return changeset.Set{}, nil, v.Err
+	return changeset.Result{}, v.Err
 }
 
 // Quotas returns Holds, and fails with Err.
