@@ -68,7 +68,7 @@ func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Render
 	if err != nil {
 		return changeset.Result{}, err
 	}
-	return changeset.Collect(os.Approve(ctx, st, orders.Renderer(probe)))
+	return os.Approve(ctx, st, orders.Renderer(probe))
 }
 
 // Finish moves the executing orders whose effect pub carries.
@@ -88,11 +88,11 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	if ref := cmp.Or(pub.Ref, pub.Base); s.Argo != nil && ref != "" {
 		os.Argo, os.ArgoCommit = s.Argo, ref
 	}
-	cs, calls, err := os.Finish(ctx, st, res, pub.After)
+	r, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {
 		err = Errorf(ClassWaldur, "%w", err)
 	}
-	return changeset.Result{Changes: cs, Calls: calls}, err
+	return r, err
 }
 
 var _ Orders = (*OrderStage)(nil)

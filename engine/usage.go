@@ -25,8 +25,8 @@ type UsageStage struct {
 // Report runs the usage report; the reporter's DryRun is set from dryRun.
 func (u *UsageStage) Report(ctx context.Context, read func(context.Context) (*waldur.State, error), rend UsageRenderer, dryRun bool) (changeset.Result, error) {
 	u.Reporter.DryRun = dryRun
-	cs, calls, err := u.Reporter.RunWith(ctx, read, usage.RenderFunc(rend))
-	return changeset.Result{Changes: cs, Calls: calls}, usageClass(err)
+	r, err := u.Reporter.RunWith(ctx, read, usage.RenderFunc(rend))
+	return r, usageClass(err)
 }
 
 // usageClass maps the usage report's errors onto the engine's classes.

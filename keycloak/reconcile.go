@@ -130,10 +130,10 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 // PlanChanges is Reconcile without writes: the change set of what a run would
 // do, for render --dry-run and sync --dry-run to show next to the manifest
 // diff, and the calls it took to find out.
-func PlanChanges(ctx context.Context, cfg *config.Config, res *render.Result, o Options) (changeset.Set, map[string]int, error) {
+func PlanChanges(ctx context.Context, cfg *config.Config, res *render.Result, o Options) (changeset.Result, error) {
 	o.DryRun = true
 	r, err := Reconcile(ctx, cfg, res, o)
-	return r.Changes, r.Calls, err
+	return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 }
 
 // Total sums the requests of a Calls map (see Requests): retries, 401

@@ -165,23 +165,23 @@ func (s *Stage) hasPending(st *waldur.State) bool {
 // with action skip and a reason starting "failed to", and the order simply
 // stays pending (and unrendered) until a later run. The error is for a
 // probe render that fails or a context that ends.
-func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (changeset.Set, map[string]int, error) {
+func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (changeset.Result, error) {
 	r := s.newRun(ApproveStage)
 	if !s.hasPending(st) {
-		return r.cs, r.calls, nil
+		return changeset.Result{Changes: r.cs, Calls: r.calls}, nil
 	}
 	res, err := probe(ProbeState(st))
 	if err != nil {
-		return r.cs, r.calls, fmt.Errorf("probe render for order approval: %w", err)
+		return changeset.Result{Changes: r.cs, Calls: r.calls}, fmt.Errorf("probe render for order approval: %w", err)
 	}
 	for _, p := range PlanApprovals(s.Offerings, st, res) {
 		if err := ctx.Err(); err != nil {
-			return r.cs, r.calls, err
+			return changeset.Result{Changes: r.cs, Calls: r.calls}, err
 		}
 		r.approve(ctx, st, p)
 	}
 	r.cs.Sort()
-	return r.cs, r.calls, nil
+	return changeset.Result{Changes: r.cs, Calls: r.calls}, nil
 }
 
 func (r *run) approve(ctx context.Context, st *waldur.State, p Pending) {

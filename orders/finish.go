@@ -188,7 +188,7 @@ func erredText(e *Executing, problem string) (string, string) {
 // A failed transition is reported (an entry with action skip whose reason
 // starts "failed to") and the others go on; the error then summarises the
 // failures. The orders concerned stay executing and the next run retries them.
-func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pushed render.Tree) (changeset.Set, map[string]int, error) {
+func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pushed render.Tree) (changeset.Result, error) {
 	r := s.newRun(FinishStage)
 	plan := PlanFinish(s.Offerings, st, res, pushed)
 	s.Flux.expect(plan, pushed)
@@ -199,12 +199,12 @@ func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result
 	}
 	for i := range plan {
 		if err := ctx.Err(); err != nil {
-			return r.cs, r.calls, err
+			return changeset.Result{Changes: r.cs, Calls: r.calls}, err
 		}
 		r.finish(ctx, &plan[i])
 	}
 	r.cs.Sort()
-	return r.cs, r.calls, r.finishErr("order feedback")
+	return changeset.Result{Changes: r.cs, Calls: r.calls}, r.finishErr("order feedback")
 }
 
 // refuse errs the orders of the resources the destination refused

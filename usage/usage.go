@@ -163,7 +163,7 @@ type Key struct {
 // A failed read ends the run before anything is written (*ReadError,
 // *ClusterError); a failed write is reported as an entry with action skip and
 // the others go on, and the error then summarises the failures.
-func (r *Reporter) Run(ctx context.Context) (changeset.Set, map[string]int, error) {
+func (r *Reporter) Run(ctx context.Context) (changeset.Result, error) {
 	return r.run(ctx, nil, nil)
 }
 
@@ -177,7 +177,7 @@ type RenderFunc func(st *waldur.State, inPlace render.InPlace) (*render.Result, 
 // RunWith is Run on a state read once by read and rendered by rend (the
 // engine's Source and renderer) instead of each offering's Waldur and a
 // render of its own. An offering read needs is not in the state: a *ReadError.
-func (r *Reporter) RunWith(ctx context.Context, read ReadFunc, rend RenderFunc) (changeset.Set, map[string]int, error) {
+func (r *Reporter) RunWith(ctx context.Context, read ReadFunc, rend RenderFunc) (changeset.Result, error) {
 	st, err := read(ctx)
 	if err != nil {
 		// The read fails as a whole only when no offering could be read.
@@ -185,7 +185,7 @@ func (r *Reporter) RunWith(ctx context.Context, read ReadFunc, rend RenderFunc) 
 		for i, o := range r.Offerings {
 			names[i] = o.Config.Name
 		}
-		return changeset.Set{}, nil, &ReadError{fmt.Errorf("offering %s: %w", strings.Join(names, ", "), err)}
+		return changeset.Result{}, &ReadError{fmt.Errorf("offering %s: %w", strings.Join(names, ", "), err)}
 	}
 	states := map[string]*waldur.OfferingState{}
 	for i := range st.Offerings {
@@ -197,7 +197,7 @@ func (r *Reporter) RunWith(ctx context.Context, read ReadFunc, rend RenderFunc) 
 			if st.Unread[o.Config.Name] != "" {
 				why = st.Unread[o.Config.Name]
 			}
-			return changeset.Set{}, nil, &ReadError{fmt.Errorf("offering %s: %s", o.Config.Name, why)}
+			return changeset.Result{}, &ReadError{fmt.Errorf("offering %s: %s", o.Config.Name, why)}
 		}
 	}
 	return r.run(ctx, states, rend)
@@ -205,7 +205,7 @@ func (r *Reporter) RunWith(ctx context.Context, read ReadFunc, rend RenderFunc) 
 
 // run reads what is not in states (every offering's state when it is nil),
 // renders with rend (nil: a render of its own), then writes the reports.
-func (r *Reporter) run(ctx context.Context, states map[string]*waldur.OfferingState, rend RenderFunc) (changeset.Set, map[string]int, error) {
+func (r *Reporter) run(ctx context.Context, states map[string]*waldur.OfferingState, rend RenderFunc) (changeset.Result, error) {
 	var cs changeset.Set
 	calls := &counter{m: map[string]int{}}
 	now := r.now().In(r.location())
@@ -214,12 +214,12 @@ func (r *Reporter) run(ctx context.Context, states map[string]*waldur.OfferingSt
 	for _, o := range r.Offerings {
 		in, err := r.read(ctx, o, states[o.Config.Name], now, cfg.Usage.Allocation, calls)
 		if err != nil {
-			return cs, calls.m, err
+			return changeset.Result{Changes: cs, Calls: calls.m}, err
 		}
 		inputs = append(inputs, in)
 	}
 	if err := r.decide(cfg, inputs, rend); err != nil {
-		return cs, calls.m, err
+		return changeset.Result{Changes: cs, Calls: calls.m}, err
 	}
 	var failures []string
 	for _, in := range inputs {
@@ -229,9 +229,9 @@ func (r *Reporter) run(ctx context.Context, states map[string]*waldur.OfferingSt
 	}
 	cs.Sort()
 	if len(failures) > 0 {
-		return cs, calls.m, fmt.Errorf("%d usage report(s) failed: %s", len(failures), strings.Join(failures[:min(3, len(failures))], "; "))
+		return changeset.Result{Changes: cs, Calls: calls.m}, fmt.Errorf("%d usage report(s) failed: %s", len(failures), strings.Join(failures[:min(3, len(failures))], "; "))
 	}
-	return cs, calls.m, nil
+	return changeset.Result{Changes: cs, Calls: calls.m}, nil
 }
 
 func (r *Reporter) now() time.Time {
