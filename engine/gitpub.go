@@ -131,12 +131,12 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		return next, gitsync.Message(msg), nil
 	}
 	if o.DryRun {
-		pub, cs, calls, err := p.dryRun(ctx, w, plan, pub, &tenants)
+		pub, r, err := p.dryRun(ctx, w, plan, pub, &tenants)
 		if err == nil && useReview {
-			rcs, _ := p.syncReview(ctx, routed, true, calls, nil)
-			cs.Merge(rcs)
+			rcs, _ := p.syncReview(ctx, routed, true, r.Calls, nil)
+			r.Changes.Merge(rcs)
 		}
-		return pub, changeset.Result{Changes: cs, Calls: calls}, err
+		return pub, r, err
 	}
 	r, err := gitsync.Sync(ctx, w, plan, p.Config.Git.Retries())
 	calls := map[string]int{"fetch": r.Attempts, "push": r.Attempts}
@@ -199,14 +199,14 @@ func (p *GitPublisher) requestReconcile(ctx context.Context) {
 
 // dryRun fetches the branch and plans the tree on it, committing nothing. A
 // guard refusal is returned with the plan, which is still shown.
-func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, pub *Published, tenants *changeset.Set) (*Published, changeset.Set, map[string]int, error) {
+func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, pub *Published, tenants *changeset.Set) (*Published, changeset.Result, error) {
 	calls := map[string]int{"fetch": 1}
 	if err := w.Fetch(ctx); err != nil {
-		return nil, changeset.Set{}, calls, err
+		return nil, changeset.Result{Calls: calls}, err
 	}
 	cur, err := w.Current(ctx)
 	if err != nil {
-		return nil, changeset.Set{}, calls, err
+		return nil, changeset.Result{Calls: calls}, err
 	}
 	_, _, guardErr := plan(cur)
 	branch := p.Config.Git.Branch
@@ -219,7 +219,7 @@ func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsyn
 	}
 	cs := *tenants
 	cs.Add(e)
-	return pub, cs, calls, guardErr
+	return pub, changeset.Result{Changes: cs, Calls: calls}, guardErr
 }
 
 // Layout is the Flux shard layer the config asks for.
