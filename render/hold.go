@@ -1,9 +1,9 @@
 package render
 
 import (
-	"github.com/waldur/waldur-gitops/changeset"
 	"slices"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 

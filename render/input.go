@@ -3,12 +3,12 @@ package render
 import (
 	"cmp"
 	"fmt"
-	"github.com/waldur/waldur-gitops/changeset"
 	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/waldur"
 )
