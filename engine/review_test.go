@@ -16,6 +16,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
@@ -221,7 +222,7 @@ offerings:
 	}
 	rdr := render.New(l.Config, tpls)
 	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: l.Config},
-		Quotas: &engine.QuotaStage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (engine.QuotaReader, error) { return live, nil }}},
+		Quotas: &quotasafe.Stage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (quotasafe.Reader, error) { return live, nil }}},
 		rdr.Render, guard.Options{MaxFraction: 1, MinCount: 100}, nil)
 	e.Holding = func(h render.QuotaHolds) engine.Renderer { return rdr.Holding(h).Render }
 	ctx := context.Background()
@@ -253,3 +254,8 @@ offerings:
 		t.Errorf("branches %v after the order went", bs)
 	}
 }
+
+// fakeQuotas serves one namespace's quotas.
+type fakeQuotas map[string][]kube.Quota
+
+func (f fakeQuotas) Quotas(_ context.Context, ns string) ([]kube.Quota, error) { return f[ns], nil }

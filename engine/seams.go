@@ -5,6 +5,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -39,15 +40,7 @@ type Quotas interface {
 }
 
 // QuotaResult is what the quota stage found.
-type QuotaResult struct {
-	// Holds are the quota values to keep while usage is above a cut.
-	Holds render.QuotaHolds
-	// Review are the resources whose cut below usage goes to a review
-	// branch (quota_shrink: review), with why (render.Result.Review).
-	Review  map[waldur.UUID]string
-	Changes changeset.Set
-	Calls   map[string]int
-}
+type QuotaResult = quotasafe.Result
 
 // Validator checks the render before it is published (sync --validate-server:
 // a server-side dry run of every object). Any error blocks the publish.

@@ -8,6 +8,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -112,7 +113,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Publisher = &DirPublisher{Dir: o.Dir}
 	}
 	if o.Publish != Nowhere {
-		s.Quotas = &QuotaStage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
+		s.Quotas = &quotasafe.Stage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
 	}
 	if o.ValidateServer {
 		opts := o.Apply
