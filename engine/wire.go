@@ -12,6 +12,7 @@ import (
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
 // Destination is where a run publishes the render.
@@ -86,7 +87,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
 		s.Source, api = src, src
 		if o.Announce {
-			s.Announcer = &AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
+			s.Announcer = &writeback.AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
 		}
 		if o.Orders && o.Publish != Nowhere {
 			ost := &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
