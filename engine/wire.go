@@ -126,11 +126,11 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {
-		fb := &ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
+		fb := &writeback.ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
 		if k, ok := s.Identities.(*KeycloakStage); ok {
 			fb.Missing, fb.Failed = k.MissingUsers, k.FailedUsers
 		}
-		s.Feedback = fb
+		s.Feedback = feedbackStage{fb}
 	}
 	r := render.New(cfg, tpls)
 	if filesOnly(o) {
