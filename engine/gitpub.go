@@ -17,6 +17,8 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/review"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -99,8 +101,8 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	branch := p.Config.Git.Branch
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
 	var tenants changeset.Set
-	var routed *routing
-	useReview := reviewing(p.Config) || len(res.Review) > 0
+	var routed *review.Routing
+	useReview := review.Enabled(p.Config) || len(res.Review) > 0
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		explained, kept := removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
@@ -111,10 +113,10 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		tenants = res.Compare(cur, next)
 		routed, pub.Review = nil, nil
 		if useReview {
-			if routed = route(p.Config, res, layout, cur, next, tenants); routed != nil {
-				next, tenants = routed.main, res.Compare(cur, routed.main)
-				tenants.Merge(routed.entries)
-				pub.Review = routed.waiting
+			if routed = review.Route(p.Config, res, layout, cur, next, tenants); routed != nil {
+				next, tenants = routed.Main, res.Compare(cur, routed.Main)
+				tenants.Merge(routed.Entries)
+				pub.Review = routed.Waiting
 			}
 		}
 		tenants.Merge(kept)
@@ -281,4 +283,16 @@ func (p *GitPublisher) InPlace(ctx context.Context) func(waldur.UUID) bool {
 	}
 	in := cur.ResourceUUIDs()
 	return func(id waldur.UUID) bool { return in[id] }
+}
+
+// syncReview syncs the review branches (review.Sync) and, with pub, records
+// those open after it.
+func (p *GitPublisher) syncReview(ctx context.Context, rt *review.Routing, dryRun bool, calls map[string]int, pub *Published) (changeset.Set, error) {
+	cs, err := review.Sync(ctx, p.repo, p.Config, p.Log, rt, dryRun, calls)
+	if pub != nil {
+		for _, b := range p.repo.ReviewBranches() {
+			pub.ReviewBranches = append(pub.ReviewBranches, report.ReviewBranch{Name: b.Name, Commit: b.Commit, Opened: b.Time})
+		}
+	}
+	return cs, err
 }
