@@ -15,6 +15,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
@@ -104,7 +105,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	var routed *review.Routing
 	useReview := review.Enabled(p.Config) || len(res.Review) > 0
 	plan := func(cur render.Tree) (render.Tree, string, error) {
-		explained, kept := removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
+		explained, kept := confirm.Removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
 		layout := Layout(p.Config)
 		layout.Previous = cur
@@ -121,8 +122,8 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		}
 		tenants.Merge(kept)
 		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
-		gone := guard.TenantRemovals(guard.Tenants, tenants, explained, scopes)
-		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, scopes), o.Guard); err != nil {
+		gone := guard.TenantRemovals(guard.Tenants, tenants, explained, confirm.Scopes)
+		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, confirm.Scopes), o.Guard); err != nil {
 			return nil, "", err
 		}
 		if err := checkAccess(cur, next, tenants, o.Guard); err != nil {
