@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
@@ -37,31 +36,6 @@ type Engine struct {
 	// duration and, when it failed, its Error (the CLI prints it on a
 	// terminal, so a long run shows where it is).
 	Progress func(st report.Stage, changes changeset.Set)
-}
-
-// New builds an engine from its seams, the renderer (templates loaded once,
-// render.New(cfg, tpls).Render) and the deletion policy.
-func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Engine{seams: s, render: r, guard: g, log: log}
-}
-
-// Last is the outcome of the latest run, nil before the first.
-func (e *Engine) Last() *Outcome { return e.last }
-
-// Seams returns the stages the engine runs (tests, and verbs that print what
-// a stage found).
-func (e *Engine) Seams() Seams { return e.seams }
-
-// stage is one step of the cycle: its report name, the class of its failures,
-// and whether the stages after it still run when it fails.
-type stage struct {
-	name  string
-	class Class
-	run   func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error)
-	goOn  bool
 }
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
@@ -172,15 +146,7 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			defer cancel() // runs before wait: stop a fetch nobody needs any more
 		}
 	}
-	e.inPlace = nil
-	if p, ok := e.seams.Publisher.(InPlacer); ok && e.Claims != nil {
-		var once sync.Once
-		var in render.InPlace
-		e.inPlace = func(id waldur.UUID) bool {
-			once.Do(func() { in = p.InPlace(ctx) })
-			return in != nil && in(id)
-		}
-	}
+	e.watchInPlace(ctx)
 	var failed, refused error
 	var cut Cut
 	for _, st := range e.stages(req) {

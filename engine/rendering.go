@@ -2,8 +2,11 @@ package engine
 
 import (
 	"context"
+	"sync"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // checkQuotas is the quota stage of the cycle: the Quotas seam checks the
@@ -25,4 +28,18 @@ func (e *Engine) checkQuotas(ctx context.Context, o *Outcome) (changeset.Set, ma
 		o.Result.Review = r.Review
 	}
 	return r.Changes, r.Calls, err
+}
+
+// watchInPlace sets this run's view of what is at the destination, read
+// from the publisher the first time a render settles claimed names.
+func (e *Engine) watchInPlace(ctx context.Context) {
+	e.inPlace = nil
+	if p, ok := e.seams.Publisher.(InPlacer); ok && e.Claims != nil {
+		var once sync.Once
+		var in render.InPlace
+		e.inPlace = func(id waldur.UUID) bool {
+			once.Do(func() { in = p.InPlace(ctx) })
+			return in != nil && in(id)
+		}
+	}
 }

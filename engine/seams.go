@@ -235,3 +235,12 @@ type Seams struct {
 	// registration and the usage stage are its only stages.
 	Usage Usage
 }
+
+// stage is one step of the cycle: its report name, the class of its failures,
+// and whether the stages after it still run when it fails.
+type stage struct {
+	name  string
+	class Class
+	run   func(ctx context.Context, o *Outcome) (changeset.Set, map[string]int, error)
+	goOn  bool
+}

@@ -161,3 +161,19 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 func filesOnly(o Options) bool {
 	return (o.Publish == Git || o.Publish == Directory) && !o.ValidateServer
 }
+
+// New builds an engine from its seams, the renderer (templates loaded once,
+// render.New(cfg, tpls).Render) and the deletion policy.
+func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{seams: s, render: r, guard: g, log: log}
+}
+
+// Last is the outcome of the latest run, nil before the first.
+func (e *Engine) Last() *Outcome { return e.last }
+
+// Seams returns the stages the engine runs (tests, and verbs that print what
+// a stage found).
+func (e *Engine) Seams() Seams { return e.seams }
