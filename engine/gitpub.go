@@ -126,7 +126,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, confirm.Scopes), o.Guard); err != nil {
 			return nil, "", err
 		}
-		if err := checkAccess(cur, next, tenants, o.Guard); err != nil {
+		if err := guard.CheckTreeAccess(cur, next, tenants, o.Guard); err != nil {
 			return nil, "", err
 		}
 		msg := tenants
