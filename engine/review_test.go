@@ -223,9 +223,9 @@ offerings:
 	}
 	rdr := render.New(l.Config, tpls)
 	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: l.Config},
-		Quotas: &quotasafe.Stage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (quotasafe.Reader, error) { return live, nil }}},
+		Quotas:   &quotasafe.Stage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (quotasafe.Reader, error) { return live, nil }},
+		Renderer: engine.ConfigRendering(l.Config, rdr)},
 		rdr.Render, guard.Options{MaxFraction: 1, MinCount: 100}, nil)
-	e.Holding = func(h render.QuotaHolds) engine.Renderer { return rdr.Holding(h).Render }
 	ctx := context.Background()
 	quotaFile := "waldur/plain/cluster/waldur-alpha/resourcequota-waldur-quota.yaml"
 	if o := e.Run(ctx, engine.Request{Command: "sync"}); o.Err != nil {

@@ -19,6 +19,15 @@ type Source interface {
 // Renderer renders a state; render.Renderer.Render is the one the engine uses.
 type Renderer func(*waldur.State) (*render.Result, error)
 
+// Rendering is the Renderer seam: it renders the run's state, settling the
+// names two offerings claim on what is at the destination already (in, nil
+// when unknown), and gives the renderer with the quota stage's holds
+// (Holding; nil when it renders none).
+type Rendering interface {
+	Render(st *waldur.State, in render.InPlace) (*render.Result, error)
+	Holding(h render.QuotaHolds) Rendering
+}
+
 // Orders is the order stage around the render and the publish: Approve
 // decides the pending-provider orders before the render (and updates the state
 // in place so the render includes what it approved), Finish moves the
@@ -234,6 +243,9 @@ type Seams struct {
 	// Usage, when set, makes the engine the usage report's: the agent
 	// registration and the usage stage are its only stages.
 	Usage Usage
+	// Renderer renders every state of the run; New makes one of its
+	// Renderer when unset.
+	Renderer Rendering
 }
 
 // stage is one step of the cycle: its report name, the class of its failures,

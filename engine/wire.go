@@ -145,10 +145,8 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	} else if err := preflight(cfg, o, api); err != nil {
 		return nil, err
 	}
-	e := New(s, r.Render, g, o.Log)
-	e.Holding = func(h render.QuotaHolds) Renderer { return r.Holding(h).Render }
-	e.Claims = func(res *render.Result, st *waldur.State, in render.InPlace) { res.ResolveClaims(cfg, st, in) }
-	return e, nil
+	s.Renderer = ConfigRendering(cfg, r)
+	return New(s, r.Render, g, o.Log), nil
 }
 
 // filesOnly reports whether a run wired with o uses only the rendered files:
@@ -168,7 +166,10 @@ func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{seams: s, render: r, guard: g, log: log}
+	if s.Renderer == nil {
+		s.Renderer = funcRendering(r)
+	}
+	return &Engine{seams: s, guard: g, log: log}
 }
 
 // Last is the outcome of the latest run, nil before the first.
