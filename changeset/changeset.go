@@ -155,6 +155,12 @@ type Result struct {
 	Calls   map[string]int
 }
 
+// Apart is Collect undone: the entries, calls and error of a stage's
+// result, for a caller that looks at them one by one (tests, mostly).
+func Apart(r Result, err error) (Set, map[string]int, error) {
+	return r.Changes, r.Calls, err
+}
+
 // Collect makes a Result of a stage function's entries, calls and error, for
 // the functions that return them apart.
 func Collect(cs Set, calls map[string]int, err error) (Result, error) {

@@ -7,11 +7,11 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/review"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -57,7 +57,7 @@ func TestReviewHoldsKeycloakRemovals(t *testing.T) {
 	rep := sync("the member leaves")
 	routed := map[string]bool{}
 	for _, e := range rep.Changes {
-		if e.Kind == engine.ReviewChangeKind {
+		if e.Kind == review.ChangeKind {
 			routed[e.Resource] = true
 		}
 	}

@@ -3,15 +3,12 @@ package engine
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/version"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Engine runs the cycle with one set of seams. It lives as long as its
@@ -20,48 +17,14 @@ import (
 // opened repository and tip) and the last run's state and render.
 // Run is not safe for concurrent use; serve runs one cycle at a time.
 type Engine struct {
-	seams  Seams
-	render Renderer
-	guard  guard.Options
-	log    *slog.Logger
-	last   *Outcome
-	// Claims, when set, settles names two offerings claim in every render
-	// (render.Result.ResolveClaims); inPlace is this run's view of what is
-	// at the destination already.
-	Claims  func(res *render.Result, st *waldur.State, inPlace render.InPlace)
-	inPlace render.InPlace
-	// Holding, when set, renders with quota holds (the quota stage's):
-	// the renderer of the run made render.Renderer.Holding.
-	Holding func(render.QuotaHolds) Renderer
+	seams Seams
+	guard guard.Options
+	log   *slog.Logger
+	last  *Outcome
 	// Progress, when set, is told of every stage as it ends, with its
 	// duration and, when it failed, its Error (the CLI prints it on a
 	// terminal, so a long run shows where it is).
 	Progress func(st report.Stage, changes changeset.Set)
-}
-
-// New builds an engine from its seams, the renderer (templates loaded once,
-// render.New(cfg, tpls).Render) and the deletion policy.
-func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Engine{seams: s, render: r, guard: g, log: log}
-}
-
-// Last is the outcome of the latest run, nil before the first.
-func (e *Engine) Last() *Outcome { return e.last }
-
-// Seams returns the stages the engine runs (tests, and verbs that print what
-// a stage found).
-func (e *Engine) Seams() Seams { return e.seams }
-
-// stage is one step of the cycle: its report name, the class of its failures,
-// and whether the stages after it still run when it fails.
-type stage struct {
-	name  string
-	class Class
-	run   func(ctx context.Context, o *Outcome) (changeset.Result, error)
-	goOn  bool
 }
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
@@ -94,12 +57,12 @@ func (e *Engine) stages(req Request) []stage {
 	}
 	if s.Orders != nil {
 		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			return s.Orders.Approve(ctx, o.State, e.renderClassified, req.DryRun)
+			return s.Orders.Approve(ctx, o.State, e.renderer(o), req.DryRun)
 		}})
 	}
 	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
 		start := time.Now()
-		res, err := e.renderClassified(o.State)
+		res, err := e.renderer(o)(o.State)
 		if err != nil {
 			return changeset.Result{}, err
 		}
@@ -172,15 +135,7 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			defer cancel() // runs before wait: stop a fetch nobody needs any more
 		}
 	}
-	e.inPlace = nil
-	if p, ok := e.seams.Publisher.(InPlacer); ok && e.Claims != nil {
-		var once sync.Once
-		var in render.InPlace
-		e.inPlace = func(id waldur.UUID) bool {
-			once.Do(func() { in = p.InPlace(ctx) })
-			return in != nil && in(id)
-		}
-	}
+	out.inPlace = e.watchInPlace(ctx)
 	var failed, refused error
 	var cut Cut
 	for _, st := range e.stages(req) {

@@ -1,20 +1,23 @@
 // Package engine owns the one cycle every command that changes something
 // runs: sync, render (--dry-run and --out), apply, keycloak and serve.
 //
-//	(agent) ─▶ waldur ─▶ approve ─▶ render ─▶ validate ─▶ git | apply | out ─▶ keycloak ─▶ orders ─▶ feedback
+//	waldur ─▶ (agent) ─▶ approve ─▶ render ─▶ quota ─▶ validate ─▶ git | apply | out ─▶ keycloak ─▶ orders ─▶ feedback
 //
-//	stage            seam        adapter (package doing the work)
+//	stage            seam        what does the work (adapter here, if any)
 //	waldur           Source      APISource, SnapshotSource (waldur)
+//	agent            Announcer   writeback.AgentAnnouncer
 //	approve          Orders      OrderStage.Approve (orders)
-//	render           —           a pure function: render.Renderer.Render
+//	render           Renderer    ConfigRendering (render): claims settled, quota holds
+//	quota            Quotas      quotasafe.Stage
 //	validate         Validator   ServerValidator (apply), with --validate-server
-//	git, apply, out  Publisher   GitPublisher (gitsync), ClusterPublisher (apply), DirPublisher (localtree)
+//	git, apply, out  Publisher   GitPublisher (gitsync, review, ociship, guard/confirm), ClusterPublisher (apply), DirPublisher (localtree)
 //	keycloak         Identities  KeycloakStage (keycloak)
 //	orders           Orders      OrderStage.Finish (orders)
-//	feedback         Feedback    ResourceFeedback (waldur): resource state, metadata, membership statuses
+//	feedback         Feedback    writeback.ResourceFeedback (feedbackStage)
 //
 // Each seam is a small interface in seams.go; the packages that do the work
-// sit behind it through the adapters in this package. FromConfig wires the
+// sit behind it, through a thin adapter in this package where the types
+// differ. Policy lives with its concern, not here. FromConfig wires the
 // seams a verb asks for; a nil seam's stage does not run (no orders from a
 // snapshot, no publisher for the keycloak command).
 //

@@ -9,7 +9,6 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -255,20 +254,6 @@ var partialCauses = map[changeset.Cause]string{
 
 // skipOrder is the order the verdict names them in.
 var skipOrder = []string{partialOfferings, partialResources, partialMembers, partialKeycloak}
-
-// renderClassified renders st; a failure is a config error wherever it happens.
-func (e *Engine) renderClassified(st *waldur.State) (*render.Result, error) {
-	return e.renderWith(e.render, st)
-}
-
-// renderWith renders st with r, settling claimed names as every render does.
-func (e *Engine) renderWith(r Renderer, st *waldur.State) (*render.Result, error) {
-	res, err := r(st)
-	if err == nil && e.Claims != nil {
-		e.Claims(res, st, e.inPlace)
-	}
-	return res, Classify(ClassRender, err)
-}
 
 func cmpOr(a, b error) error {
 	if a != nil {

@@ -10,12 +10,13 @@ import (
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
 // EventOfferings is what the event consumer (package events) needs of the
 // offerings that consume Waldur's events: every offering when all is set
 // (serve --events), else those with stomp_enabled. Each registers as the
-// site agent identity the agent stage registers (AgentIdentityName), with
+// site agent identity the agent stage registers (writeback.AgentIdentityName), with
 // its own Waldur client; tune adjusts the clients' options (tests).
 func EventOfferings(offerings []config.Offering, all bool, log *slog.Logger, tune func(*waldur.ClientOptions)) ([]events.Offering, error) {
 	var out []events.Offering
@@ -46,7 +47,7 @@ func EventOfferings(offerings []config.Offering, all bool, log *slog.Logger, tun
 			Registrar: &events.WaldurRegistrar{
 				Client:   func() (*waldur.Client, error) { return src.Client(&o) },
 				Offering: off,
-				Identity: waldur.AgentIdentityRequest{Offering: off, Name: AgentIdentityName(&o), Version: version.Version, Dependencies: AgentDependencies()},
+				Identity: waldur.AgentIdentityRequest{Offering: off, Name: writeback.AgentIdentityName(&o), Version: version.Version, Dependencies: writeback.AgentDependencies()},
 			},
 		})
 	}

@@ -3,20 +3,20 @@ package engine
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 
 	"k8s.io/client-go/dynamic"
 
-	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/review"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -99,31 +99,31 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	branch := p.Config.Git.Branch
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
 	var tenants changeset.Set
-	var routed *routing
-	useReview := reviewing(p.Config) || len(res.Review) > 0
+	var routed *review.Routing
+	useReview := review.Enabled(p.Config) || len(res.Review) > 0
 	plan := func(cur render.Tree) (render.Tree, string, error) {
-		explained, kept := removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
+		explained, kept := confirm.Removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
 		layout := Layout(p.Config)
 		layout.Previous = cur
 		next := layout.Apply(res.Tree(cur))
-		p.reportMoves(cur, next)
+		gitsync.WarnMoves(p.Log, p.Config.Git.FluxShardGeneration, cur, next)
 		tenants = res.Compare(cur, next)
 		routed, pub.Review = nil, nil
 		if useReview {
-			if routed = route(p.Config, res, layout, cur, next, tenants); routed != nil {
-				next, tenants = routed.main, res.Compare(cur, routed.main)
-				tenants.Merge(routed.entries)
-				pub.Review = routed.waiting
+			if routed = review.Route(p.Config, res, layout, cur, next, tenants); routed != nil {
+				next, tenants = routed.Main, res.Compare(cur, routed.Main)
+				tenants.Merge(routed.Entries)
+				pub.Review = routed.Waiting
 			}
 		}
 		tenants.Merge(kept)
 		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
-		gone := guard.TenantRemovals(guard.Tenants, tenants, explained, scopes)
-		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, scopes), o.Guard); err != nil {
+		gone := guard.TenantRemovals(guard.Tenants, tenants, explained, confirm.Scopes)
+		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, confirm.Scopes), o.Guard); err != nil {
 			return nil, "", err
 		}
-		if err := checkAccess(cur, next, tenants, o.Guard); err != nil {
+		if err := guard.CheckTreeAccess(cur, next, tenants, o.Guard); err != nil {
 			return nil, "", err
 		}
 		msg := tenants
@@ -222,47 +222,8 @@ func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsyn
 	return pub, changeset.Result{Changes: cs, Calls: calls}, guardErr
 }
 
-// Layout is the Flux shard layer the config asks for.
-func Layout(cfg *config.Config) gitsync.FluxLayout {
-	l := gitsync.FluxLayout{
-		Shards: cfg.Git.FluxShards, RepoPath: cfg.Git.Path,
-		Namespace: cfg.Git.FluxNamespace, SourceName: cfg.Git.FluxSourceName,
-		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix, Generation: cfg.Git.FluxShardGeneration,
-		OCIRepository: cfg.Git.FluxOCIRepository, OCIInsecure: cfg.Git.FluxOCIInsecure, OCISecretName: cfg.Git.FluxOCISecretName,
-	}
-	for i := range cfg.Offerings {
-		o := &cfg.Offerings[i]
-		for _, t := range backend.TargetsOf(o.BackendType) {
-			l.Targets = append(l.Targets, gitsync.FluxTarget{Offering: o.DirName(), Target: t})
-		}
-	}
-	return l
-}
-
-// reportMoves warns when the commit moves tenants between Flux shards, which
-// only lowering git.flux_shards or a new git.flux_shard_generation does (the
-// assignment is otherwise stable), and says what to do with the shards no
-// longer generated.
-func (p *GitPublisher) reportMoves(cur, next render.Tree) {
-	if p.Log == nil {
-		return
-	}
-	gen := p.Config.Git.FluxShardGeneration
-	if was := gitsync.Generations(cur); len(was) > 0 && !slices.Contains(was, gen) && len(gitsync.Generations(next)) > 0 {
-		p.Log.Warn("git.flux_shard_generation changed: every tenant moves to the shards of the new generation and the old shards no longer build; "+
-			"once every new shard Kustomization is Ready at this commit, delete the old ones, which report their path missing (docs/gitops.md#resharding-a-site)",
-			"from_generations", fmt.Sprint(was), "to_generation", gen, "shards", gitsync.ShardCount(next, gen))
-		return
-	}
-	before, after := gitsync.ShardCount(cur, gen), gitsync.ShardCount(next, gen)
-	moves := gitsync.Moves(cur, next, gen)
-	if before <= after && len(moves) == 0 {
-		return
-	}
-	p.Log.Warn("git.flux_shards lowered: the tenants of the shards no longer generated move to the remaining shards; "+
-		"once every remaining shard Kustomization is Ready at this commit, delete the ones that report their path missing (docs/gitops.md#changing-the-shard-count)",
-		"from", before, "to", after, "moved_tenants", len(moves))
-}
+// Layout is the Flux shard layer the config asks for (gitsync.LayoutFor).
+func Layout(cfg *config.Config) gitsync.FluxLayout { return gitsync.LayoutFor(cfg) }
 
 // InPlace reports the resources that have a tenant on the branch tip, from
 // the fetch the run started; nil when it cannot be read (the publish will
@@ -281,4 +242,16 @@ func (p *GitPublisher) InPlace(ctx context.Context) func(waldur.UUID) bool {
 	}
 	in := cur.ResourceUUIDs()
 	return func(id waldur.UUID) bool { return in[id] }
+}
+
+// syncReview syncs the review branches (review.Sync) and, with pub, records
+// those open after it.
+func (p *GitPublisher) syncReview(ctx context.Context, rt *review.Routing, dryRun bool, calls map[string]int, pub *Published) (changeset.Set, error) {
+	cs, err := review.Sync(ctx, p.repo, p.Config, p.Log, rt, dryRun, calls)
+	if pub != nil {
+		for _, b := range p.repo.ReviewBranches() {
+			pub.ReviewBranches = append(pub.ReviewBranches, report.ReviewBranch{Name: b.Name, Commit: b.Commit, Opened: b.Time})
+		}
+	}
+	return cs, err
 }

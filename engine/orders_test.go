@@ -47,7 +47,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, calls, err := apart(stage.Approve(ctx, st, rdr, false))
+	cs, calls, err := changeset.Apart(stage.Approve(ctx, st, rdr, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Reason != "approved" || cs.Entries[0].Stage != orders.ApproveStage || calls[waldur.KindOrderApprove] != 1 {
 		t.Fatalf("approve: %v %v %v", err, cs.Entries, calls)
 	}
@@ -57,7 +57,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	}
 	pub := &engine.Published{After: result.Tree(nil)}
 
-	cs, _, err = apart(stage.Finish(ctx, st, result, pub, map[waldur.UUID]string{res: "Keycloak realm hpc failed"}, false))
+	cs, _, err = changeset.Apart(stage.Finish(ctx, st, result, pub, map[waldur.UUID]string{res: "Keycloak realm hpc failed"}, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip {
 		t.Fatalf("finish while waiting: %v %v", err, cs.Entries)
 	}
@@ -67,7 +67,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 
 	// The OCI layout: committed, but the shard's artifact not pushed yet.
 	held := &engine.Published{After: pub.After, Held: map[waldur.UUID]string{res: "its Flux shard artifact waldur-plain-cluster-00 is not pushed yet: DENIED"}}
-	cs, _, err = apart(stage.Finish(ctx, st, result, held, nil, false))
+	cs, _, err = changeset.Apart(stage.Finish(ctx, st, result, held, nil, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip || !strings.Contains(cs.Entries[0].Reason, held.Held[res]) {
 		t.Fatalf("finish while its artifact is not pushed: %v %v", err, cs.Entries)
 	}
@@ -75,7 +75,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 		t.Errorf("order %s while its shard artifact is not pushed", o.State)
 	}
 
-	cs, calls, err = apart(stage.Finish(ctx, st, result, pub, nil, false))
+	cs, calls, err = changeset.Apart(stage.Finish(ctx, st, result, pub, nil, false))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,10 +90,4 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	if o, _ := srv.Order(ord); o.State != waldur.OrderDone {
 		t.Errorf("order %s", o.State)
 	}
-}
-
-// apart takes a stage's result apart into its entries and calls, as the
-// assertions read them.
-func apart(r changeset.Result, err error) (changeset.Set, map[string]int, error) {
-	return r.Changes, r.Calls, err
 }

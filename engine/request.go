@@ -35,5 +35,6 @@ type Outcome struct {
 	// Err is the run's failure with its class; nil on success.
 	Err error
 
-	diffStage string // when set, the only stage whose entries are a dry run's differences
+	diffStage string         // when set, the only stage whose entries are a dry run's differences
+	inPlace   render.InPlace // what is at the destination already, read when first asked
 }

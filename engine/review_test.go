@@ -16,7 +16,9 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/review"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
@@ -91,7 +93,7 @@ offerings:
 	if gittest.Head(t, repo, "main") != mainBefore || len(branches()) != 0 {
 		t.Fatal("the dry run wrote")
 	}
-	if e := entryOf(dry.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Create || !strings.HasPrefix(e.Reason, "would be opened") {
+	if e := entryOf(dry.Report.Changes, review.BranchKind, ""); e == nil || e.Action != changeset.Create || !strings.HasPrefix(e.Reason, "would be opened") {
 		t.Errorf("dry run review entry %+v", e)
 	}
 	o := run("terminate", false)
@@ -111,7 +113,7 @@ offerings:
 	if e := entryOf(o.Report.Changes, "Order", string(beta)); e == nil || !strings.Contains(e.Reason, "waits on review branch "+bs[0]) || !strings.Contains(e.Reason, "tenant removed") {
 		t.Errorf("order entry %+v", e)
 	}
-	if e := entryOf(o.Report.Changes, engine.ReviewChangeKind, string(beta)); e == nil || e.Action != changeset.Skip {
+	if e := entryOf(o.Report.Changes, review.ChangeKind, string(beta)); e == nil || e.Action != changeset.Skip {
 		t.Errorf("review change entry %+v", e)
 	}
 	if rb := o.Report.ReviewBranches; len(rb) != 1 || rb[0].Name != bs[0] || rb[0].Commit != gittest.Head(t, repo, bs[0]) || rb[0].Opened.IsZero() {
@@ -126,7 +128,7 @@ offerings:
 	if prs := fg.PRs(); len(prs) != 1 || prs[0].Head != bs[0] || prs[0].Base != "main" || !strings.Contains(prs[0].Body, string(term)) {
 		t.Errorf("merge requests %+v", prs)
 	}
-	if e := entryOf(o.Report.Changes, engine.ReviewRequestKind, ""); e == nil || e.Action != changeset.Create {
+	if e := entryOf(o.Report.Changes, review.RequestKind, ""); e == nil || e.Action != changeset.Create {
 		t.Errorf("request entry %+v", e)
 	}
 
@@ -136,10 +138,10 @@ offerings:
 	if got := branches(); len(got) != 1 || got[0] != bs[0] || gittest.Head(t, repo, bs[0]) != tip {
 		t.Errorf("branches %v (tip %s, was %s)", got, gittest.Head(t, repo, got[0]), tip)
 	}
-	if e := entryOf(o.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Unchanged || !strings.Contains(e.Reason, "open since") {
+	if e := entryOf(o.Report.Changes, review.BranchKind, ""); e == nil || e.Action != changeset.Unchanged || !strings.Contains(e.Reason, "open since") {
 		t.Errorf("re-used branch entry %+v", e)
 	}
-	if e := entryOf(o.Report.Changes, engine.ReviewRequestKind, ""); e == nil || e.Action != changeset.Unchanged || fg.Posts() != 1 {
+	if e := entryOf(o.Report.Changes, review.RequestKind, ""); e == nil || e.Action != changeset.Unchanged || fg.Posts() != 1 {
 		t.Errorf("request entry on re-use %+v, %d posts", e, fg.Posts())
 	}
 
@@ -164,7 +166,7 @@ offerings:
 	if got := branches(); len(got) != 0 || !has("main", "gamma") {
 		t.Errorf("after the cancel: branches %v, gamma in main %v", got, has("main", "gamma"))
 	}
-	if e := entryOf(o.Report.Changes, engine.ReviewBranchKind, ""); e == nil || e.Action != changeset.Delete {
+	if e := entryOf(o.Report.Changes, review.BranchKind, ""); e == nil || e.Action != changeset.Delete {
 		t.Errorf("deleted branch entry %+v", e)
 	}
 	_ = alpha
@@ -221,9 +223,9 @@ offerings:
 	}
 	rdr := render.New(l.Config, tpls)
 	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: l.Config},
-		Quotas: &engine.QuotaStage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (engine.QuotaReader, error) { return live, nil }}},
+		Quotas:   &quotasafe.Stage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (quotasafe.Reader, error) { return live, nil }},
+		Renderer: engine.ConfigRendering(l.Config, rdr)},
 		rdr.Render, guard.Options{MaxFraction: 1, MinCount: 100}, nil)
-	e.Holding = func(h render.QuotaHolds) engine.Renderer { return rdr.Holding(h).Render }
 	ctx := context.Background()
 	quotaFile := "waldur/plain/cluster/waldur-alpha/resourcequota-waldur-quota.yaml"
 	if o := e.Run(ctx, engine.Request{Command: "sync"}); o.Err != nil {
@@ -241,7 +243,7 @@ offerings:
 	if m, b := gittest.Files(t, repo, "main")[quotaFile], gittest.Files(t, repo, bs[0])[quotaFile]; !strings.Contains(m, "requests.storage: 10Gi") || !strings.Contains(b, "requests.storage: 4Gi") {
 		t.Errorf("main:\n%s\nreview:\n%s", m, b)
 	}
-	if e := entryOf(o.Report.Changes, engine.ReviewChangeKind, string(res)); e == nil || !strings.Contains(e.Reason, "quota_shrink: review") {
+	if e := entryOf(o.Report.Changes, review.ChangeKind, string(res)); e == nil || !strings.Contains(e.Reason, "quota_shrink: review") {
 		t.Errorf("review entry %+v", e)
 	}
 	// Waldur no longer asks for the cut: the branch goes.
@@ -253,3 +255,8 @@ offerings:
 		t.Errorf("branches %v after the order went", bs)
 	}
 }
+
+// fakeQuotas serves one namespace's quotas.
+type fakeQuotas map[string][]kube.Quota
+
+func (f fakeQuotas) Quotas(_ context.Context, ns string) ([]kube.Quota, error) { return f[ns], nil }

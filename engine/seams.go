@@ -5,6 +5,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -17,6 +18,15 @@ type Source interface {
 
 // Renderer renders a state; render.Renderer.Render is the one the engine uses.
 type Renderer func(*waldur.State) (*render.Result, error)
+
+// Rendering is the Renderer seam: it renders the run's state, settling the
+// names two offerings claim on what is at the destination already (in, nil
+// when unknown), and gives the renderer with the quota stage's holds
+// (Holding; nil when it renders none).
+type Rendering interface {
+	Render(st *waldur.State, in render.InPlace) (*render.Result, error)
+	Holding(h render.QuotaHolds) Rendering
+}
 
 // Orders is the order stage around the render and the publish: Approve
 // decides the pending-provider orders before the render (and updates the state
@@ -39,15 +49,7 @@ type Quotas interface {
 }
 
 // QuotaResult is what the quota stage found.
-type QuotaResult struct {
-	// Holds are the quota values to keep while usage is above a cut.
-	Holds render.QuotaHolds
-	// Review are the resources whose cut below usage goes to a review
-	// branch (quota_shrink: review), with why (render.Result.Review).
-	Review  map[waldur.UUID]string
-	Changes changeset.Set
-	Calls   map[string]int
-}
+type QuotaResult = quotasafe.Result
 
 // Validator checks the render before it is published (sync --validate-server:
 // a server-side dry run of every object). Any error blocks the publish.
@@ -241,4 +243,16 @@ type Seams struct {
 	// Usage, when set, makes the engine the usage report's: the agent
 	// registration and the usage stage are its only stages.
 	Usage Usage
+	// Renderer renders every state of the run; New makes one of its
+	// Renderer when unset.
+	Renderer Rendering
+}
+
+// stage is one step of the cycle: its report name, the class of its failures,
+// and whether the stages after it still run when it fails.
+type stage struct {
+	name  string
+	class Class
+	run   func(ctx context.Context, o *Outcome) (changeset.Result, error)
+	goOn  bool
 }

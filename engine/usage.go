@@ -68,10 +68,7 @@ func (e *Engine) usageStages(req Request) []stage {
 			return o.State, err
 		}
 		rend := func(st *waldur.State, in render.InPlace) (*render.Result, error) {
-			res, err := e.render(st)
-			if err == nil && e.Claims != nil {
-				e.Claims(res, st, in)
-			}
+			res, err := e.seams.Renderer.Render(st, in)
 			o.Result = res
 			return res, err
 		}

@@ -8,9 +8,11 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
 // Destination is where a run publishes the render.
@@ -85,7 +87,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
 		s.Source, api = src, src
 		if o.Announce {
-			s.Announcer = &AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
+			s.Announcer = &writeback.AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
 		}
 		if o.Orders && o.Publish != Nowhere {
 			ost := &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
@@ -112,7 +114,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Publisher = &DirPublisher{Dir: o.Dir}
 	}
 	if o.Publish != Nowhere {
-		s.Quotas = &QuotaStage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
+		s.Quotas = &quotasafe.Stage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
 	}
 	if o.ValidateServer {
 		opts := o.Apply
@@ -124,11 +126,11 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {
-		fb := &ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
+		fb := &writeback.ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
 		if k, ok := s.Identities.(*KeycloakStage); ok {
 			fb.Missing, fb.Failed = k.MissingUsers, k.FailedUsers
 		}
-		s.Feedback = fb
+		s.Feedback = feedbackStage{fb}
 	}
 	r := render.New(cfg, tpls)
 	if filesOnly(o) {
@@ -143,10 +145,8 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	} else if err := preflight(cfg, o, api); err != nil {
 		return nil, err
 	}
-	e := New(s, r.Render, g, o.Log)
-	e.Holding = func(h render.QuotaHolds) Renderer { return r.Holding(h).Render }
-	e.Claims = func(res *render.Result, st *waldur.State, in render.InPlace) { res.ResolveClaims(cfg, st, in) }
-	return e, nil
+	s.Renderer = ConfigRendering(cfg, r)
+	return New(s, r.Render, g, o.Log), nil
 }
 
 // filesOnly reports whether a run wired with o uses only the rendered files:
@@ -159,3 +159,22 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 func filesOnly(o Options) bool {
 	return (o.Publish == Git || o.Publish == Directory) && !o.ValidateServer
 }
+
+// New builds an engine from its seams, the renderer (templates loaded once,
+// render.New(cfg, tpls).Render) and the deletion policy.
+func New(s Seams, r Renderer, g guard.Options, log *slog.Logger) *Engine {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if s.Renderer == nil {
+		s.Renderer = funcRendering(r)
+	}
+	return &Engine{seams: s, guard: g, log: log}
+}
+
+// Last is the outcome of the latest run, nil before the first.
+func (e *Engine) Last() *Outcome { return e.last }
+
+// Seams returns the stages the engine runs (tests, and verbs that print what
+// a stage found).
+func (e *Engine) Seams() Seams { return e.seams }

@@ -323,7 +323,7 @@ var scenarios = []scenario{
 	}},
 	{name: "dry run reads and plans but writes nothing", run: func(t *testing.T, e *env) {
 		cfg := e.config()
-		set, calls, err := apart(keycloak.PlanChanges(context.Background(), cfg, e.render(cfg), keycloak.Options{ClientOptions: fast}))
+		set, calls, err := changeset.Apart(keycloak.PlanChanges(context.Background(), cfg, e.render(cfg), keycloak.Options{ClientOptions: fast}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -510,10 +510,4 @@ func TestPasswordFile(t *testing.T) {
 		t.Fatalf("password from a file: %v, calls %v", err, r.Calls)
 	}
 	wantFirstRunState(t, e)
-}
-
-// apart takes a stage's result apart into its entries and calls, as the
-// assertions read them.
-func apart(r changeset.Result, err error) (changeset.Set, map[string]int, error) {
-	return r.Changes, r.Calls, err
 }

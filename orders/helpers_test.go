@@ -132,7 +132,7 @@ func (h *harness) cycle(push, feedback bool) cycleResult {
 	ctx := context.Background()
 	var c cycleResult
 	c.state = h.read()
-	cs, _, err := apart(h.stage.Approve(ctx, c.state, func(st *waldur.State) (*render.Result, error) { return h.rdr.Render(st) }))
+	cs, _, err := changeset.Apart(h.stage.Approve(ctx, c.state, func(st *waldur.State) (*render.Result, error) { return h.rdr.Render(st) }))
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func (h *harness) cycle(push, feedback bool) cycleResult {
 	}
 	h.remote = next
 	if feedback {
-		c.finish, _, c.finishEr = apart(h.stage.Finish(ctx, c.state, c.result, h.remote))
+		c.finish, _, c.finishEr = changeset.Apart(h.stage.Finish(ctx, c.state, c.result, h.remote))
 	}
 	return c
 }
@@ -191,10 +191,4 @@ func (h *harness) writes() []string {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return append([]string(nil), h.posted...)
-}
-
-// apart takes a stage's result apart into its entries and calls, as the
-// assertions read them.
-func apart(r changeset.Result, err error) (changeset.Set, map[string]int, error) {
-	return r.Changes, r.Calls, err
 }

@@ -165,7 +165,7 @@ func TestPushFailureMarksNothingDone(t *testing.T) {
 		t.Fatalf("order %s, want executing (approved, not done)", h.orderState(ord))
 	}
 	// Even if feedback ran on the remote tree as it still is, nothing moves.
-	cs, _, err := apart(h.stage.Finish(context.Background(), c.state, c.result, h.remote))
+	cs, _, err := changeset.Apart(h.stage.Finish(context.Background(), c.state, c.result, h.remote))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -212,7 +212,7 @@ func TestDoneTwiceIsHarmless(t *testing.T) {
 	res := h.resource("zeta", waldur.ResourceCreating, limits("cpu", "1"))
 	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, res, nil)
 	c := h.cycle(true, true)
-	cs, _, err := apart(h.stage.Finish(context.Background(), c.state, c.result, h.remote))
+	cs, _, err := changeset.Apart(h.stage.Finish(context.Background(), c.state, c.result, h.remote))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestWaldurDownDuringFeedback(t *testing.T) {
 	res := h.render(st)
 	h.remote = res.Tree(nil)
 	h.srv.InjectFault(waldurtest.Fault{Count: 1000, PathPrefix: "/api/", Status: http.StatusBadGateway})
-	cs, _, err := apart(h.stage.Finish(context.Background(), st, res, h.remote))
+	cs, _, err := changeset.Apart(h.stage.Finish(context.Background(), st, res, h.remote))
 	if err == nil || !strings.Contains(err.Error(), "1 order(s) could not be moved") || !strings.Contains(err.Error(), "502") {
 		t.Fatalf("error %v", err)
 	}
@@ -335,7 +335,7 @@ func TestApproveConflictIsSettled(t *testing.T) {
 	if err := h.client.ApproveOrder(context.Background(), ord); err != nil { // another actor
 		t.Fatal(err)
 	}
-	cs, _, err := apart(h.stage.Approve(context.Background(), st, func(s *waldur.State) (*render.Result, error) { return h.rdr.Render(s) }))
+	cs, _, err := changeset.Apart(h.stage.Approve(context.Background(), st, func(s *waldur.State) (*render.Result, error) { return h.rdr.Render(s) }))
 	if err != nil {
 		t.Fatal(err)
 	}

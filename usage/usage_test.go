@@ -126,7 +126,7 @@ func (e *env) run(at time.Time) (changeset.Set, error) {
 		Offerings: []*usage.Offering{{Config: e.cfg, Waldur: e.client, Cluster: e.cluster}},
 		Config:    e.config, Location: time.UTC, Now: func() time.Time { return at },
 	}
-	cs, _, err := apart(r.Run(context.Background()))
+	cs, _, err := changeset.Apart(r.Run(context.Background()))
 	return cs, err
 }
 
@@ -295,7 +295,7 @@ func TestTimezoneDatesTheMonth(t *testing.T) {
 		Offerings: []*usage.Offering{{Config: e.cfg, Waldur: e.client}},
 		Location:  tallinn, Now: func() time.Time { return time.Date(2026, 3, 31, 22, 30, 0, 0, time.UTC) }, // 1 April 01:30 in Tallinn
 	}
-	if _, _, err := apart(r.Run(context.Background())); err != nil {
+	if _, _, err := changeset.Apart(r.Run(context.Background())); err != nil {
 		t.Fatal(err)
 	}
 	e.mu.Lock()
@@ -350,7 +350,7 @@ func TestDryRunPostsNothing(t *testing.T) {
 	e := newEnv(t, "    cpu: {accounting_type: limit}\n")
 	e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "eta", Limits: waldur.Limits{"cpu": "1"}})
 	r := &usage.Reporter{Offerings: []*usage.Offering{{Config: e.cfg, Waldur: e.client}}, DryRun: true, Now: func() time.Time { return at(7, 0, 0) }}
-	cs, _, err := apart(r.Run(context.Background()))
+	cs, _, err := changeset.Apart(r.Run(context.Background()))
 	if err != nil || e.postCount() != 0 || !strings.HasPrefix(find(t, cs, "eta cpu").Reason, "would report for 2026-03-01") {
 		t.Errorf("err %v posts %d entries %v", err, e.postCount(), cs.Entries)
 	}
@@ -434,7 +434,7 @@ func TestBillsOnlyRenderedTenantsWithoutCluster(t *testing.T) {
 	fine := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "fine", Limits: waldur.Limits{"cpu": "2"}})
 	long := e.srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "Not_A_Label", Limits: waldur.Limits{"cpu": "2"}})
 	r := &usage.Reporter{Offerings: []*usage.Offering{{Config: e.cfg, Waldur: e.client}}, Config: e.config, Now: func() time.Time { return at(9, 0, 0) }}
-	cs, _, err := apart(r.Run(context.Background()))
+	cs, _, err := changeset.Apart(r.Run(context.Background()))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,10 +511,4 @@ func TestAllocationModesDoNotMix(t *testing.T) {
 			}
 		})
 	}
-}
-
-// apart takes a stage's result apart into its entries and calls, as the
-// assertions read them.
-func apart(r changeset.Result, err error) (changeset.Set, map[string]int, error) {
-	return r.Changes, r.Calls, err
 }

@@ -1,4 +1,4 @@
-package engine
+package writeback
 
 import (
 	"context"
@@ -46,12 +46,12 @@ var agentDependencies = []string{
 // but the idempotent register_service call. It never fails a run: what it
 // cannot do is a skip entry and a warning.
 type AgentAnnouncer struct {
-	Source    *APISource
+	Source    Clients
 	Offerings []config.Offering
 	Log       *slog.Logger
 }
 
-// Announce implements Announcer. It registers for the offerings st holds,
+// Announce is the agent stage (the engine's Announcer seam). It registers for the offerings st holds,
 // those read and found in Waldur; with st nil (a command that reads no
 // state first) it reads each offering itself and registers for those found.
 // An offering not read or not found gets no identity.
@@ -69,7 +69,7 @@ func (a *AgentAnnouncer) Announce(ctx context.Context, st *waldur.State, mode st
 		entries, err := a.announce(ctx, o, mode, dryRun)
 		cs.Add(entries...)
 		if err != nil {
-			logOrDiscard(a.Log).Warn("registering the site agent identity failed", "offering", o.Name, "error", err.Error())
+			a.log().Warn("registering the site agent identity failed", "offering", o.Name, "error", err.Error())
 			cs.Add(changeset.Entry{Stage: "agent", Kind: "AgentIdentity", Subject: AgentIdentityName(o), Action: changeset.Skip,
 				Offering: o.Name, Reason: err.Error(), Cause: changeset.CauseAgentFailed})
 		}
@@ -207,7 +207,7 @@ func (a *AgentAnnouncer) compatibility(ctx context.Context, c *waldur.Client, o 
 	if id.Compatibility.MinimumRequired != "" {
 		reason += fmt.Sprintf(" (minimum required %s)", id.Compatibility.MinimumRequired)
 	}
-	logOrDiscard(a.Log).Warn("waldur says the site agent version is incompatible", "offering", o.Name, "version", version.Version,
+	a.log().Warn("waldur says the site agent version is incompatible", "offering", o.Name, "version", version.Version,
 		"message", id.Compatibility.Message, "minimum_required", id.Compatibility.MinimumRequired)
 	return []changeset.Entry{a.skip(o, id.Name, reason, changeset.CauseAgentIncompatible)}
 }
@@ -233,4 +233,20 @@ func (a *AgentAnnouncer) skip(o *config.Offering, subject, reason string, c chan
 	e := a.entry(o, "AgentIdentity", subject, changeset.Skip, reason)
 	e.Cause = c
 	return e
+}
+
+// Clients opens the Waldur client of an offering (engine.APISource, whose
+// clients the run shares).
+type Clients interface {
+	Client(o *config.Offering) (*waldur.Client, error)
+}
+
+func (a *AgentAnnouncer) log() *slog.Logger { return logOrDiscard(a.Log) }
+
+// logOrDiscard is l, or a logger that drops everything.
+func logOrDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }

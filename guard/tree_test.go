@@ -1,10 +1,9 @@
-package engine
+package guard
 
 import (
 	"slices"
 	"testing"
 
-	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
 )
 
@@ -73,7 +72,7 @@ func TestTreeGrantsRoleMove(t *testing.T) {
 		"o/c/t/rolebinding-waldur-ana-admin.yaml": []byte(binding),
 		"o/c/t/managednamespace-x.yaml":           []byte("spec:\n  adminUsers:\n  - ana\n  - mira\n"),
 	}
-	lost := guard.Lost(guard.Access, treeGrants(before, nil), treeGrants(after, nil))
+	lost := Lost(Access, treeGrants(before, nil), treeGrants(after, nil))
 	if len(lost) != 1 || lost[0].Subject != "tomas" || lost[0].Tenant != "o/c/t" {
 		t.Errorf("lost %+v, want tomas in o/c/t", lost)
 	}

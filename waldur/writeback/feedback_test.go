@@ -1,4 +1,4 @@
-package engine_test
+package writeback_test
 
 import (
 	"context"
@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
 // feedbackRig runs the feedback stage over the in-repo Waldur as the cycle
@@ -21,7 +23,7 @@ type feedbackRig struct {
 	t   testing.TB
 	srv *waldurtest.Server
 	src *engine.APISource
-	fb  *engine.ResourceFeedback
+	fb  *writeback.ResourceFeedback
 	rdr engine.Renderer
 }
 
@@ -44,7 +46,7 @@ func newFeedbackRig(t testing.TB, srv *waldurtest.Server) *feedbackRig {
 	}
 	src := &engine.APISource{Offerings: l.Offerings}
 	return &feedbackRig{t: t, srv: srv, src: src, rdr: render.New(l.Config, tpls).Render,
-		fb: &engine.ResourceFeedback{Source: src, Offerings: l.Offerings, LastSyncInterval: 0}}
+		fb: &writeback.ResourceFeedback{Source: src, Offerings: l.Offerings, LastSyncInterval: 0}}
 }
 
 // run is one cycle's feedback; it returns the entries and the writes sent.
@@ -59,8 +61,8 @@ func (r *feedbackRig) run(dryRun bool) ([]string, map[string]int) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	pub := &engine.Published{After: res.Tree(nil), Ref: "c0ffee"}
-	cs, calls, err := apart(r.fb.Report(ctx, st, res, pub, nil, engine.FeedbackOptions{DryRun: dryRun, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}}))
+	pub := &writeback.Published{After: res.Tree(nil), Ref: "c0ffee"}
+	cs, calls, err := changeset.Apart(r.fb.Report(ctx, st, res, pub, nil, writeback.Options{DryRun: dryRun, Guard: guard.Options{MaxFraction: 0.1, MinCount: 5}}))
 	if err != nil {
 		r.t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package engine_test
+package quotasafe_test
 
 import (
 	"context"
@@ -11,11 +11,13 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
+
+const offeringUUID = "0ff00000000040008000000000000042"
 
 // fakeQuotas serves one namespace's quotas.
 type fakeQuotas map[string][]kube.Quota
@@ -73,7 +75,7 @@ func TestQuotaStagePolicies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stage := &engine.QuotaStage{Offerings: l.Offerings, CanReview: tc.canReview, Open: func(kube.Source) (engine.QuotaReader, error) { return live, tc.openErr }}
+			stage := &quotasafe.Stage{Offerings: l.Offerings, CanReview: tc.canReview, Open: func(kube.Source) (quotasafe.Reader, error) { return live, tc.openErr }}
 			out, err := stage.Check(context.Background(), st, result)
 			if err != nil {
 				t.Fatal(err)
@@ -88,7 +90,7 @@ func TestQuotaStagePolicies(t *testing.T) {
 				t.Fatalf("entries %v", out.Changes.Entries)
 			}
 			e := out.Changes.Entries[0]
-			if e.Stage != "quota" || e.Kind != engine.QuotaEntryKind || e.Subject != "plain/waldur-alpha" || e.Action != tc.wantAction || !strings.HasPrefix(e.Reason, tc.wantReason) || e.Resource != string(res) {
+			if e.Stage != "quota" || e.Kind != quotasafe.EntryKind || e.Subject != "plain/waldur-alpha" || e.Action != tc.wantAction || !strings.HasPrefix(e.Reason, tc.wantReason) || e.Resource != string(res) {
 				t.Errorf("entry %+v", e)
 			}
 			if _, ok := out.Review[res]; ok != (tc.policy == "review" && tc.canReview) {

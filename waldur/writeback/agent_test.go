@@ -1,4 +1,4 @@
-package engine_test
+package writeback_test
 
 import (
 	"bytes"
@@ -15,12 +15,15 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
+
+const offeringUUID = "0ff00000000040008000000000000042"
 
 // agentFixture is an announcer over a fresh in-repo Waldur, logging to a buffer.
 type agentFixture struct {
 	srv *waldurtest.Server
-	ann *engine.AgentAnnouncer
+	ann *writeback.AgentAnnouncer
 	log *bytes.Buffer
 	cfg *config.Config
 }
@@ -44,13 +47,13 @@ func newAgentFixture(t *testing.T, opts ...waldurtest.Option) *agentFixture {
 	log := slog.New(slog.NewTextHandler(&buf, nil))
 	src := &engine.APISource{Offerings: l.Offerings, Log: log}
 	return &agentFixture{srv: srv, log: &buf, cfg: l.Config,
-		ann: &engine.AgentAnnouncer{Source: src, Offerings: l.Offerings, Log: log}}
+		ann: &writeback.AgentAnnouncer{Source: src, Offerings: l.Offerings, Log: log}}
 }
 
 func (f *agentFixture) announce(t *testing.T, mode string, dryRun bool) (changeset.Set, map[string]int) {
 	t.Helper()
 	read := &waldur.State{Offerings: []waldur.OfferingState{{Name: "Plain", OfferingUUID: offeringUUID}}}
-	cs, calls, err := apart(f.ann.Announce(context.Background(), read, mode, dryRun))
+	cs, calls, err := changeset.Apart(f.ann.Announce(context.Background(), read, mode, dryRun))
 	if err != nil {
 		t.Fatalf("announce %s: %v (the agent stage must never fail)", mode, err)
 	}
@@ -295,7 +298,7 @@ func TestAgentAnnouncerOnlyForOfferingsFound(t *testing.T) {
 			if tc.exists {
 				f.srv.AddOffering(waldur.ProviderOffering{UUID: offeringUUID, Name: "Plain"})
 			}
-			cs, _, err := apart(f.ann.Announce(context.Background(), tc.st, "sync", false))
+			cs, _, err := changeset.Apart(f.ann.Announce(context.Background(), tc.st, "sync", false))
 			if err != nil {
 				t.Fatal(err)
 			}

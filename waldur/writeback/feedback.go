@@ -1,4 +1,4 @@
-package engine
+package writeback
 
 import (
 	"context"
@@ -24,7 +24,7 @@ const (
 	KindMembershipStatus = "MembershipStatus"
 )
 
-// ResourceFeedback is the Feedback seam: it tells Waldur what the run found
+// ResourceFeedback is the feedback stage (the engine's Feedback seam): it tells Waldur what the run found
 // out about every resource of the offerings it read, with the clients of the
 // run's APISource. It writes only what changes something in Waldur:
 //
@@ -32,7 +32,7 @@ const (
 //     Keycloak groups are in place);
 //   - set_as_erred, with the reason, for an OK resource that cannot be
 //     rendered or whose objects the destination refused; never more at once
-//     than the deletion guard allows (FeedbackOptions.Guard);
+//     than the deletion guard allows (Options.Guard);
 //   - set_backend_metadata when where the tenant lives differs from what
 //     Waldur holds;
 //   - refresh_last_sync when Waldur's last_sync is older than LastSyncInterval;
@@ -40,7 +40,7 @@ const (
 //     enable_membership_sync_status) when a resource's statuses differ from
 //     those this process sent last.
 type ResourceFeedback struct {
-	Source    *APISource
+	Source    Clients
 	Offerings []config.Offering
 	// LastSyncInterval is orders.last_sync_interval.
 	LastSyncInterval time.Duration
@@ -59,7 +59,7 @@ type ResourceFeedback struct {
 
 // Report sends the write-backs of one run; with opts.DryRun it sends nothing
 // and its entries say what would be sent.
-func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, opts FeedbackOptions) (changeset.Result, error) {
+func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, opts Options) (changeset.Result, error) {
 	dryRun := opts.DryRun
 	var cs changeset.Set
 	calls := map[string]int{}
@@ -94,7 +94,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 		}
 		c, err := f.Source.Client(o)
 		if err != nil {
-			return changeset.Result{Changes: cs, Calls: calls}, Errorf(ClassWaldur, "feedback for offering %q: %w", o.Name, err)
+			return changeset.Result{Changes: cs, Calls: calls}, fmt.Errorf("feedback for offering %q: %w", o.Name, err)
 		}
 		if !c.Supports(ctx, waldur.FeatureResourceFeedback) {
 			continue
@@ -114,7 +114,7 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 				calls[kind]++
 				if err := send(); err != nil {
 					e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseFeedbackFailed
-					note(Errorf(ClassWaldur, "feedback for resource %s: %w", r.UUID, err))
+					note(fmt.Errorf("feedback for resource %s: %w", r.UUID, err))
 				}
 			}
 			cs.Add(e)
@@ -220,7 +220,7 @@ func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client,
 		calls[waldur.KindMembershipStatus]++
 		if err := c.SetMembershipSyncStatuses(ctx, r.UUID, list); err != nil {
 			e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseFeedbackFailed
-			note(Errorf(ClassWaldur, "membership statuses of resource %s: %w", r.UUID, err))
+			note(fmt.Errorf("membership statuses of resource %s: %w", r.UUID, err))
 		} else {
 			if f.sent == nil {
 				f.sent = map[waldur.UUID]string{}
@@ -347,4 +347,42 @@ func stale(lastSync string, now time.Time, interval time.Duration) bool {
 	return err != nil || now.Sub(t) >= interval
 }
 
-var _ Feedback = (*ResourceFeedback)(nil)
+// Options are the switches of the feedback stage.
+type Options struct {
+	DryRun bool
+	// Guard is the run's removal policy (with --allow-mass-prune when given):
+	// it bounds how many resources may be set erred at once.
+	Guard guard.Options
+}
+
+// Published is what the run's publish did, as feedback reads it
+// (engine.Published).
+type Published struct {
+	// Before and After are the owned tree before the publish and as the
+	// destination holds it now.
+	Before, After render.Tree
+	// Ref is the commit made; empty when none was.
+	Ref string
+	// Failed maps the resources whose objects the destination refused to why.
+	Failed map[waldur.UUID]string
+	// In, when set, reports whether a resource's tenant is at the
+	// destination; nil: its files are in After, or it is in Failed.
+	In func(waldur.UUID) bool
+
+	present map[waldur.UUID]bool
+}
+
+// Has reports whether the resource's tenant is at the destination, or was
+// refused there.
+func (p *Published) Has(id waldur.UUID) bool {
+	if p.In != nil {
+		return p.In(id)
+	}
+	if _, failed := p.Failed[id]; failed {
+		return true
+	}
+	if p.present == nil {
+		p.present = p.After.ResourceUUIDs()
+	}
+	return p.present[id]
+}

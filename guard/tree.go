@@ -1,4 +1,4 @@
-package engine
+package guard
 
 import (
 	"bytes"
@@ -6,17 +6,16 @@ import (
 	"strings"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
 )
 
-// checkAccess refuses a publish that takes too much access away at once:
+// CheckTreeAccess refuses a publish that takes too much access away at once:
 // the (subject, tenant) pairs that lose every RoleBinding and
 // ManagedNamespace grant in a tenant that stays (a removed tenant is the
 // deletion guard's business; a subject whose role changes keeps its pair).
 // Every team answering empty would otherwise strip every binding in one
 // commit.
-func checkAccess(prev, next render.Tree, tenants changeset.Set, g guard.Options) error {
+func CheckTreeAccess(prev, next render.Tree, tenants changeset.Set, g Options) error {
 	if g.Allow {
 		return nil
 	}
@@ -28,13 +27,13 @@ func checkAccess(prev, next render.Tree, tenants changeset.Set, g guard.Options)
 		return nil
 	}
 	// Every pair in place counts; only an updated tenant can lose one.
-	return guard.CheckAccess(guard.Access, treeGrants(prev, nil), treeGrants(next, updated), g)
+	return CheckAccess(Access, treeGrants(prev, nil), treeGrants(next, updated), g)
 }
 
 // treeGrants reads who has access to which tenant directory in a tree; with
 // only, in those directories alone.
-func treeGrants(t render.Tree, only map[string]bool) guard.Grants {
-	g := guard.Grants{}
+func treeGrants(t render.Tree, only map[string]bool) Grants {
+	g := Grants{}
 	for p, data := range t {
 		d := path.Dir(p)
 		if only != nil && !only[d] {

@@ -1,4 +1,4 @@
-package engine
+package quotasafe
 
 import (
 	"context"
@@ -10,45 +10,23 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/kube"
-	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// QuotaEntryKind is the kind of the quota stage's entries in the run report.
-const QuotaEntryKind = "QuotaCut"
+// EntryKind is the kind of the quota stage's entries in the run report.
+const EntryKind = "QuotaCut"
 
-// QuotaReader reads the ResourceQuotas of a namespace (kube.Reader).
-type QuotaReader interface {
+// Reader reads the ResourceQuotas of a namespace (kube.Reader).
+type Reader interface {
 	Quotas(ctx context.Context, namespace string) ([]kube.Quota, error)
 }
 
-// quotaCheckTimeout bounds the reads of one cluster in one run, so that an
+// checkTimeout bounds the reads of one cluster in one run, so that an
 // unreachable cluster does not stall the run.
-const quotaCheckTimeout = 30 * time.Second
+const checkTimeout = 30 * time.Second
 
-// checkQuotas is the quota stage of the cycle: the Quotas seam checks the
-// render, and the holds it finds are rendered in (the Holding hook), the
-// tenants it routes to review marked on the result.
-func (e *Engine) checkQuotas(ctx context.Context, o *Outcome) (changeset.Result, error) {
-	r, err := e.seams.Quotas.Check(ctx, o.State, o.Result)
-	if r == nil {
-		return changeset.Result{}, err
-	}
-	if err == nil && len(r.Holds) > 0 && e.Holding != nil {
-		res, rerr := e.renderWith(e.Holding(r.Holds), o.State)
-		if rerr != nil {
-			return changeset.Result{Changes: r.Changes, Calls: r.Calls}, rerr
-		}
-		o.Result = res
-	}
-	if len(r.Review) > 0 {
-		o.Result.Review = r.Review
-	}
-	return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
-}
-
-// QuotaStage is the Quotas seam over package quotasafe: for every tenant
+// Stage is the quota stage of the cycle (the engine's Quotas seam): for every tenant
 // whose executing Update order the render fulfils, it reads the ResourceQuotas
 // of the tenant's namespace from the offering's cluster and finds the keys
 // the order lowers below their usage. Under quota_shrink: hold they are held
@@ -58,20 +36,20 @@ func (e *Engine) checkQuotas(ctx context.Context, o *Outcome) (changeset.Result,
 // Without access to the cluster (no kubeconfig, unreachable, forbidden) the
 // usage is unknown: the cut is made as under allow, and the report says for
 // each Update order that lowers a limit that it was not checked.
-type QuotaStage struct {
+type Stage struct {
 	Offerings []config.Offering
 	// Kubeconfig, when set, replaces every offering's kubeconfig keys
 	// (apply --kubeconfig).
 	Kubeconfig string
 	// Open opens a cluster; nil: kube.Open.
-	Open func(kube.Source) (QuotaReader, error)
+	Open func(kube.Source) (Reader, error)
 	// CanReview is set when the publisher commits to Git, where a cut
 	// under quota_shrink: review waits on a review branch; elsewhere such
 	// a cut is held.
 	CanReview bool
 	Log       *slog.Logger
 
-	readers map[kube.Source]QuotaReader // kept across the runs of serve
+	readers map[kube.Source]Reader // kept across the runs of serve
 }
 
 // candidate is a tenant whose Update order lowers its quota maybe.
@@ -81,8 +59,8 @@ type candidate struct {
 }
 
 // Check finds the cuts below usage of the render's Update orders.
-func (s *QuotaStage) Check(ctx context.Context, st *waldur.State, res *render.Result) (*QuotaResult, error) {
-	out := &QuotaResult{Calls: map[string]int{}}
+func (s *Stage) Check(ctx context.Context, st *waldur.State, res *render.Result) (*Result, error) {
+	out := &Result{Calls: map[string]int{}}
 	for i := range s.Offerings {
 		o := &s.Offerings[i]
 		ost, ok := st.Offering(o.Name)
@@ -133,18 +111,21 @@ func candidates(o *config.Offering, ost *waldur.OfferingState, res *render.Resul
 	return out
 }
 
-func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cands []candidate, out *QuotaResult) error {
-	log := logOrDiscard(s.Log)
+func (s *Stage) checkOffering(run context.Context, o *config.Offering, cands []candidate, out *Result) error {
+	log := s.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
 	src := kube.Source{Path: o.Settings.Common().KubeconfigPath, Context: o.Settings.Common().KubeconfigContext}
 	if s.Kubeconfig != "" {
 		src = kube.Source{Path: s.Kubeconfig}
 	}
-	ctx, cancel := context.WithTimeout(run, quotaCheckTimeout)
+	ctx, cancel := context.WithTimeout(run, checkTimeout)
 	defer cancel()
 	r, err := s.reader(src)
 	for _, c := range cands {
 		subject := path.Join(o.DirName(), c.tenant.Name)
-		entry := changeset.Entry{Stage: "quota", Kind: QuotaEntryKind, Subject: subject, Offering: o.Name, Resource: string(c.tenant.Resource), Orders: updateOrders(c.tenant)}
+		entry := changeset.Entry{Stage: "quota", Kind: EntryKind, Subject: subject, Offering: o.Name, Resource: string(c.tenant.Resource), Orders: updateOrders(c.tenant)}
 		var live []kube.Quota
 		if err == nil {
 			out.Calls["list"]++
@@ -154,7 +135,7 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 			return run.Err() // the run was cancelled
 		}
 		if err != nil {
-			if quotasafe.Lowers(c.res.Limits, c.tenant.Limits) {
+			if Lowers(c.res.Limits, c.tenant.Limits) {
 				entry.Action, entry.Cause = changeset.Skip, changeset.CauseQuotaUnchecked
 				entry.Reason = fmt.Sprintf("the quota cut is not checked against usage and is made: cannot read the cluster %s: %v", src, err)
 				out.Changes.Add(entry)
@@ -162,7 +143,7 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 			}
 			continue
 		}
-		cuts, cerr := quotasafe.Find(c.tenant.Quota, c.tenant.QuotaName, live, quotasafe.LiveKey(o.BackendType))
+		cuts, cerr := Find(c.tenant.Quota, c.tenant.QuotaName, live, LiveKey(o.BackendType))
 		if cerr != nil {
 			entry.Action, entry.Reason, entry.Cause = changeset.Skip, "the quota cut is not checked against usage and is made: "+cerr.Error(), changeset.CauseQuotaUnchecked
 			out.Changes.Add(entry)
@@ -176,20 +157,20 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 			if out.Review == nil {
 				out.Review = map[waldur.UUID]string{}
 			}
-			why := "quota cut below usage (quota_shrink: review): " + quotasafe.Describe(cuts)
+			why := "quota cut below usage (quota_shrink: review): " + Describe(cuts)
 			out.Review[c.tenant.Resource] = why
 			entry.Action, entry.Reason, entry.Cause = changeset.Skip, "sent for review: "+why, changeset.CauseAwaitingReview
 			log.Info("quota cut sent for review", "offering", o.Name, "tenant", subject, "reason", why)
 		case o.QuotaShrink == config.QuotaShrinkAllow:
 			entry.Action = changeset.Update
-			entry.Reason = "cut below usage, made (quota_shrink: allow): " + quotasafe.Describe(cuts)
+			entry.Reason = "cut below usage, made (quota_shrink: allow): " + Describe(cuts)
 			log.Warn("quota cut below usage", "offering", o.Name, "tenant", subject, "cuts", entry.Reason)
 		default:
-			why := quotasafe.Reason(cuts)
+			why := Reason(cuts)
 			if out.Holds == nil {
 				out.Holds = render.QuotaHolds{}
 			}
-			out.Holds[c.tenant.Resource] = render.QuotaHold{Keep: quotasafe.Keep(cuts), Reason: why}
+			out.Holds[c.tenant.Resource] = render.QuotaHold{Keep: Keep(cuts), Reason: why}
 			entry.Action, entry.Reason, entry.Cause = changeset.Skip, "held: "+why, changeset.CauseQuotaHeld
 			log.Info("quota cut held", "offering", o.Name, "tenant", subject, "reason", why)
 		}
@@ -199,20 +180,20 @@ func (s *QuotaStage) checkOffering(run context.Context, o *config.Offering, cand
 }
 
 // reader opens a cluster once for every run.
-func (s *QuotaStage) reader(src kube.Source) (QuotaReader, error) {
+func (s *Stage) reader(src kube.Source) (Reader, error) {
 	if r, ok := s.readers[src]; ok {
 		return r, nil
 	}
 	open := s.Open
 	if open == nil {
-		open = func(src kube.Source) (QuotaReader, error) { return kube.Open(src) }
+		open = func(src kube.Source) (Reader, error) { return kube.Open(src) }
 	}
 	r, err := open(src)
 	if err != nil {
 		return nil, err
 	}
 	if s.readers == nil {
-		s.readers = map[kube.Source]QuotaReader{}
+		s.readers = map[kube.Source]Reader{}
 	}
 	s.readers[src] = r
 	return r, nil
@@ -227,4 +208,13 @@ func updateOrders(t *render.Tenant) []string {
 	return out
 }
 
-var _ Quotas = (*QuotaStage)(nil)
+// Result is what the quota stage found.
+type Result struct {
+	// Holds are the quota values to keep while usage is above a cut.
+	Holds render.QuotaHolds
+	// Review are the resources whose cut below usage goes to a review
+	// branch (quota_shrink: review), with why (render.Result.Review).
+	Review  map[waldur.UUID]string
+	Changes changeset.Set
+	Calls   map[string]int
+}
