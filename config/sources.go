@@ -42,54 +42,38 @@ func (k *KeycloakSettings) CredentialSource() string {
 // the user and the file or variable the password or token is read from, in
 // the order HTTPCredentials reads them.
 func (g *Git) CredentialSource() string {
-	if g.SSHKeyFile != "" {
-		return "git.ssh_key_file " + g.SSHKeyFile
-	}
-	var secret string
 	switch {
-	case g.PasswordFile != "":
-		secret = "git.password_file " + g.PasswordFile
-	case g.PasswordEnv != "":
-		secret = "git.password_env $" + g.PasswordEnv
-	case g.TokenFile != "":
-		secret = "git.token_file " + g.TokenFile
-	case g.TokenEnv != "":
-		secret = "git.token_env $" + g.TokenEnv
-	default:
-		return "no credential"
+	case g.SSHKeyFile != "":
+		return "git.ssh_key_file " + g.SSHKeyFile
+	case g.PasswordFile != "" || g.PasswordEnv != "":
+		return withUser("git.username", g.Username, secretOrigin("git.password", g.PasswordFile, g.PasswordEnv, false))
+	case g.TokenFile != "" || g.TokenEnv != "":
+		return withUser("git.username", g.Username, secretOrigin("git.token", g.TokenFile, g.TokenEnv, false))
 	}
-	if g.Username == "" {
-		return secret
-	}
-	return "git.username " + g.Username + " with " + secret
+	return "no credential"
 }
 
 // FluxOCICredentialSource names the credential the shard artifacts are
 // pushed with: the user and the file or variable of the password.
 func (g *Git) FluxOCICredentialSource() string {
-	var secret string
-	switch {
-	case g.FluxOCIPasswordFile != "":
-		secret = "git.flux_oci_password_file " + g.FluxOCIPasswordFile
-	case g.FluxOCIPasswordEnv != "":
-		secret = "git.flux_oci_password_env $" + g.FluxOCIPasswordEnv
-	default:
+	if g.FluxOCIPasswordFile == "" && g.FluxOCIPasswordEnv == "" {
 		return "no credential"
 	}
-	if g.FluxOCIUsername == "" {
-		return secret
-	}
-	return "git.flux_oci_username " + g.FluxOCIUsername + " with " + secret
+	return withUser("git.flux_oci_username", g.FluxOCIUsername, secretOrigin("git.flux_oci_password", g.FluxOCIPasswordFile, g.FluxOCIPasswordEnv, false))
 }
 
 // CredentialSource names the Pushgateway credential: the user and the
 // file or variable of the password.
 func (m *Metrics) CredentialSource() string {
-	secret := secretOrigin("metrics.password", m.PasswordFile, m.PasswordEnv, false)
-	if m.Username == "" {
+	return withUser("metrics.username", m.Username, secretOrigin("metrics.password", m.PasswordFile, m.PasswordEnv, false))
+}
+
+// withUser puts the user a secret goes with before it, when there is one.
+func withUser(key, user, secret string) string {
+	if user == "" {
 		return secret
 	}
-	return "metrics.username " + m.Username + " with " + secret
+	return key + " " + user + " with " + secret
 }
 
 // TokenSource names the file or variable the forge's API token is read from.
