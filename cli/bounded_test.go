@@ -140,3 +140,23 @@ func TestRefusedWaldurCostsOneStage(t *testing.T) {
 		t.Errorf("%d fast failures logged, want one per later offering (3):\n%s", n, stderr)
 	}
 }
+
+// TestRunTimeoutFromConfig: without --timeout the config's run_timeout is
+// the run's deadline, and a negative --timeout is a usage error.
+func TestRunTimeoutFromConfig(t *testing.T) {
+	silent := unreachabletest.NewSilent(t)
+	cfg, _ := deadEndConfig(t, silent.URL())
+	writeFile(t, cfg, "run_timeout: 1s\n"+string(mustRead(t, cfg)))
+	code, _, stderr := run(t, "sync", "--config", cfg)
+	if code != ExitDeadline || !strings.Contains(stderr, "deadline of 1s reached") {
+		t.Fatalf("exit %d, want %d with the config's deadline\n%s", code, ExitDeadline, stderr)
+	}
+	if rep := stoppedReport(t, cfg); rep.Stopped.TimeoutSeconds != 1 {
+		t.Errorf("report: stopped %+v", *rep.Stopped)
+	}
+	for _, verb := range []string{"sync", "render", "apply", "keycloak", "report", "serve"} {
+		if code, _, stderr := run(t, verb, "--config", cfg, "--timeout", "-1s"); code != ExitUsage || !strings.Contains(stderr, `"--timeout" flag: must not be negative`) {
+			t.Errorf("%s --timeout -1s: exit %d\n%s", verb, code, stderr)
+		}
+	}
+}

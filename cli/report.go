@@ -85,9 +85,6 @@ func (a *app) runReport(ctx context.Context, f reportFlags) error {
 	if err != nil {
 		return err
 	}
-	if f.timeout < 0 {
-		return usageErr("--timeout must not be negative, got %s", f.timeout)
-	}
 	if f.snapshot != "" && !f.dryRun {
 		return usageErr("--snapshot goes with --dry-run: usage is posted only from what the Waldur API says now")
 	}

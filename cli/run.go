@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -49,9 +50,6 @@ type verb struct {
 // runVerb loads the config, builds the engine and runs it once: the cycle
 // for every command that runs it (sync, render, apply, keycloak, report).
 func (a *app) runVerb(ctx context.Context, v verb) error {
-	if v.timeout < 0 {
-		return usageErr("--timeout must not be negative, got %s", v.timeout)
-	}
 	cfg, err := a.loadConfig()
 	if err != nil {
 		return err
@@ -108,8 +106,32 @@ func runTimeout(flag time.Duration, cfg *config.Loaded, def time.Duration) time.
 
 // timeoutFlag registers --timeout, the run's deadline.
 func timeoutFlag(cmd *cobra.Command, d *time.Duration) {
-	cmd.Flags().DurationVar(d, "timeout", 0, "the run's deadline: the stage in progress is cancelled and the run exits 12 with its report (default: the config's run_timeout, else 9m)")
+	deadlineVar(cmd.Flags(), d, "the run's deadline: the stage in progress is cancelled and the run exits 12 with its report (default: the config's run_timeout, else 9m)")
 }
+
+// deadlineVar registers --timeout with usage; a negative value is refused
+// as the flags are parsed, before the command does anything.
+func deadlineVar(fs *pflag.FlagSet, d *time.Duration, usage string) {
+	fs.Var(deadline{d}, "timeout", usage)
+}
+
+// deadline is the value of --timeout: a duration that is not negative.
+type deadline struct{ d *time.Duration }
+
+func (v deadline) String() string { return v.d.String() }
+
+func (v deadline) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("must not be negative (0 takes the config's run_timeout)")
+	}
+	if err == nil {
+		*v.d = d
+	}
+	return err
+}
+
+func (deadline) Type() string { return "duration" }
 
 // newEngine wires the engine of a verb with the app's logger and test hooks;
 // on a terminal it shows each stage as it ends, with the summary's counts.

@@ -73,7 +73,7 @@ safety net. See docs/serve.md.`,
 	fl.DurationVar(&f.interval, "interval", 15*time.Minute, "time between the starts of two runs")
 	fl.Float64Var(&f.jitter, "jitter", 0.1, "spread every wait randomly within ±this fraction of --interval (0 to below 1)")
 	fl.DurationVar(&f.grace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long the run in progress may go on before it is cancelled")
-	fl.DurationVar(&f.timeout, "timeout", 0, "each run's deadline: the stage in progress is cancelled and the run ends with exit 12 in its report (default: the config's run_timeout, else --interval)")
+	deadlineVar(fl, &f.timeout, "each run's deadline: the stage in progress is cancelled and the run ends with exit 12 in its report (default: the config's run_timeout, else --interval)")
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "health fails when no run ended for this long (default 2×interval×(1+jitter)+shutdown-grace)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
 	fl.BoolVar(&f.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
@@ -89,8 +89,6 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		return usageErr("--interval must be above 0, got %s", f.interval)
 	case f.jitter < 0 || f.jitter >= 1:
 		return usageErr("--jitter must be at least 0 and below 1, got %v", f.jitter)
-	case f.timeout < 0:
-		return usageErr("--timeout must not be negative, got %s", f.timeout)
 	case f.grace < 0:
 		return usageErr("--shutdown-grace must not be negative, got %s", f.grace)
 	case f.staleAfter < 0:
