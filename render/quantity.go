@@ -54,6 +54,15 @@ var (
 // v, which is the decimal Waldur sent (EffectiveLimits refuses a limit for which
 // it is not).
 func exact(v float64) *big.Rat {
+	if n, ok := wholeFloat(v); ok {
+		return new(big.Rat).SetInt64(n)
+	}
+	return shortestDecimal(v)
+}
+
+// shortestDecimal is exact for any v: the value of the shortest decimal that
+// parses back to v.
+func shortestDecimal(v float64) *big.Rat {
 	r, ok := new(big.Rat).SetString(strconv.FormatFloat(v, 'g', -1, 64))
 	if !ok { // NaN or ±Inf: refused before they get here
 		return new(big.Rat).SetInt64(-1)
@@ -121,6 +130,14 @@ func checkQuantity(component, key string, q quantity) error {
 	if units.Cmp(maxInt64) > 0 {
 		return bad("%s %s does not fit the signed 64-bit integer Kubernetes counts in (at most %d)", ratString(units), unit, int64(math.MaxInt64))
 	}
+	if plainWhole(q) {
+		return nil
+	}
+	return readsBack(q, bad)
+}
+
+// readsBack refuses q unless Kubernetes reads its text as exactly its amount.
+func readsBack(q quantity, bad func(format string, a ...any) error) error {
 	parsed, err := kresource.ParseQuantity(q.text)
 	if err != nil {
 		return bad("not a Kubernetes quantity: %v", err)
@@ -146,6 +163,9 @@ var decimalNumber = regexp.MustCompile(`^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?
 // significant digits than a float64 holds, or too small for one, is refused
 // rather than rounded.
 func exactAmount(s string, v float64) error {
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil && n > -maxWholeFloat && n < maxWholeFloat && float64(n) == v {
+		return nil // a whole number a float64 holds exactly: the common case
+	}
 	m := decimalNumber.FindStringSubmatch(s)
 	if m == nil {
 		return fmt.Errorf("%q is not a decimal number", s)
@@ -218,4 +238,39 @@ func defaultLimitRange(quota map[string]string) *LimitRangeData {
 		return nil
 	}
 	return lr
+}
+
+// maxWholeFloat bounds the whole numbers a float64 holds exactly (2^53):
+// below it, the shortest decimal of a whole float64 is that whole number.
+const maxWholeFloat = 1 << 53
+
+// wholeFloat returns v as an int64 when it is a whole number a float64 holds
+// exactly, so that exact needs no decimal parse for the usual limits.
+func wholeFloat(v float64) (int64, bool) {
+	if v != math.Trunc(v) || v <= -maxWholeFloat || v >= maxWholeFloat {
+		return 0, false
+	}
+	return int64(v), true
+}
+
+// plainWhole reports whether q's text is the whole number of its amount,
+// plainly ("4") or in binary units ("4Gi", "512Mi"): Kubernetes reads such a
+// text exactly, so checkQuantity need not parse it back.
+func plainWhole(q quantity) bool {
+	if !q.base.IsInt() || !q.base.Num().IsInt64() {
+		return false
+	}
+	n := q.base.Num().Int64()
+	if q.text == strconv.FormatInt(n, 10) {
+		return true
+	}
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"Gi", 30}, {"Mi", 20}} {
+		if n%(1<<u.shift) == 0 && q.text == strconv.FormatInt(n>>u.shift, 10)+u.suffix {
+			return true
+		}
+	}
+	return false
 }
