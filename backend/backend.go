@@ -71,10 +71,31 @@ type Backend struct {
 	// LiveQuotaKeys maps a quota key to the key the operator writes into the
 	// live ResourceQuota, for the keys it renames (nil: keys are kept).
 	LiveQuotaKeys map[string]string
+	// KeycloakGroups says which Keycloak groups the profile's tenants get, and
+	// so which keycloak_groups keys apply to it (read from the registration
+	// Profile names).
+	KeycloakGroups Groups
 	// Diagnose returns the rows diagnose adds for an offering of this type,
 	// beyond the checks every backend gets (nil: none).
 	Diagnose func(o Offering) []Row
 }
+
+// Groups says which Keycloak groups a backend's tenants get.
+type Groups int
+
+const (
+	// NoGroups: none of the backend's own; keycloak_groups keys have no
+	// effect on it.
+	NoGroups Groups = iota
+	// NamespaceGroups: a group per namespace role of each tenant, named by
+	// keycloak_groups.namespace.
+	NamespaceGroups
+	// ClusterGroups: a cluster group and, under it, a group per Waldur
+	// project, named by keycloak_groups.parent and child, whose patterns may
+	// use the cluster variables ({cluster_id}, {cluster_id_short},
+	// {cluster_uuid} from keycloak_groups.cluster_uuid).
+	ClusterGroups
+)
 
 // Offering is what diagnose tells a backend's rows about an offering.
 type Offering struct {

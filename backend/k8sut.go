@@ -12,11 +12,12 @@ const K8sUTNamespace = "k8s-ut-namespace"
 
 func init() {
 	Register(Backend{
-		Type:          K8sUTNamespace,
-		Order:         10,
-		Templates:     templates.DefaultFS,
-		DefaultTarget: TargetCluster,
-		Targets:       []string{TargetCluster},
+		Type:           K8sUTNamespace,
+		Order:          10,
+		Templates:      templates.DefaultFS,
+		DefaultTarget:  TargetCluster,
+		Targets:        []string{TargetCluster},
+		KeycloakGroups: NamespaceGroups,
 		Kinds: map[string][]schema.GroupVersionKind{
 			TargetCluster: {{Group: "provisioning.hpc.ut.ee", Version: "v1", Kind: "ManagedNamespace"}},
 		},

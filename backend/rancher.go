@@ -17,8 +17,9 @@ func init() {
 		Templates: templates.DefaultFS,
 		// Objects go downstream unless their template says management; Git
 		// and Flux publish the management directory first.
-		DefaultTarget: TargetDownstream,
-		Targets:       []string{TargetManagement, TargetDownstream},
+		DefaultTarget:  TargetDownstream,
+		Targets:        []string{TargetManagement, TargetDownstream},
+		KeycloakGroups: ClusterGroups,
 		Kinds: map[string][]schema.GroupVersionKind{
 			TargetManagement: {
 				{Group: "management.cattle.io", Version: "v3", Kind: "Project"},
