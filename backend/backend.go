@@ -71,6 +71,10 @@ type Backend struct {
 	// LiveQuotaKeys maps a quota key to the key the operator writes into the
 	// live ResourceQuota, for the keys it renames (nil: keys are kept).
 	LiveQuotaKeys map[string]string
+	// Review says, per kind it renders, where an object keeps what a change
+	// can take away (quotas, members), for review to route a change that
+	// lowers or removes one to a person (nil: nothing of the kind is watched).
+	Review map[schema.GroupKind]Review
 	// KeycloakGroups says which Keycloak groups the profile's tenants get, and
 	// so which keycloak_groups keys apply to it (read from the registration
 	// Profile names).
@@ -78,6 +82,28 @@ type Backend struct {
 	// Diagnose returns the rows diagnose adds for an offering of this type,
 	// beyond the checks every backend gets (nil: none).
 	Diagnose func(o Offering) []Row
+}
+
+// Review says where an object of a kind keeps what a change can take away:
+// review calls a change risky that lowers one of its quotas or drops a name
+// from one of its member or subject lists.
+type Review struct {
+	// Quotas are the maps of quantities a change must not lower.
+	Quotas []QuotaMap
+	// Members are the lists of member names, each by its path of fields.
+	Members [][]string
+	// Subjects are the lists of RBAC subjects (named by kind and name), each
+	// by its path of fields.
+	Subjects [][]string
+}
+
+// QuotaMap is a map of quantities in an object: at Path, or, when
+// Annotation is set, at Path in the JSON of that annotation. Label precedes
+// its keys in review's reasons.
+type QuotaMap struct {
+	Path       []string
+	Annotation string
+	Label      string
 }
 
 // Groups says which Keycloak groups a backend's tenants get.
@@ -200,6 +226,17 @@ func CRDOf(gk schema.GroupKind) string {
 		}
 	}
 	return ""
+}
+
+// ReviewOf returns what the first registered backend (in Types order) that
+// watches a kind says about it, nil when none does.
+func ReviewOf(gk schema.GroupKind) *Review {
+	for _, b := range All() {
+		if r, ok := b.Review[gk]; ok {
+			return &r
+		}
+	}
+	return nil
 }
 
 // DefaultTargetOf returns the default target of a type, or TargetCluster.

@@ -24,6 +24,16 @@ func init() {
 		CRDs: map[schema.GroupKind]string{
 			{Group: "provisioning.hpc.ut.ee", Kind: "ManagedNamespace"}: "managednamespaces.provisioning.hpc.ut.ee (the UT managed-namespace operator)",
 		},
+		// Review: the quota and every user and group list of a ManagedNamespace.
+		Review: map[schema.GroupKind]Review{
+			{Group: "provisioning.hpc.ut.ee", Kind: "ManagedNamespace"}: {
+				Quotas: []QuotaMap{{Path: []string{"spec", "quota"}}},
+				Members: [][]string{
+					{"spec", "adminUsers"}, {"spec", "rwUsers"}, {"spec", "roUsers"},
+					{"spec", "adminGroups"}, {"spec", "rwGroups"}, {"spec", "roGroups"},
+				},
+			},
+		},
 		OperatorNamespaces: true,
 		// The operator's ResourceQuota keys for the ManagedNamespace quota keys.
 		LiveQuotaKeys: map[string]string{

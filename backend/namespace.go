@@ -19,5 +19,6 @@ func init() {
 		Targets:        []string{TargetCluster},
 		KeycloakGroups: NamespaceGroups,
 		Kinds:          map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
+		Review:         CoreReview(true),
 	})
 }

@@ -17,5 +17,6 @@ func init() {
 		DefaultTarget: TargetCluster,
 		Targets:       []string{TargetCluster},
 		Kinds:         map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
+		Review:        CoreReview(true),
 	})
 }

@@ -27,6 +27,19 @@ func init() {
 			},
 			TargetDownstream: CoreKinds(false),
 		},
+		// Review: the Project's limit and the default limit of its namespaces
+		// (management), the namespace's share of the project quota, which
+		// Rancher reads from an annotation, and the ResourceQuota (downstream).
+		Review: map[schema.GroupKind]Review{
+			{Group: "management.cattle.io", Kind: "Project"}: {Quotas: []QuotaMap{
+				{Path: []string{"spec", "resourceQuota", "limit"}, Label: "Project resourceQuota.limit."},
+				{Path: []string{"spec", "namespaceDefaultResourceQuota", "limit"}, Label: "Project namespaceDefaultResourceQuota.limit."},
+			}},
+			KindNamespace.GroupKind(): {Quotas: []QuotaMap{
+				{Annotation: "field.cattle.io/resourceQuota", Path: []string{"limit"}, Label: "field.cattle.io/resourceQuota limit."},
+			}},
+			KindResourceQuota.GroupKind(): CoreReview(false)[KindResourceQuota.GroupKind()],
+		},
 		CRDs: map[schema.GroupKind]string{
 			{Group: "management.cattle.io", Kind: "Project"}:                    "projects.management.cattle.io (Rancher; apply it to the management cluster)",
 			{Group: "management.cattle.io", Kind: "ProjectRoleTemplateBinding"}: "projectroletemplatebindings.management.cattle.io (Rancher; apply it to the management cluster)",
