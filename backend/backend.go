@@ -2,9 +2,10 @@
 // type says everything the packages above it need to know that differs
 // between backends — the settings and profile it uses, its default
 // templates, its targets (Git directories and Flux shards, clusters), the
-// kinds it renders and the diagnose rows it adds. config, render, apply,
-// engine (gitpub) and diagnose read the registry instead of switching on
-// the type name.
+// kinds it renders, what review watches in them, its Keycloak groups and
+// the diagnose rows it adds. config, render, apply, gitsync (for the
+// engine's Git publisher), review and diagnose read the registry instead of
+// switching on the type name; TestNoTypeNameComparisons keeps it so.
 //
 // The package sits low in the import tree (it imports only templates, for
 // the embedded default templates, and apimachinery's schema), so that config
@@ -35,13 +36,15 @@ type Backend struct {
 	Type string
 	// Profile names the built-in settings and render profile the backend uses:
 	// its backend_settings are decoded and checked as that profile's, and its
-	// tenants are filled in by that profile. A built-in names itself, and so
-	// does a backend that brings its own (Settings and Render).
+	// tenants are filled in by that profile (config/builtins.go and
+	// render/profiles.go bind each built-in profile's name to its settings and
+	// its render profile). A built-in names itself, and so does a backend
+	// that brings its own (Settings and Render).
 	Profile string
 	// Settings, for a backend with settings of its own, returns them with
 	// their defaults, for backend_settings to be decoded into: a pointer to a
-	// struct that embeds config.CommonSettings inline and has a method
-	// Common() *config.CommonSettings returning it. nil: Profile's settings.
+	// struct that embeds config.CommonSettings inline (which gives it the
+	// method Common() *config.CommonSettings). nil: Profile's settings.
 	Settings func() any
 	// CheckSettings checks and completes the decoded Settings, reporting each
 	// problem at its key (relative to backend_settings).
