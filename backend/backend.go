@@ -2,7 +2,8 @@
 // type says everything the packages above it need to know that differs
 // between backends — the settings and profile it uses, its default
 // templates, its targets (Git directories and Flux shards, clusters), the
-// kinds it renders, what review watches in them, its Keycloak groups and
+// kinds it renders, what review watches in them and whom they give access,
+// its Keycloak groups and
 // the diagnose rows it adds. config, render, apply, gitsync (for the
 // engine's Git publisher), review and diagnose read the registry instead of
 // switching on the type name; TestNoTypeNameComparisons keeps it so.
@@ -78,6 +79,10 @@ type Backend struct {
 	// can take away (quotas, members), for review to route a change that
 	// lowers or removes one to a person (nil: nothing of the kind is watched).
 	Review map[schema.GroupKind]Review
+	// Access says, per kind, where an object names whom it gives access to
+	// the tenant, for the removal guard's count of the (subject, tenant)
+	// pairs a prune would leave without any access (nil: none).
+	Access map[schema.GroupKind]Access
 	// KeycloakGroups says which Keycloak groups the profile's tenants get, and
 	// so which keycloak_groups keys apply to it (read from the registration
 	// Profile names).
@@ -97,6 +102,15 @@ type Review struct {
 	Members [][]string
 	// Subjects are the lists of RBAC subjects (named by kind and name), each
 	// by its path of fields.
+	Subjects [][]string
+}
+
+// Access says where an object of a kind names whom it gives access.
+type Access struct {
+	// Users are the lists of user names, each by its path of fields.
+	Users [][]string
+	// Subjects are the lists of RBAC subjects, each by its path of fields: a
+	// User subject counts by its name, another as kind:name.
 	Subjects [][]string
 }
 
@@ -146,6 +160,7 @@ type Row struct {
 var (
 	mu       sync.RWMutex
 	registry = map[string]*Backend{}
+	ordered  []*Backend // registry's values in Types order, rebuilt on every change
 )
 
 // Register adds a backend. It panics on an empty or already registered
@@ -169,6 +184,7 @@ func Register(b Backend) {
 		b.Profile = b.Type
 	}
 	registry[b.Type] = &b
+	reorder()
 }
 
 // Unregister removes a backend; tests use it to remove what they registered.
@@ -176,6 +192,21 @@ func Unregister(typ string) {
 	mu.Lock()
 	defer mu.Unlock()
 	delete(registry, typ)
+	reorder()
+}
+
+// reorder rebuilds ordered; mu is held.
+func reorder() {
+	ordered = ordered[:0:0]
+	for _, b := range registry {
+		ordered = append(ordered, b)
+	}
+	sort.Slice(ordered, func(i, j int) bool {
+		if ordered[i].Order != ordered[j].Order {
+			return ordered[i].Order < ordered[j].Order
+		}
+		return ordered[i].Type < ordered[j].Type
+	})
 }
 
 // Lookup returns the backend of a type, or nil when none is registered.
@@ -188,18 +219,8 @@ func Lookup(typ string) *Backend {
 // All returns every registered backend, in Types order.
 func All() []*Backend {
 	mu.RLock()
-	out := make([]*Backend, 0, len(registry))
-	for _, b := range registry {
-		out = append(out, b)
-	}
-	mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Type < out[j].Type
-	})
-	return out
+	defer mu.RUnlock()
+	return slices.Clone(ordered)
 }
 
 // Types returns the registered types, in order.
@@ -234,9 +255,24 @@ func CRDOf(gk schema.GroupKind) string {
 // ReviewOf returns what the first registered backend (in Types order) that
 // watches a kind says about it, nil when none does.
 func ReviewOf(gk schema.GroupKind) *Review {
-	for _, b := range All() {
+	mu.RLock()
+	defer mu.RUnlock()
+	for _, b := range ordered {
 		if r, ok := b.Review[gk]; ok {
 			return &r
+		}
+	}
+	return nil
+}
+
+// AccessOf returns what the first registered backend (in Types order) that
+// describes the access a kind gives says about it, nil when none does.
+func AccessOf(gk schema.GroupKind) *Access {
+	mu.RLock()
+	defer mu.RUnlock()
+	for _, b := range ordered {
+		if a, ok := b.Access[gk]; ok {
+			return &a
 		}
 	}
 	return nil

@@ -29,3 +29,13 @@ func CoreReview(roleBindings bool) map[schema.GroupKind]Review {
 	}
 	return r
 }
+
+// CoreAccess is whom RoleBindings and ClusterRoleBindings (which a site
+// template may render) give access: their subjects.
+func CoreAccess() map[schema.GroupKind]Access {
+	subjects := Access{Subjects: [][]string{{"subjects"}}}
+	return map[schema.GroupKind]Access{
+		KindRoleBinding.GroupKind():                                      subjects,
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: subjects,
+	}
+}

@@ -34,6 +34,10 @@ func init() {
 				},
 			},
 		},
+		// Access: the user lists of a ManagedNamespace.
+		Access: map[schema.GroupKind]Access{
+			{Group: "provisioning.hpc.ut.ee", Kind: "ManagedNamespace"}: {Users: [][]string{{"spec", "adminUsers"}, {"spec", "rwUsers"}, {"spec", "roUsers"}}},
+		},
 		OperatorNamespaces: true,
 		// The operator's ResourceQuota keys for the ManagedNamespace quota keys.
 		LiveQuotaKeys: map[string]string{

@@ -20,5 +20,6 @@ func init() {
 		KeycloakGroups: NamespaceGroups,
 		Kinds:          map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
 		Review:         CoreReview(true),
+		Access:         CoreAccess(),
 	})
 }

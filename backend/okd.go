@@ -18,5 +18,6 @@ func init() {
 		Targets:       []string{TargetCluster},
 		Kinds:         map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
 		Review:        CoreReview(true),
+		Access:        CoreAccess(),
 	})
 }
