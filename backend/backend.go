@@ -3,10 +3,10 @@
 // between backends — the settings and profile it uses, its default
 // templates, its targets (Git directories and Flux shards, clusters), the
 // kinds it renders, what review watches in them and whom they give access,
-// its Keycloak groups and
-// the diagnose rows it adds. config, render, apply, gitsync (for the
-// engine's Git publisher), review and diagnose read the registry instead of
-// switching on the type name; TestNoTypeNameComparisons keeps it so.
+// its Keycloak groups and the diagnose rows it adds. config, render, apply,
+// gitsync (for the engine's Git publisher), review and diagnose read the
+// registry instead of switching on the type name; TestNoTypeNameComparisons
+// keeps it so.
 //
 // The package sits low in the import tree (it imports only templates, for
 // the embedded default templates, and apimachinery's schema), so that config
