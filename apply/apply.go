@@ -616,7 +616,7 @@ func (r *run) renderedGrants() guard.Grants {
 		t := u.offering.Name + "/" + string(u.resource)
 		g.Tenant(t)
 		for _, it := range u.items {
-			for _, s := range grants(it.obj.Kind(), it.obj) {
+			for _, s := range grants(schema.FromAPIVersionAndKind(it.obj.APIVersion(), it.obj.Kind()).GroupKind(), it.obj) {
 				g.Add(t, s)
 			}
 		}
@@ -633,7 +633,7 @@ func (r *run) clusterGrants() guard.Grants {
 			off := r.byUUID[normUUID(obj.GetAnnotations()[manifest.AnnotationOffering])]
 			t := off.Name + "/" + normUUID(obj.GetLabels()[manifest.LabelResourceUUID])
 			g.Tenant(t)
-			for _, s := range grants(obj.GetKind(), obj.Object) {
+			for _, s := range grants(obj.GroupVersionKind().GroupKind(), obj.Object) {
 				g.Add(t, s)
 			}
 		}
@@ -641,14 +641,18 @@ func (r *run) clusterGrants() guard.Grants {
 	return g
 }
 
-// grants lists whom an object gives access: the subjects of a RoleBinding
-// or ClusterRoleBinding (a user by name, others as kind:name), the users of
-// a ManagedNamespace.
-func grants(kind string, obj map[string]any) []string {
-	switch kind {
-	case "RoleBinding", "ClusterRoleBinding":
-		subjects, _, _ := unstructured.NestedSlice(obj, "subjects")
-		var out []string
+// grants lists whom an object gives access, where the registration of the
+// backend that describes its kind says (backend.Access): the subjects of a
+// RoleBinding or ClusterRoleBinding (a user by name, others as kind:name),
+// the users of a ManagedNamespace.
+func grants(gk schema.GroupKind, obj map[string]any) []string {
+	a := backend.AccessOf(gk)
+	if a == nil {
+		return nil
+	}
+	var out []string
+	for _, path := range a.Subjects {
+		subjects, _, _ := unstructured.NestedSlice(obj, path...)
 		for _, s := range subjects {
 			m, _ := s.(map[string]any)
 			k, _ := m["kind"].(string)
@@ -658,16 +662,12 @@ func grants(kind string, obj map[string]any) []string {
 			}
 			out = append(out, n)
 		}
-		return out
-	case "ManagedNamespace":
-		var out []string
-		for _, f := range []string{"adminUsers", "rwUsers", "roUsers"} {
-			users, _, _ := unstructured.NestedStringSlice(obj, "spec", f)
-			out = append(out, users...)
-		}
-		return out
 	}
-	return nil
+	for _, path := range a.Users {
+		users, _, _ := unstructured.NestedStringSlice(obj, path...)
+		out = append(out, users...)
+	}
+	return out
 }
 
 // confirmRemovals asks Options.Confirm about every tenant pruning would

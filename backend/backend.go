@@ -2,9 +2,11 @@
 // type says everything the packages above it need to know that differs
 // between backends — the settings and profile it uses, its default
 // templates, its targets (Git directories and Flux shards, clusters), the
-// kinds it renders and the diagnose rows it adds. config, render, apply,
-// engine (gitpub) and diagnose read the registry instead of switching on
-// the type name.
+// kinds it renders, what review watches in them and whom they give access,
+// its Keycloak groups and the diagnose rows it adds. config, render, apply,
+// gitsync (for the engine's Git publisher), review and diagnose read the
+// registry instead of switching on the type name; TestNoTypeNameComparisons
+// keeps it so.
 //
 // The package sits low in the import tree (it imports only templates, for
 // the embedded default templates, and apimachinery's schema), so that config
@@ -35,13 +37,15 @@ type Backend struct {
 	Type string
 	// Profile names the built-in settings and render profile the backend uses:
 	// its backend_settings are decoded and checked as that profile's, and its
-	// tenants are filled in by that profile. A built-in names itself, and so
-	// does a backend that brings its own (Settings and Render).
+	// tenants are filled in by that profile (config/builtins.go and
+	// render/profiles.go bind each built-in profile's name to its settings and
+	// its render profile). A built-in names itself, and so does a backend
+	// that brings its own (Settings and Render).
 	Profile string
 	// Settings, for a backend with settings of its own, returns them with
 	// their defaults, for backend_settings to be decoded into: a pointer to a
-	// struct that embeds config.CommonSettings inline and has a method
-	// Common() *config.CommonSettings returning it. nil: Profile's settings.
+	// struct that embeds config.CommonSettings inline (which gives it the
+	// method Common() *config.CommonSettings). nil: Profile's settings.
 	Settings func() any
 	// CheckSettings checks and completes the decoded Settings, reporting each
 	// problem at its key (relative to backend_settings).
@@ -71,10 +75,70 @@ type Backend struct {
 	// LiveQuotaKeys maps a quota key to the key the operator writes into the
 	// live ResourceQuota, for the keys it renames (nil: keys are kept).
 	LiveQuotaKeys map[string]string
+	// Review says, per kind it renders, where an object keeps what a change
+	// can take away (quotas, members), for review to route a change that
+	// lowers or removes one to a person (nil: nothing of the kind is watched).
+	Review map[schema.GroupKind]Review
+	// Access says, per kind, where an object names whom it gives access to
+	// the tenant, for the removal guard's count of the (subject, tenant)
+	// pairs a prune would leave without any access (nil: none).
+	Access map[schema.GroupKind]Access
+	// KeycloakGroups says which Keycloak groups the profile's tenants get, and
+	// so which keycloak_groups keys apply to it (read from the registration
+	// Profile names).
+	KeycloakGroups Groups
 	// Diagnose returns the rows diagnose adds for an offering of this type,
 	// beyond the checks every backend gets (nil: none).
 	Diagnose func(o Offering) []Row
 }
+
+// Review says where an object of a kind keeps what a change can take away:
+// review calls a change risky that lowers one of its quotas or drops a name
+// from one of its member or subject lists.
+type Review struct {
+	// Quotas are the maps of quantities a change must not lower.
+	Quotas []QuotaMap
+	// Members are the lists of member names, each by its path of fields.
+	Members [][]string
+	// Subjects are the lists of RBAC subjects (named by kind and name), each
+	// by its path of fields.
+	Subjects [][]string
+}
+
+// Access says where an object of a kind names whom it gives access.
+type Access struct {
+	// Users are the lists of user names, each by its path of fields.
+	Users [][]string
+	// Subjects are the lists of RBAC subjects, each by its path of fields: a
+	// User subject counts by its name, another as kind:name.
+	Subjects [][]string
+}
+
+// QuotaMap is a map of quantities in an object: at Path, or, when
+// Annotation is set, at Path in the JSON of that annotation. Label precedes
+// its keys in review's reasons.
+type QuotaMap struct {
+	Path       []string
+	Annotation string
+	Label      string
+}
+
+// Groups says which Keycloak groups a backend's tenants get.
+type Groups int
+
+const (
+	// NoGroups: none of the backend's own; keycloak_groups keys have no
+	// effect on it.
+	NoGroups Groups = iota
+	// NamespaceGroups: a group per namespace role of each tenant, named by
+	// keycloak_groups.namespace.
+	NamespaceGroups
+	// ClusterGroups: a cluster group and, under it, a group per Waldur
+	// project, named by keycloak_groups.parent and child, whose patterns may
+	// use the cluster variables ({cluster_id}, {cluster_id_short},
+	// {cluster_uuid} from keycloak_groups.cluster_uuid).
+	ClusterGroups
+)
 
 // Offering is what diagnose tells a backend's rows about an offering.
 type Offering struct {
@@ -96,6 +160,7 @@ type Row struct {
 var (
 	mu       sync.RWMutex
 	registry = map[string]*Backend{}
+	ordered  []*Backend // registry's values in Types order, rebuilt on every change
 )
 
 // Register adds a backend. It panics on an empty or already registered
@@ -119,6 +184,7 @@ func Register(b Backend) {
 		b.Profile = b.Type
 	}
 	registry[b.Type] = &b
+	reorder()
 }
 
 // Unregister removes a backend; tests use it to remove what they registered.
@@ -126,6 +192,21 @@ func Unregister(typ string) {
 	mu.Lock()
 	defer mu.Unlock()
 	delete(registry, typ)
+	reorder()
+}
+
+// reorder rebuilds ordered; mu is held.
+func reorder() {
+	ordered = ordered[:0:0]
+	for _, b := range registry {
+		ordered = append(ordered, b)
+	}
+	sort.Slice(ordered, func(i, j int) bool {
+		if ordered[i].Order != ordered[j].Order {
+			return ordered[i].Order < ordered[j].Order
+		}
+		return ordered[i].Type < ordered[j].Type
+	})
 }
 
 // Lookup returns the backend of a type, or nil when none is registered.
@@ -138,18 +219,8 @@ func Lookup(typ string) *Backend {
 // All returns every registered backend, in Types order.
 func All() []*Backend {
 	mu.RLock()
-	out := make([]*Backend, 0, len(registry))
-	for _, b := range registry {
-		out = append(out, b)
-	}
-	mu.RUnlock()
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Order != out[j].Order {
-			return out[i].Order < out[j].Order
-		}
-		return out[i].Type < out[j].Type
-	})
-	return out
+	defer mu.RUnlock()
+	return slices.Clone(ordered)
 }
 
 // Types returns the registered types, in order.
@@ -179,6 +250,32 @@ func CRDOf(gk schema.GroupKind) string {
 		}
 	}
 	return ""
+}
+
+// ReviewOf returns what the first registered backend (in Types order) that
+// watches a kind says about it, nil when none does.
+func ReviewOf(gk schema.GroupKind) *Review {
+	mu.RLock()
+	defer mu.RUnlock()
+	for _, b := range ordered {
+		if r, ok := b.Review[gk]; ok {
+			return &r
+		}
+	}
+	return nil
+}
+
+// AccessOf returns what the first registered backend (in Types order) that
+// describes the access a kind gives says about it, nil when none does.
+func AccessOf(gk schema.GroupKind) *Access {
+	mu.RLock()
+	defer mu.RUnlock()
+	for _, b := range ordered {
+		if a, ok := b.Access[gk]; ok {
+			return &a
+		}
+	}
+	return nil
 }
 
 // DefaultTargetOf returns the default target of a type, or TargetCluster.

@@ -19,3 +19,23 @@ func CoreKinds(roleBindings bool) []schema.GroupVersionKind {
 	}
 	return k
 }
+
+// CoreReview is what review watches in a tenant's ResourceQuota (its hard
+// limits) and RoleBindings (their subjects), when roleBindings is set.
+func CoreReview(roleBindings bool) map[schema.GroupKind]Review {
+	r := map[schema.GroupKind]Review{KindResourceQuota.GroupKind(): {Quotas: []QuotaMap{{Path: []string{"spec", "hard"}}}}}
+	if roleBindings {
+		r[KindRoleBinding.GroupKind()] = Review{Subjects: [][]string{{"subjects"}}}
+	}
+	return r
+}
+
+// CoreAccess is whom RoleBindings and ClusterRoleBindings (which a site
+// template may render) give access: their subjects.
+func CoreAccess() map[schema.GroupKind]Access {
+	subjects := Access{Subjects: [][]string{{"subjects"}}}
+	return map[schema.GroupKind]Access{
+		KindRoleBinding.GroupKind():                                      subjects,
+		{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: subjects,
+	}
+}

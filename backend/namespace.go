@@ -12,11 +12,14 @@ const Namespace = "namespace"
 
 func init() {
 	Register(Backend{
-		Type:          Namespace,
-		Order:         20,
-		Templates:     templates.DefaultFS,
-		DefaultTarget: TargetCluster,
-		Targets:       []string{TargetCluster},
-		Kinds:         map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
+		Type:           Namespace,
+		Order:          20,
+		Templates:      templates.DefaultFS,
+		DefaultTarget:  TargetCluster,
+		Targets:        []string{TargetCluster},
+		KeycloakGroups: NamespaceGroups,
+		Kinds:          map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
+		Review:         CoreReview(true),
+		Access:         CoreAccess(),
 	})
 }

@@ -17,5 +17,7 @@ func init() {
 		DefaultTarget: TargetCluster,
 		Targets:       []string{TargetCluster},
 		Kinds:         map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
+		Review:        CoreReview(true),
+		Access:        CoreAccess(),
 	})
 }

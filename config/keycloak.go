@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -79,7 +80,7 @@ var GroupVars = map[string]string{
 	"cluster_uuid":     "keycloak_groups.cluster_uuid",
 }
 
-// rancherOnlyVars are the variables only rancher offerings have.
+// rancherOnlyVars are the variables only backends with cluster groups (rancher) have.
 var rancherOnlyVars = []string{"cluster_id", "cluster_id_short", "cluster_uuid"}
 
 // MaxGroupName is the longest group name Keycloak stores.
@@ -275,10 +276,11 @@ func setDefault[T int | float64](p **T, v T) {
 }
 
 // validateKeycloak defaults and checks the keycloak and keycloak_groups keys of
-// backend_settings at sp.
-func (c *CommonSettings) validateKeycloak(sp, backend, dir string, r *report) {
+// backend_settings at sp; profile is the registration of the profile the
+// settings are of.
+func (c *CommonSettings) validateKeycloak(sp string, profile *backend.Backend, dir string, r *report) {
 	c.validateKeycloakConnection(sp, dir, r)
-	c.validateKeycloakGroups(sp, backend, r)
+	c.validateKeycloakGroups(sp, profile, r)
 }
 
 // validateKeycloakConnection defaults and checks the keycloak key of
@@ -341,9 +343,9 @@ func (c *CommonSettings) validateKeycloakConnection(sp, dir string, r *report) {
 }
 
 // validateKeycloakGroups defaults and checks the keycloak_groups key of
-// backend_settings at sp: the preset, the keys that apply to the backend
-// type, and the group patterns.
-func (c *CommonSettings) validateKeycloakGroups(sp, backend string, r *report) {
+// backend_settings at sp: the preset, the keys that apply to the profile's
+// groups (its registration's KeycloakGroups), and the group patterns.
+func (c *CommonSettings) validateKeycloakGroups(sp string, profile *backend.Backend, r *report) {
 	g := &c.KeycloakGroups
 	gp := sp + ".keycloak_groups"
 	if g.Preset == "" {
@@ -354,19 +356,19 @@ func (c *CommonSettings) validateKeycloakGroups(sp, backend string, r *report) {
 		r.addf(gp+".preset", nil, "must be one of %s, got %q", strings.Join(GroupPresets, ", "), g.Preset)
 		preset = groupPresetPatterns[GroupPresetSiteAgent]
 	}
-	rancher := backend == BackendRancher
+	clusterGroups := profile.KeycloakGroups == backend.ClusterGroups
 	// Keys set for a backend type that has no such groups are mistakes.
 	for _, f := range []struct {
 		key, value string
 		applies    bool
 	}{
-		{"namespace", g.Namespace, backend == BackendK8sUTNamespace || backend == BackendNamespace},
-		{"parent", g.Parent, rancher},
-		{"child", g.Child, rancher},
-		{"cluster_uuid", g.ClusterUUID, rancher},
+		{"namespace", g.Namespace, profile.KeycloakGroups == backend.NamespaceGroups},
+		{"parent", g.Parent, clusterGroups},
+		{"child", g.Child, clusterGroups},
+		{"cluster_uuid", g.ClusterUUID, clusterGroups},
 	} {
 		if f.value != "" && !f.applies {
-			r.addf(gp+"."+f.key, nil, "has no effect for backend type %s", backend)
+			r.addf(gp+"."+f.key, nil, "has no effect for backend type %s", profile.Type)
 		}
 	}
 	if g.ClusterUUID != "" {
@@ -385,14 +387,14 @@ func (c *CommonSettings) validateKeycloakGroups(sp, backend string, r *report) {
 	if g.Child == "" {
 		g.Child = preset.Child
 	}
-	g.checkPatterns(gp, rancher, r)
+	g.checkPatterns(gp, clusterGroups, r)
 }
 
 // checkPatterns checks the group patterns that apply to the backend type (the
-// namespace pattern, or rancher's parent and child) at gp: they parse, use
+// namespace pattern, or the cluster groups' parent and child) at gp: they parse, use
 // only the variables the backend knows, and name enough to keep tenants'
 // groups apart.
-func (g *KeycloakGroupSettings) checkPatterns(gp string, rancher bool, r *report) {
+func (g *KeycloakGroupSettings) checkPatterns(gp string, clusterGroups bool, r *report) {
 	identifying := map[string][]string{
 		"namespace": {"slug", "resource_uuid", "namespace"},
 		"child":     {"project_slug", "project_uuid", "slug", "resource_uuid", "namespace"},
@@ -402,9 +404,9 @@ func (g *KeycloakGroupSettings) checkPatterns(gp string, rancher bool, r *report
 		pattern string
 		check   bool
 	}{
-		{"namespace", g.Namespace, !rancher},
-		{"parent", g.Parent, rancher},
-		{"child", g.Child, rancher},
+		{"namespace", g.Namespace, !clusterGroups},
+		{"parent", g.Parent, clusterGroups},
+		{"child", g.Child, clusterGroups},
 	} {
 		if !f.check {
 			continue
@@ -414,7 +416,7 @@ func (g *KeycloakGroupSettings) checkPatterns(gp string, rancher bool, r *report
 			r.addf(gp+"."+f.key, nil, "%v", err)
 			continue
 		}
-		if !rancher {
+		if !clusterGroups {
 			for _, v := range vars {
 				if slices.Contains(rancherOnlyVars, v) {
 					r.addf(gp+"."+f.key, nil, "{%s} is only known for backend type rancher", v)

@@ -1,11 +1,6 @@
 package config
 
-import (
-	"cmp"
-	"time"
-
-	"github.com/waldur/waldur-gitops/backend"
-)
+import "time"
 
 // Settings is an offering's backend_settings, decoded for its backend type. Exactly
 // one of the profile pointers is set, or Custom for a backend that registers
@@ -18,20 +13,37 @@ type Settings struct {
 	Custom    any
 }
 
-// commonSettings is what the settings of a registered backend implement.
+// commonSettings is what the settings of a registered backend implement;
+// a struct that embeds CommonSettings does.
 type commonSettings interface{ Common() *CommonSettings }
 
-// Common returns the settings every profile shares.
-func (s Settings) Common() *CommonSettings {
+// settingsValue is what every profile's settings implement, through the
+// CommonSettings they embed; a built-in overrides the methods its settings
+// change (see builtins.go).
+type settingsValue interface {
+	commonSettings
+	// cluster returns the kubeconfig file and context of a target's cluster.
+	cluster(target string) (path, context string)
+	// kubeconfigKeys lists the keys that name kubeconfig files and contexts.
+	kubeconfigKeys() []kubeconfigKey
+	// groupVars returns the group-name pattern variables the settings give.
+	groupVars() map[string]string
+}
+
+// value returns the offering's settings, whichever profile they are of.
+func (s Settings) value() settingsValue {
 	switch {
 	case s.K8sUT != nil:
-		return &s.K8sUT.CommonSettings
+		return s.K8sUT
 	case s.Namespace != nil:
-		return &s.Namespace.CommonSettings
+		return s.Namespace
 	case s.OKD != nil:
-		return &s.OKD.CommonSettings
+		return s.OKD
 	case s.Rancher != nil:
-		return &s.Rancher.CommonSettings
+		return s.Rancher
+	}
+	if v, ok := s.Custom.(settingsValue); ok {
+		return v
 	}
 	if c, ok := s.Custom.(commonSettings); ok {
 		return c.Common()
@@ -39,18 +51,45 @@ func (s Settings) Common() *CommonSettings {
 	return &CommonSettings{}
 }
 
+// Common returns the settings every profile shares.
+func (s Settings) Common() *CommonSettings { return s.value().Common() }
+
 // Kubeconfig returns the kubeconfig file and context of the cluster a target
-// goes to: the common kubeconfig_path and kubeconfig_context, except that
-// Rancher's management target goes to the management cluster when either of
-// its keys is set. Empty values are client-go's defaults.
+// goes to: the common kubeconfig_path and kubeconfig_context, unless the
+// profile's settings name another cluster for the target (Rancher's
+// management target goes to the management cluster when either of its keys
+// is set). Empty values are client-go's defaults.
 func (s Settings) Kubeconfig(target string) (path, context string) {
-	c := s.Common()
-	path, context = c.KubeconfigPath, c.KubeconfigContext
-	if r := s.Rancher; r != nil && target == backend.TargetManagement && (r.ManagementKubeconfigPath != "" || r.ManagementKubeconfigContext != "") {
-		path, context = cmp.Or(r.ManagementKubeconfigPath, path), r.ManagementKubeconfigContext
-	}
-	return path, context
+	return s.value().cluster(target)
 }
+
+// GroupVars returns the values the profile's settings give to group-name
+// pattern variables (see GroupVars): rancher's cluster_id,
+// cluster_id_short, cluster_uuid and role; nil for the other profiles.
+func (s Settings) GroupVars() map[string]string { return s.value().groupVars() }
+
+// Common returns the settings themselves; a profile's settings, which embed
+// them, return their common part.
+func (c *CommonSettings) Common() *CommonSettings { return c }
+
+// cluster is the common cluster, whatever the target.
+func (c *CommonSettings) cluster(string) (path, context string) {
+	return c.KubeconfigPath, c.KubeconfigContext
+}
+
+// kubeconfigKey is a key of backend_settings that names a kubeconfig file
+// (path) or a context of one.
+type kubeconfigKey struct {
+	key   string
+	value *string
+	path  bool
+}
+
+func (c *CommonSettings) kubeconfigKeys() []kubeconfigKey {
+	return []kubeconfigKey{{"kubeconfig_path", &c.KubeconfigPath, true}, {"kubeconfig_context", &c.KubeconfigContext, false}}
+}
+
+func (c *CommonSettings) groupVars() map[string]string { return nil }
 
 // CommonSettings are the backend_settings keys every profile reads.
 type CommonSettings struct {

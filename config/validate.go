@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -202,70 +203,12 @@ func (o *Offering) decodeSettings(at string, r *report) {
 	checkLimits(sp+".downscaled_limits", c.DownscaledLimits, r)
 	checkLabels(sp+".namespace_labels", c.NamespaceLabels, true, r)
 	checkLabels(sp+".namespace_annotations", c.NamespaceAnnotations, false, r)
-	c.validateKeycloak(sp, b.Profile, o.configDir, r)
+	c.validateKeycloak(sp, cmp.Or(backend.Lookup(b.Profile), b), o.configDir, r)
 	if b.CheckSettings != nil {
 		b.CheckSettings(target, func(key, msg string) { r.addf(sp+"."+key, nil, "%s", msg) })
 	}
-	switch s := target.(type) {
-	case *K8sUTSettings:
-		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
-		if !manifest.IsDNS1123Label(s.CRNamespace) {
-			r.addf(sp+".cr_namespace", nil, "%q is not a valid namespace name (RFC 1123 label)", s.CRNamespace)
-		}
-		s.RoleMapping = mergeRoles(sp+".role_mapping", DefaultNSRoleMapping(), s.RoleMapping, NamespaceRoles, r)
-		checkOneOf(sp+".default_role", s.DefaultRole, NamespaceRoles, r)
-		s.ComponentQuotaMapping = mergeMap(map[string]string{"cpu": "cpu", "ram": "memory", "storage": "storage", "gpu": "gpu"}, s.ComponentQuotaMapping)
-		checkOneOf(sp+".cr_user_identity_field", s.CRUserIdentityField, IdentityFields, r)
-	case *NamespaceSettings:
-		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
-		s.RoleMapping = mergeRoles(sp+".role_mapping", DefaultNSRoleMapping(), s.RoleMapping, NamespaceRoles, r)
-		checkOneOf(sp+".default_role", s.DefaultRole, NamespaceRoles, r)
-		s.ClusterRoles = mergeMap(map[string]string{NSRoleAdmin: "admin", NSRoleReadWrite: "edit", NSRoleReadOnly: "view"}, s.ClusterRoles)
-		for role := range s.ClusterRoles {
-			checkOneOf(sp+".cluster_roles."+role, role, NamespaceRoles, r)
-		}
-		s.ComponentQuotaMapping = mergeMap(map[string]string{"cpu": "limits.cpu", "ram": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu"}, s.ComponentQuotaMapping)
-		checkOneOf(sp+".user_identity_field", s.UserIdentityField, IdentityFields, r)
-		if !manifest.IsDNS1123Label(s.QuotaName) {
-			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
-		}
-		for key, prefix := range map[string]string{"group_prefix": s.GroupPrefix, "user_prefix": s.UserPrefix} {
-			if p := strings.ToLower(prefix); strings.HasPrefix(p, "system:") || strings.HasPrefix(p, "kube:") {
-				r.addf(sp+"."+key, nil, "%q would make every subject a name Kubernetes reserves (system:…, kube:…)", prefix)
-			}
-		}
-		if s.BindGroups == nil {
-			s.BindGroups = &c.KeycloakEnabled
-		}
-		if s.BindUsers == nil {
-			t := true
-			s.BindUsers = &t
-		}
-	case *OKDSettings:
-		checkPrefix(sp+".namespace_prefix", s.NamespacePrefix, r)
-		if s.NamespacePrefix == "" {
-			checkPrefix(sp+".allocation_prefix", s.AllocationPrefix, r)
-		} else if a := s.AllocationPrefix; a != "" && !nsPrefixTail.MatchString(a) {
-			r.addf(sp+".allocation_prefix", nil, "%q can only yield names that are not RFC 1123 labels: use lower-case letters, digits and '-'", a)
-		}
-		s.RoleMapping = mergeMap(DefaultOKDRoleMapping(), normalizeKeys(sp+".role_mapping", s.RoleMapping, r))
-		if s.DefaultRole == "" {
-			r.addf(sp+".default_role", nil, "must not be empty")
-		}
-	case *RancherSettings:
-		checkPrefix(sp+".project_prefix", s.ProjectPrefix, r)
-		if s.ClusterID == "" {
-			r.addf(sp+".cluster_id", nil, "required: the downstream cluster id, e.g. c-m-1234abcd")
-		} else if !manifest.IsDNS1123Label(s.ClusterID) {
-			r.addf(sp+".cluster_id", nil, "%q is not a Rancher cluster id (an RFC 1123 label such as c-m-1234abcd)", s.ClusterID)
-		}
-		if s.DefaultRole == "" {
-			r.addf(sp+".default_role", nil, "must not be empty")
-		}
-		if !manifest.IsDNS1123Label(s.QuotaName) {
-			r.addf(sp+".quota_name", nil, "%q is not a valid object name (RFC 1123 label)", s.QuotaName)
-		}
-		checkOneOf(sp+".binding_namespace", s.BindingNamespace, []string{"backing", "project"}, r)
+	if ps, ok := target.(profileSettings); ok {
+		ps.check(sp, r)
 	}
 }
 
@@ -284,23 +227,12 @@ func (o *Offering) backendSettings(b *backend.Backend) any {
 	return s
 }
 
-// newSettings sets the settings pointer of a profile to its defaults and
-// returns it, for backend_settings to be decoded over; nil for a name that is
-// no profile.
+// newSettings sets the settings of a built-in profile to their defaults and
+// returns them, for backend_settings to be decoded over; nil for a name that
+// is no built-in profile.
 func (o *Offering) newSettings(profile string) any {
-	switch profile {
-	case BackendK8sUTNamespace:
-		o.Settings.K8sUT = &K8sUTSettings{CRNamespace: "waldur-system", NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, CRUserIdentityField: "email"}
-		return o.Settings.K8sUT
-	case BackendNamespace:
-		o.Settings.Namespace = &NamespaceSettings{NamespacePrefix: "waldur-", DefaultRole: NSRoleReadWrite, QuotaName: "waldur-quota", UserIdentityField: "username"}
-		return o.Settings.Namespace
-	case BackendOKD:
-		o.Settings.OKD = &OKDSettings{NamespacePrefix: "waldur-", AllocationPrefix: "alloc-", CustomerPrefix: "org-", ProjectPrefix: "proj-", DefaultRole: "view"}
-		return o.Settings.OKD
-	case BackendRancher:
-		o.Settings.Rancher = &RancherSettings{ProjectPrefix: "waldur-", DefaultRole: "workloads-manage", QuotaName: "custom-resource-quota", BindingNamespace: "backing"}
-		return o.Settings.Rancher
+	if f := builtinSettings[profile]; f != nil {
+		return f(&o.Settings)
 	}
 	return nil
 }
@@ -380,31 +312,15 @@ func mergeMap(defaults, custom map[string]string) map[string]string {
 // the config file's directory, like every other path in the file, and checks
 // that a context is not given without something to pick it from.
 func (o *Offering) resolveKubeconfigs(at string, r *report) {
-	paths := []*string{&o.Settings.Common().KubeconfigPath}
-	if s := o.Settings.Rancher; s != nil {
-		paths = append(paths, &s.ManagementKubeconfigPath)
-	}
-	for _, p := range paths {
-		if *p != "" && !filepath.IsAbs(*p) && o.configDir != "" {
+	keys := o.Settings.value().kubeconfigKeys()
+	for _, k := range keys {
+		if p := k.value; k.path && *p != "" && !filepath.IsAbs(*p) && o.configDir != "" {
 			*p = filepath.Join(o.configDir, *p)
 		}
 	}
-	for _, kv := range []struct{ key, v string }{
-		{"kubeconfig_path", o.Settings.Common().KubeconfigPath},
-		{"kubeconfig_context", o.Settings.Common().KubeconfigContext},
-	} {
-		if kv.v != strings.TrimSpace(kv.v) {
-			r.addf(at+"."+kv.key, nil, "%q has leading or trailing white space", kv.v)
-		}
-	}
-	if s := o.Settings.Rancher; s != nil {
-		for _, kv := range []struct{ key, v string }{
-			{"management_kubeconfig_path", s.ManagementKubeconfigPath},
-			{"management_kubeconfig_context", s.ManagementKubeconfigContext},
-		} {
-			if kv.v != strings.TrimSpace(kv.v) {
-				r.addf(at+"."+kv.key, nil, "%q has leading or trailing white space", kv.v)
-			}
+	for _, k := range keys {
+		if v := *k.value; v != strings.TrimSpace(v) {
+			r.addf(at+"."+k.key, nil, "%q has leading or trailing white space", v)
 		}
 	}
 }

@@ -66,8 +66,9 @@ type Deps struct {
 
 // Checks lists the checks of every connection cfg names. kubeconfig, when set,
 // replaces every kubeconfig of the config (as --kubeconfig does for the other
-// commands); without it each offering's cluster is checked: its
-// kubeconfig_path (and a Rancher offering's management_kubeconfig_path), else
+// commands); without it each offering's clusters are checked: its
+// kubeconfig_path and the cluster of each target of its backend (a Rancher
+// offering's management_kubeconfig_path and _context), else
 // client-go's default rules — $KUBECONFIG, ~/.kube/config, the service account
 // of the pod — which is where apply writes and report reads. A default that
 // finds no configuration at all is skipped, not failed: GitOps mode needs no
@@ -251,7 +252,9 @@ type cluster struct {
 	offerings []string
 }
 
-// clusterSources lists the distinct clusters to check, in config order.
+// clusterSources lists the distinct clusters to check, in config order: each
+// offering's common cluster, then the cluster of each of its backend's
+// targets (config.Settings.Kubeconfig) that is another one.
 func clusterSources(cfg *config.Config, kubeconfig string) []cluster {
 	var out []cluster
 	add := func(s kube.Source, offering string) {
@@ -273,8 +276,9 @@ func clusterSources(cfg *config.Config, kubeconfig string) []cluster {
 		}
 		c := o.Settings.Common()
 		add(kube.Source{Path: c.KubeconfigPath, Context: c.KubeconfigContext}, o.Name)
-		if r := o.Settings.Rancher; r != nil && r.ManagementKubeconfigPath != "" {
-			add(kube.Source{Path: r.ManagementKubeconfigPath, Context: r.ManagementKubeconfigContext}, o.Name)
+		for _, target := range backend.TargetsOf(o.BackendType) {
+			path, context := o.Settings.Kubeconfig(target)
+			add(kube.Source{Path: path, Context: context}, o.Name)
 		}
 	}
 	return out

@@ -2,8 +2,8 @@ package render
 
 import (
 	"fmt"
+	"maps"
 	"slices"
-	"strings"
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -22,19 +22,8 @@ func groupVars(o *config.Offering, d *TenantData) map[string]string {
 		"customer_uuid": d.Customer.UUID,
 		"offering_uuid": o.WaldurOfferingUUID,
 	}
-	if s := o.Settings.Rancher; s != nil {
-		v["cluster_id"] = s.ClusterID
-		v["cluster_id_short"] = clusterIDShort(s.ClusterID)
-		v["cluster_uuid"] = s.KeycloakGroups.ClusterUUID
-		v["role"] = s.DefaultRole
-	}
+	maps.Copy(v, o.Settings.GroupVars())
 	return v
-}
-
-// clusterIDShort is the site agent's cluster part of the parent group name: the
-// cluster id without ':' and '-', cut to 8 characters.
-func clusterIDShort(id string) string {
-	return truncate(strings.NewReplacer(":", "", "-", "").Replace(id), 8)
 }
 
 // nsGroupNames names the three namespace-role groups of a tenant with the

@@ -39,26 +39,34 @@ type profile interface {
 	groups(d *TenantData) []Group
 }
 
+// builtinProfiles are the render profiles of the built-in backends, by the
+// profile their registrations name (backend/<name>.go). They stay in render
+// because they fill render's template data with render's own helpers; a
+// backend that brings its own profile registers it (backend.Backend.Render).
+var builtinProfiles = map[string]func(o *config.Offering) profile{
+	backend.K8sUTNamespace: func(o *config.Offering) profile { return &k8sUTProfile{s: o.Settings.K8sUT, o: o} },
+	backend.Namespace:      func(o *config.Offering) profile { return &namespaceProfile{s: o.Settings.Namespace, o: o} },
+	backend.OKD:            func(o *config.Offering) profile { return &okdProfile{s: o.Settings.OKD, o: o} },
+	backend.Rancher:        func(o *config.Offering) profile { return &rancherProfile{s: o.Settings.Rancher, o: o} },
+}
+
+// newProfile returns the render profile of the offering's backend: the one
+// its registration brings, else the built-in profile it names.
 func newProfile(o *config.Offering) profile {
-	s := o.Settings
-	switch {
-	case s.K8sUT != nil:
-		return &k8sUTProfile{s: s.K8sUT, o: o}
-	case s.Namespace != nil:
-		return &namespaceProfile{s: s.Namespace, o: o}
-	case s.OKD != nil:
-		return &okdProfile{s: s.OKD, o: o}
-	case s.Rancher != nil:
-		return &rancherProfile{s: s.Rancher, o: o}
-	case s.Custom != nil:
-		if b := backend.Lookup(o.BackendType); b != nil {
-			if p, ok := b.Render.(Profile); ok {
-				return &registeredProfile{p: p, o: o}
-			}
-		}
-		panic("render: backend " + o.BackendType + " registers settings of its own but no render.Profile")
+	b := backend.Lookup(o.BackendType)
+	if b == nil {
+		panic("render: offering " + o.Name + " has backend type " + o.BackendType + ", which is not registered")
 	}
-	panic("render: offering " + o.Name + " has no backend settings")
+	if b.Render != nil {
+		if p, ok := b.Render.(Profile); ok {
+			return &registeredProfile{p: p, o: o}
+		}
+		panic("render: backend " + o.BackendType + " registers a render profile that is no render.Profile")
+	}
+	if f := builtinProfiles[b.Profile]; f != nil {
+		return f(o)
+	}
+	panic("render: backend " + o.BackendType + " uses profile " + b.Profile + ", which is no built-in")
 }
 
 // Profile is the render profile of a backend that registers settings of its
@@ -644,11 +652,4 @@ func rancherQuantity(key string, v *big.Rat) quantity {
 		return giQuantity(v)
 	}
 	return plainQuantity(v)
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }

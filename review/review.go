@@ -14,7 +14,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -79,7 +81,7 @@ func (c *Classifier) Classify(e changeset.Entry) (Class, string) {
 			why = append(why, "objects removed: "+name)
 			continue
 		}
-		why = append(why, compare(name, c.prev[p], nb)...)
+		why = append(why, compare(c.prev[p], nb)...)
 	}
 	if len(why) == 0 {
 		return Additive, ""
@@ -87,40 +89,40 @@ func (c *Classifier) Classify(e changeset.Entry) (Class, string) {
 	return Risky, strings.Join(why, "; ")
 }
 
-// compare finds what a changed file of a tenant takes away: quota keys
-// lowered (a ResourceQuota's spec.hard, a ManagedNamespace's spec.quota, a
-// Rancher Project's spec.resourceQuota.limit and
-// spec.namespaceDefaultResourceQuota.limit, the Rancher namespace's
-// field.cattle.io/resourceQuota annotation),
-// members removed (a RoleBinding's subjects, a ManagedNamespace's user lists).
-func compare(name string, prev, next []byte) []string {
-	var why []string
+// compare finds what a changed file of a tenant takes away, where the
+// registration of the backend that renders its kind says to look
+// (backend.Review): quota keys lowered (a ResourceQuota's spec.hard, a
+// ManagedNamespace's spec.quota, a Rancher Project's limits and the Rancher
+// namespace's field.cattle.io/resourceQuota annotation), members removed (a
+// RoleBinding's subjects, a ManagedNamespace's user and group lists).
+func compare(prev, next []byte) []string {
 	var p, n map[string]any
 	if yaml.Unmarshal(prev, &p) != nil || yaml.Unmarshal(next, &n) != nil {
 		return nil
 	}
-	switch {
-	case isRancherProject(p):
-		// The Rancher profile's Project (management cluster): its project
-		// limit and the default limit of each of its namespaces.
-		for _, field := range []string{"resourceQuota", "namespaceDefaultResourceQuota"} {
-			why = append(why, loweredAt("Project "+field+".limit.", dig(p, "spec", field, "limit"), dig(n, "spec", field, "limit"))...)
-		}
-	case strings.HasPrefix(name, "namespace-"):
-		// The Rancher profile's namespace carries the project quota as JSON
-		// in an annotation that Rancher applies.
-		why = append(why, loweredAt(rancherQuotaAnnotation+" limit.", annotationQuota(p), annotationQuota(n))...)
-	case strings.HasPrefix(name, "resourcequota-"):
-		why = append(why, lowered(dig(p, "spec", "hard"), dig(n, "spec", "hard"))...)
-	case strings.HasPrefix(name, "managednamespace-"):
-		why = append(why, lowered(dig(p, "spec", "quota"), dig(n, "spec", "quota"))...)
-		for _, list := range []string{"adminUsers", "rwUsers", "roUsers", "adminGroups", "rwGroups", "roGroups"} {
-			why = append(why, removed(names(dig(p, "spec")[list]), names(dig(n, "spec")[list]))...)
-		}
-	case strings.HasPrefix(name, "rolebinding-"):
-		why = append(why, removed(subjects(p["subjects"]), subjects(n["subjects"]))...)
+	r := backend.ReviewOf(groupKind(p))
+	if r == nil {
+		return nil
+	}
+	var why []string
+	for _, q := range r.Quotas {
+		why = append(why, loweredAt(q.Label, quotaMap(p, q), quotaMap(n, q))...)
+	}
+	for _, path := range r.Members {
+		why = append(why, removed(names(at(p, path)), names(at(n, path)))...)
+	}
+	for _, path := range r.Subjects {
+		why = append(why, removed(subjects(at(p, path)), subjects(at(n, path)))...)
 	}
 	return why
+}
+
+// groupKind is the API group and kind of an object.
+func groupKind(m map[string]any) schema.GroupKind {
+	api, _ := m["apiVersion"].(string)
+	kind, _ := m["kind"].(string)
+	gv, _ := schema.ParseGroupVersion(api)
+	return schema.GroupKind{Group: gv.Group, Kind: kind}
 }
 
 func dig(m map[string]any, keys ...string) map[string]any {
@@ -131,31 +133,26 @@ func dig(m map[string]any, keys ...string) map[string]any {
 	return m
 }
 
-// rancherQuotaAnnotation is the namespace annotation in which Rancher reads a
-// namespace's share of its project's quota.
-const rancherQuotaAnnotation = "field.cattle.io/resourceQuota"
-
-// isRancherProject tells a Rancher management Project object.
-func isRancherProject(m map[string]any) bool {
-	api, _ := m["apiVersion"].(string)
-	return m["kind"] == "Project" && strings.HasPrefix(api, "management.cattle.io/")
+// at is the value at a path of fields.
+func at(m map[string]any, path []string) any {
+	return dig(m, path[:len(path)-1]...)[path[len(path)-1]]
 }
 
-// annotationQuota is the limit map of a namespace's Rancher quota
-// annotation, nil when there is none or it is not JSON.
-func annotationQuota(m map[string]any) map[string]any {
-	v, _ := dig(m, "metadata", "annotations")[rancherQuotaAnnotation].(string)
-	var q map[string]any
-	if v == "" || yaml.Unmarshal([]byte(v), &q) != nil {
+// quotaMap is the map of quantities q names in an object, nil when there
+// is none (or its annotation is not JSON).
+func quotaMap(m map[string]any, q backend.QuotaMap) map[string]any {
+	if q.Annotation == "" {
+		return dig(m, q.Path...)
+	}
+	v, _ := dig(m, "metadata", "annotations")[q.Annotation].(string)
+	var in map[string]any
+	if v == "" || yaml.Unmarshal([]byte(v), &in) != nil {
 		return nil
 	}
-	return dig(q, "limit")
+	return dig(in, q.Path...)
 }
 
-// lowered names the keys whose quantity next lowers.
-func lowered(prev, next map[string]any) []string { return loweredAt("", prev, next) }
-
-// loweredAt is lowered with the keys named after prefix.
+// loweredAt names the keys whose quantity next lowers, after prefix.
 func loweredAt(prefix string, prev, next map[string]any) []string {
 	var why []string
 	for _, k := range slices.Sorted(maps.Keys(prev)) {

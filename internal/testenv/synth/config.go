@@ -1,14 +1,12 @@
 package synth
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 
 	"github.com/waldur/waldur-gitops/config"
 )
-
-// rancherCluster is the downstream cluster id of the generated rancher offering.
-const rancherCluster = "c-m-7synth42"
 
 // ConfigYAML returns a config file for the offerings of opts: one offering per
 // backend type, with the components the generated limits use (cpu, ram,
@@ -31,38 +29,16 @@ func ConfigYAML(opts Options) []byte {
 		b.WriteString("      cpu: {type: cpu, measured_unit: cores, accounting_type: limit, label: CPU}\n")
 		b.WriteString("      ram: {type: ram, measured_unit: GiB, accounting_type: limit, label: RAM}\n")
 		b.WriteString("      storage: {type: storage, measured_unit: GiB, accounting_type: limit, label: Storage}\n")
-		switch o.BackendType {
-		case config.BackendK8sUTNamespace:
-			b.WriteString("      gpu: {type: gpu, measured_unit: GPUs, accounting_type: limit, label: GPU}\n")
-		case config.BackendRancher:
-			b.WriteString("      gpu: {type: gpu, k8s_resource: nvidia.com/gpu-h100, measured_unit: GPUs, accounting_type: limit, label: H100 GPU}\n")
-		default:
-			b.WriteString("      gpu: {type: gpu, k8s_resource: nvidia.com/gpu, measured_unit: GPUs, accounting_type: limit, label: GPU}\n")
-		}
+		sm := samples[o.BackendType]
+		b.WriteString(cmp.Or(sm.gpu, defaultGPU))
 		b.WriteString("    backend_settings:\n")
 		fmt.Fprintf(&b, "      keycloak_enabled: %t\n", keycloak)
 		b.WriteString("      keycloak:\n")
 		b.WriteString("        keycloak_url: https://keycloak.example.org/auth/\n")
 		b.WriteString("        keycloak_realm: hpc\n")
 		b.WriteString("      namespace_labels:\n        tier: research\n        waldur.io/synthetic: \"true\"\n")
-		switch o.BackendType {
-		case config.BackendK8sUTNamespace:
-			b.WriteString("      cr_namespace: waldur-system\n")
-			b.WriteString("      namespace_prefix: waldur-\n")
-			fmt.Fprintf(&b, "      sync_users_to_cr: %t\n", !opts.DisableUserSync)
-			b.WriteString("      cr_user_identity_field: email\n")
-			b.WriteString("      namespace_annotations:\n        waldur.io/source: synthetic\n")
-		case config.BackendNamespace:
-			b.WriteString("      namespace_prefix: waldur-\n")
-			b.WriteString("      group_prefix: \"oidc:\"\n")
-			b.WriteString("      user_prefix: \"oidc:\"\n")
-		case config.BackendOKD:
-			b.WriteString("      namespace_prefix: waldur-\n")
-			b.WriteString("      allocation_prefix: alloc-\n")
-		case config.BackendRancher:
-			fmt.Fprintf(&b, "      cluster_id: %s\n", rancherCluster)
-			b.WriteString("      project_prefix: waldur-\n")
-			b.WriteString("      default_role: workloads-manage\n")
+		if sm.settings != nil {
+			sm.settings(&b, opts)
 		}
 	}
 	return []byte(b.String())

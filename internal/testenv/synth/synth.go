@@ -445,18 +445,3 @@ func (g *generator) addResource(cust, proj scope, state, orderType, orderState s
 	}
 	g.st.Orders = append(g.st.Orders, ord)
 }
-
-// backendID is what the site agent records once a resource exists.
-func (g *generator) backendID(res waldur.Resource) string {
-	switch g.o.BackendType {
-	case config.BackendRancher:
-		if chance(g.r, 0.5) {
-			// An adopted project: Rancher's own p-xxxxx style id.
-			return rancherCluster + ":p-" + strconv.FormatInt(int64(g.serial)+36*36*36*36, 36)
-		}
-		return ""
-	case config.BackendOKD:
-		return "waldur-alloc-" + res.Slug
-	}
-	return "waldur-" + res.Slug
-}
