@@ -101,7 +101,7 @@ func writeRuns(b *strings.Builder, runs []Run) {
 	fmt.Fprintln(tw, "  RUN\tFINISHED\tRESULT\tEXIT\tDURATION\tCOMMIT")
 	for _, r := range runs {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%d\t%s\t%s\n", runName(r), r.Finished.Format(time.RFC3339), r.Result, r.ExitCode,
-			(time.Duration(r.DurationSeconds*float64(time.Second))).Round(time.Millisecond), orDash(short(r.Commit)))
+			(time.Duration(r.DurationSeconds * float64(time.Second))).Round(time.Millisecond), orDash(short(r.Commit)))
 	}
 	_ = tw.Flush()
 	fmt.Fprintf(b, "\nStages of run %s:\n", runName(runs[0]))
