@@ -52,7 +52,7 @@ func (s *Service) keep(rep *report.Run, cfg *config.Loaded) {
 	if cfg != nil {
 		rec.Backends = map[string]string{}
 		for _, o := range cfg.Offerings {
-			rec.Backends[o.Name] = o.BackendType
+			rec.Backends[o.DirName()] = o.BackendType
 		}
 		rec.CommitURL = cfg.Serve.CommitURL
 	}

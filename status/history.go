@@ -14,8 +14,8 @@ type Record struct {
 	// ID numbers the runs of one process from 1; 0 for a report read from a file.
 	ID     int
 	Report *report.Run
-	// Backends maps each offering's name to its backend_type, as the run's
-	// config had them.
+	// Backends maps each offering's directory (config.Offering.DirName) to
+	// its backend_type, as the run's config had them.
 	Backends map[string]string
 	// CommitURL is serve.commit_url of the run's config ("" for no links).
 	CommitURL string

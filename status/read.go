@@ -36,7 +36,7 @@ func FromReport(cfg *config.Loaded, now time.Time) (Status, error) {
 	}
 	rec := Record{Report: &rep, Backends: map[string]string{}, CommitURL: cfg.Serve.CommitURL}
 	for _, o := range cfg.Offerings {
-		rec.Backends[o.Name] = o.BackendType
+		rec.Backends[o.DirName()] = o.BackendType
 	}
 	return Build([]Record{rec}, Options{Names: true, Now: now, Source: cfg.Report}), nil
 }

@@ -39,13 +39,13 @@ func Attention(s status.Status) []string {
 	for _, l := range []struct {
 		what  string
 		items []status.Item
-	}{{"orders wait", s.OrdersWaiting}, {"quota cuts are held", s.QuotaHeld}, {"Keycloak members wait", s.MembersWaiting}} {
+	}{{"Orders waiting", s.OrdersWaiting}, {"Quota cuts held", s.QuotaHeld}, {"Keycloak members waiting", s.MembersWaiting}} {
 		if line := counted(l.items); line != "" {
-			out = append(out, fmt.Sprintf("%d %s: %s.", total(l.items), l.what, line))
+			out = append(out, fmt.Sprintf("%s: %d (%s).", l.what, total(l.items), line))
 		}
 	}
 	if n := len(s.ReviewBranches); n > 0 {
-		out = append(out, fmt.Sprintf("%d review branch(es) wait for a person to merge them.", n))
+		out = append(out, fmt.Sprintf("Review branches waiting for a person to merge them: %d.", n))
 	}
 	return out
 }

@@ -122,7 +122,7 @@ func TestAttention(t *testing.T) {
 	}
 	got := strings.Join(statuspage.Attention(s), "\n")
 	for _, w := range []string{"stands by", "the leader is a at http://a:9090/", "(#4) failed with exit code 6 in git: push refused",
-		"refused run #3", "hpc are disconnected", "2 orders wait: awaiting_approval 2"} {
+		"refused run #3", "hpc are disconnected", "Orders waiting: 2 (awaiting_approval 2)"} {
 		if !strings.Contains(got, w) {
 			t.Errorf("%q missing from:\n%s", w, got)
 		}
