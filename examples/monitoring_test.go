@@ -105,10 +105,10 @@ func promtool(t *testing.T) string {
 	return p
 }
 
-// TestMonitoringAlertRules runs promtool on the PrometheusRule's rules: they
+// TestExampleMonitoringAlertRules runs promtool on the PrometheusRule's rules: they
 // check, and the unit tests of monitoring/alerts.test.yaml pass (each alert
 // fires for the leader's or the pushed series, never for a standby's).
-func TestMonitoringAlertRules(t *testing.T) {
+func TestExampleMonitoringAlertRules(t *testing.T) {
 	tool := promtool(t)
 	_, plain := readRules(t)
 	dir := t.TempDir()
@@ -131,10 +131,10 @@ func TestMonitoringAlertRules(t *testing.T) {
 	}
 }
 
-// TestMonitoringDashboardQueriesParse: every dashboard query is PromQL that
+// TestExampleMonitoringDashboardQueriesParse: every dashboard query is PromQL that
 // Prometheus accepts once Grafana's variables are filled in (promtool checks
 // them as recording rules).
-func TestMonitoringDashboardQueriesParse(t *testing.T) {
+func TestExampleMonitoringDashboardQueriesParse(t *testing.T) {
 	tool := promtool(t)
 	fill := strings.NewReplacer("$__rate_interval", "5m", "$namespace", ".*", "$job", ".*")
 	type rule struct {
@@ -185,10 +185,10 @@ func exported(t *testing.T) map[string]bool {
 	return names
 }
 
-// TestMonitoringMetricNames lists every metric name in every alert rule and
+// TestExampleMonitoringMetricNames lists every metric name in every alert rule and
 // dashboard query and fails on one that serve's registry does not export (a
 // histogram's _bucket, _sum and _count are its family's).
-func TestMonitoringMetricNames(t *testing.T) {
+func TestExampleMonitoringMetricNames(t *testing.T) {
 	names := exported(t)
 	if !names["waldur_gitops_runs_total"] || !names["waldur_gitops_events_commit_latency_seconds"] {
 		t.Fatalf("the registry's names were not read: %v", names)
