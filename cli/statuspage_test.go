@@ -143,6 +143,9 @@ func TestStatusPageInChromium(t *testing.T) {
 	if !strings.Contains(orders, string(st.OrdersWaiting[0].Cause)) || !strings.Contains(orders, st.OrdersWaiting[0].Subject) {
 		t.Errorf("the waiting order %+v is not shown:\n%s", st.OrdersWaiting[0], orders)
 	}
+	if !strings.Contains(orders, "waiting since") {
+		t.Errorf("the order's creation is not shown:\n%s", orders)
+	}
 	if !strings.Contains(branches, st.ReviewBranches[0].Name) {
 		t.Errorf("review branch %s is not shown:\n%s", st.ReviewBranches[0].Name, branches)
 	}

@@ -74,7 +74,7 @@ func newUnattended(reg *prometheus.Registry) *unattended {
 		waiting: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("orders_waiting"),
 			Help: "Waldur orders the last run left waiting, by cause."}, []string{"cause"}),
 		oldest: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("order_oldest_waiting_seconds"),
-			Help: "How long the longest-waiting order of each cause has been waiting, counted from the first run of this process that saw it wait; 0 when none waits."}, []string{"cause"}),
+			Help: "How long the longest-waiting order of each cause has been waiting, since its creation in Waldur (else since the first run of this process that saw it wait); 0 when none waits."}, []string{"cause"}),
 	}
 	u.leader.Set(1)
 	for _, c := range WaitingCauses {
@@ -121,9 +121,15 @@ func (u *unattended) observe(run Run) {
 		}
 		id := e.Orders[0]
 		seen[id] = true
-		from, ok := u.waitingFrom[id]
-		if !ok {
-			from = now
+		// The order's creation time when the entry has it (every run,
+		// one-shot ones too, sees the same age), else the first run of
+		// this process that saw it wait.
+		from := e.Since
+		if from.IsZero() {
+			var ok bool
+			if from, ok = u.waitingFrom[id]; !ok {
+				from = now
+			}
 		}
 		c := waitingCause(e.Cause)
 		count[c]++

@@ -17,7 +17,11 @@ func orderRun(start time.Time, code int, waiting map[string]changeset.Cause) met
 	for id, c := range waiting {
 		// The approve and orders stages may both list an order: it counts once.
 		for _, st := range []string{"approve", "orders"} {
-			cs.Add(changeset.Entry{Stage: st, Kind: metrics.OrderKind, Subject: id + " Create a/cluster/x", Action: changeset.Skip, Orders: []string{id}, Cause: c})
+			e := changeset.Entry{Stage: st, Kind: metrics.OrderKind, Subject: id + " Create a/cluster/x", Action: changeset.Skip, Orders: []string{id}, Cause: c}
+			if id == "created-2h-ago" {
+				e.Since = start.Add(-2 * time.Hour)
+			}
+			cs.Add(e)
 		}
 	}
 	rep.Add(cs)
@@ -86,6 +90,11 @@ func TestUnattendedMetrics(t *testing.T) {
 			{name: "waldur_gitops_consecutive_failed_runs", want: 3},
 			{name: "waldur_gitops_guard_refusals_total", want: 2},
 		}},
+		{name: "an order that says when it was created ages from then", code: 3, after: time.Minute,
+			waiting: map[string]changeset.Cause{"created-2h-ago": changeset.CauseNotApplied}, want: []sample{
+				{name: "waldur_gitops_order_oldest_waiting_seconds", labels: map[string]string{"cause": "not_applied"}, want: 7200},
+				{name: "waldur_gitops_consecutive_failed_runs", want: 0},
+			}},
 		{name: "an ok run ends the row", code: 0, after: time.Minute, want: []sample{
 			{name: "waldur_gitops_consecutive_failed_runs", want: 0},
 			{name: "waldur_gitops_last_run_guard_refused", want: 0},

@@ -123,6 +123,8 @@ type Item struct {
 	Cause    changeset.Cause `json:"cause,omitempty"`
 	Reason   string          `json:"reason,omitempty"`
 	Count    int             `json:"count"`
+	// Since is when the subject began to wait (an order's creation).
+	Since time.Time `json:"since,omitzero"`
 }
 
 // Branch is a review branch waiting for a person to merge it.
@@ -232,12 +234,12 @@ func items(entries []changeset.Entry, names bool, keep func(changeset.Entry) boo
 		if !keep(e) {
 			continue
 		}
-		it := Item{Stage: e.Stage, Kind: e.Kind, Subject: e.Subject, Offering: e.Offering, Action: string(e.Action), Cause: e.Cause, Count: 1}
+		it := Item{Stage: e.Stage, Kind: e.Kind, Subject: e.Subject, Offering: e.Offering, Action: string(e.Action), Cause: e.Cause, Count: 1, Since: e.Since}
 		switch {
 		case names:
 			it.Reason = e.Reason
 		case personal(e):
-			it.Subject, it.Count = "", 0
+			it.Subject, it.Count, it.Since = "", 0, time.Time{}
 			if i, ok := counted[it]; ok {
 				out[i].Count++
 				continue

@@ -174,6 +174,9 @@ func ItemLine(it Item) string {
 	if it.Offering != "" && it.Subject == "" {
 		line += " (" + it.Offering + ")"
 	}
+	if !it.Since.IsZero() {
+		line += " (since " + it.Since.UTC().Format(time.RFC3339) + ")"
+	}
 	if it.Reason != "" {
 		line += ": " + it.Reason
 	}
