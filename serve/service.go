@@ -41,6 +41,10 @@ type Service struct {
 	Metrics *metrics.Recorder
 	// Runs, when set, keeps every finished run for the status page.
 	Runs *status.History
+	// Leadership says whether this replica leads, for the status page (nil:
+	// a single replica, its own leader). Leader election sets it, and
+	// tells Metrics.SetLeader of every change.
+	Leadership func() status.Leadership
 	// TuneWaldur adjusts the Waldur clients of the event consumer (tests).
 	TuneWaldur func(*waldur.ClientOptions)
 	Log        *slog.Logger

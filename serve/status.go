@@ -38,7 +38,7 @@ func WithStatus(h, page http.Handler) http.Handler {
 func (s *Service) WithStatusPage(h http.Handler, health *Health, cfg *config.Loaded) http.Handler {
 	s.Runs = status.NewHistory(status.Kept)
 	s.Metrics.SetInterval(s.Interval)
-	page := &statuspage.Page{Runs: s.Runs, State: health.StatusState, Token: cfg.Serve.StatusToken, Log: s.Log}
+	page := &statuspage.Page{Runs: s.Runs, State: health.StatusState, Token: cfg.Serve.StatusToken, Leadership: s.Leadership, Log: s.Log}
 	return WithStatus(h, page.Handler())
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/metrics"
+	"github.com/waldur/waldur-gitops/status"
 )
 
 // TestStatusPageBesideHealth: the service keeps each run for the status
@@ -21,6 +22,9 @@ func TestStatusPageBesideHealth(t *testing.T) {
 	svc := &Service{Metrics: rec, Interval: time.Minute, Load: func() (*config.Loaded, error) {
 		return nil, errors.New("config gone")
 	}}
+	svc.Leadership = func() status.Leadership {
+		return status.Leadership{Elected: true, Identity: "pod-b", LeaderIdentity: "pod-a", LeaderURL: "http://10.0.0.7:9090/"}
+	}
 	health := NewHealth(time.Now(), time.Hour, nil)
 	cfg := &config.Loaded{Config: &config.Config{}}
 	h := svc.WithStatusPage(Handler(health, rec.Registry()), health, cfg)
@@ -32,7 +36,7 @@ func TestStatusPageBesideHealth(t *testing.T) {
 		path, contentType, want string
 		code                    int
 	}{
-		{"/", "text/html; charset=utf-8", "failed", 200},
+		{"/", "text/html; charset=utf-8", `the leader is pod-a at http://10.0.0.7:9090/ — <a href="http://10.0.0.7:9090/">`, 200},
 		{"/runs/1", "text/html; charset=utf-8", "Run 1", 200},
 		{"/status.json", "application/json", `"health": "failing"`, 200},
 		{"/healthz", "application/json", `"status": "failing"`, 503},
