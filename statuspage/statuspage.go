@@ -34,6 +34,8 @@ var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"short":       short,
 	"leaderLine":  status.LeaderLine,
 	"healthClass": healthClass,
+	"first": func(items []status.Item) []status.Item { return items[:min(len(items), PageItems)] },
+	"beyond": func(items []status.Item) int { return max(len(items)-PageItems, 0) },
 	"index0": func(runs []status.Run) *status.Run {
 		if len(runs) == 0 {
 			return nil
@@ -41,6 +43,10 @@ var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 		return &runs[0]
 	},
 }).ParseFS(assets, "assets/page.html"))
+
+// PageItems is how many entries of each list the page shows at most;
+// /status.json has them all.
+const PageItems = 200
 
 // DefaultRefresh is how often the page reloads itself.
 const DefaultRefresh = 30 * time.Second

@@ -2,6 +2,7 @@ package statuspage_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -146,5 +147,30 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 	if _, err := status.Fetch(t.Context(), srv.Client(), srv.URL, "wrong"); err == nil || !strings.Contains(err.Error(), "401") || strings.Contains(err.Error(), "wrong") {
 		t.Errorf("wrong token: %v", err)
+	}
+}
+
+// TestPageCapsLongLists: a list longer than PageItems shows PageItems
+// entries and says how many more /status.json has.
+func TestPageCapsLongLists(t *testing.T) {
+	rep := report.New("serve", "test", false, t0)
+	var cs changeset.Set
+	for i := range statuspage.PageItems + 7 {
+		cs.Add(changeset.Entry{Stage: "git", Kind: "ReviewChange", Subject: fmt.Sprintf("hpc/cluster/t-%04d", i), Action: changeset.Skip, Cause: changeset.CauseAwaitingReview})
+	}
+	rep.Add(cs)
+	rep.Finish(0, t0.Add(time.Second))
+	h := status.NewHistory(0)
+	h.Add(status.Record{Report: rep})
+	_, body := get(t, (&statuspage.Page{Runs: h}).Handler(), "/", "")
+	if n := strings.Count(body, "hpc/cluster/t-"); n != statuspage.PageItems {
+		t.Errorf("%d entries shown, want %d", n, statuspage.PageItems)
+	}
+	if !strings.Contains(body, "and 7 more: status.json lists them all") {
+		t.Error("the page does not say how many more there are")
+	}
+	_, js := get(t, (&statuspage.Page{Runs: h}).Handler(), "/status.json", "")
+	if n := strings.Count(js, "hpc/cluster/t-"); n != statuspage.PageItems+7 {
+		t.Errorf("status.json lists %d, want all %d", n, statuspage.PageItems+7)
 	}
 }
