@@ -34,8 +34,8 @@ var page = template.Must(template.New("page.html").Funcs(template.FuncMap{
 	"short":       short,
 	"leaderLine":  status.LeaderLine,
 	"healthClass": healthClass,
-	"first": func(items []status.Item) []status.Item { return items[:min(len(items), PageItems)] },
-	"beyond": func(items []status.Item) int { return max(len(items)-PageItems, 0) },
+	"first":       func(items []status.Item) []status.Item { return items[:min(len(items), PageItems)] },
+	"beyond":      func(items []status.Item) int { return max(len(items)-PageItems, 0) },
 	"index0": func(runs []status.Run) *status.Run {
 		if len(runs) == 0 {
 			return nil
