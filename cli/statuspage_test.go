@@ -4,14 +4,17 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/log"
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
@@ -92,9 +95,17 @@ func TestStatusPageInChromium(t *testing.T) {
 		t.Fatalf("the scenario has no waiting order or no review branch:\n%s", b)
 	}
 	ctx := startBrowser(t, browser)
+	var mu sync.Mutex
 	var problems []string
+	loaded := map[string]int64{} // path → HTTP status
 	chromedp.ListenTarget(ctx, func(ev any) {
+		mu.Lock()
+		defer mu.Unlock()
 		switch ev := ev.(type) {
+		case *network.EventResponseReceived:
+			if u, err := url.Parse(ev.Response.URL); err == nil {
+				loaded[u.Path] = ev.Response.Status
+			}
 		case *runtime.EventConsoleAPICalled:
 			if ev.Type == runtime.APITypeError || ev.Type == runtime.APITypeWarning {
 				problems = append(problems, "console "+string(ev.Type))
@@ -112,6 +123,7 @@ func TestStatusPageInChromium(t *testing.T) {
 	var desktop, phone []byte
 	err := chromedp.Run(ctx,
 		chromedp.ActionFunc(func(ctx context.Context) error { return log.Enable().Do(ctx) }),
+		network.Enable(),
 		chromedp.EmulateViewport(1280, 900),
 		chromedp.Navigate(s.base+"/"),
 		chromedp.WaitVisible("#orders-waiting", chromedp.ByID),
@@ -134,8 +146,15 @@ func TestStatusPageInChromium(t *testing.T) {
 	}
 	keepArtifact(t, "status-page-desktop.png", desktop)
 	keepArtifact(t, "status-page-phone.png", phone)
+	mu.Lock()
+	defer mu.Unlock()
 	if len(problems) > 0 {
 		t.Errorf("the browser reported:\n%s", strings.Join(problems, "\n"))
+	}
+	for _, p := range []string{"/", "/static/style.css", "/favicon.svg"} {
+		if loaded[p] != http.StatusOK {
+			t.Errorf("%s: HTTP %d, want 200 (loaded: %v)", p, loaded[p], loaded)
+		}
 	}
 	if !strings.Contains(title, "waldur-gitops status") {
 		t.Errorf("title %q", title)
