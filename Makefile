@@ -34,6 +34,10 @@ test: ## run the whole test suite (what CI runs; the first run builds etcd and k
 	$(GO) run ./internal/testenv/fluxtest/prepare
 	@echo "make test: RabbitMQ for the event tests (Debian's rabbitmq-server, installed with apt-get once when missing; each test binary starts its own on loopback)"
 	$(GO) run ./internal/testenv/rabbittest/prepare
+	@echo "make test: headless Chromium for the status page test (Debian's chromium, installed with apt-get once when missing)"
+	$(GO) run ./internal/testenv/chromiumtest/prepare
+	@echo "make test: promtool for the example alert rules' unit tests (Debian's prometheus, installed with apt-get once when missing)"
+	$(GO) run ./internal/testenv/promtest/prepare
 	@echo "make test: go test -race over every package (a few minutes once compiled; the first run compiles everything with the race detector, about 10-15 minutes on 2 cores)"
 	$(GO) test -race -count=1 -timeout 45m $(PKGS)
 
@@ -91,7 +95,8 @@ fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 golden: ## rewrite golden files after checking the change is intended
 	$(GO) test ./render ./manifest -update
 
-validate-examples: ## build every kustomization in examples/ and server-side dry-run every manifest
+validate-examples: ## build every kustomization in examples/ and server-side dry-run every manifest; promtool-test the alert rules
+	$(GO) run ./internal/testenv/promtest/prepare
 	$(GO) test ./examples -run '^TestExample' -v -count=1
 
 example: build ## render the bundled example into out/

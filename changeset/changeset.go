@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Action is what a stage did, or would do, to one subject.
@@ -62,6 +63,9 @@ type Entry struct {
 	// Cause is the stable word for why a skipped, held, waiting or kept entry
 	// is so; empty otherwise. Read it, not Reason, to decide anything.
 	Cause Cause `json:"cause,omitempty"`
+	// Since is when the subject began to wait, where the source says so (a
+	// Waldur order's creation time, for an order left waiting); zero otherwise.
+	Since time.Time `json:"since,omitzero"`
 }
 
 // String renders the entry on one line, e.g. `+ Tenant iris/cluster/waldur-x`.

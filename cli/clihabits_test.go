@@ -18,6 +18,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/show"
 )
 
 // TestLogLevelFlag: --log-level takes what log_level takes, and anything
@@ -281,13 +282,13 @@ func TestProgressCountsEachRun(t *testing.T) {
 // lines in pieces, at once, never cut into each other's lines.
 func TestLineWriterKeepsLinesWhole(t *testing.T) {
 	var out bytes.Buffer
-	sink := &lineSink{w: &out}
+	sink := show.NewLineSink(&out)
 	var wg sync.WaitGroup
 	for _, word := range []string{"progress", "log"} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			lw := sink.writer()
+			lw := sink.Writer()
 			for range 200 {
 				fmt.Fprint(lw, word, " ")
 				fmt.Fprint(lw, word)

@@ -18,6 +18,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/show"
 )
 
 // Exit codes, documented in README.md: the engine's one table.
@@ -51,7 +52,7 @@ type app struct {
 	logLevel       string
 	log            *slog.Logger
 	// errSink carries the logs and the progress to stderr (errOut).
-	errSink *lineSink
+	errSink *show.LineSink
 	// warned holds the config warnings logged already: serve loads the
 	// config at every run and says each once.
 	warned map[string]bool
@@ -156,7 +157,7 @@ by error message).`,
 
 // workflow is the order the root help lists the commands in: the order a
 // newcomer takes them; unknown ones go last.
-var workflow = []string{"render", "snapshot", "diagnose", "sync", "apply", "keycloak", "report", "serve", "version"}
+var workflow = []string{"render", "snapshot", "diagnose", "sync", "apply", "keycloak", "report", "serve", "status", "version"}
 
 func workflowRank(name string) int {
 	if i := slices.Index(workflow, name); i >= 0 {

@@ -51,8 +51,8 @@ jittered within ±--jitter of it), one run at a time: a run that takes longer
 than the interval makes the next start when it ends. Every run writes the
 config's report file and logs a summary line.
 
-It serves /healthz and /livez (JSON, 200 or 503) and /metrics (Prometheus) on
---listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
+It serves /healthz and /livez (JSON, 200 or 503), /metrics (Prometheus) and
+the status page (/, /runs/<id>, /status.json) on --listen. On SIGTERM or SIGINT it starts no new run, lets the run in progress
 finish for up to --shutdown-grace, then cancels it (nothing half-pushed: the
 push is atomic), stops the HTTP server and exits 0.
 
@@ -142,7 +142,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	tuneServeLoop(loop)
 	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
 		"shutdown_grace", f.grace.String(), "stale_after", stale.String())
-	if err := serve.Serve(ctx, ln, serve.Handler(health, rec.Registry()), loop, httpShutdown); err != nil {
+	if err := serve.Serve(ctx, ln, svc.WithStatusPage(serve.Handler(health, rec.Registry()), health, cfg), loop, httpShutdown); err != nil {
 		// The runs are over; an HTTP server slow to close changes nothing.
 		log.Warn("stopping", "error", err.Error())
 	}

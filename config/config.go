@@ -115,6 +115,8 @@ type Config struct {
 	Usage Usage `yaml:"usage"`
 	// Review routes each class of change to git.branch or a review branch.
 	Review Review `yaml:"review"`
+	// Serve configures serve's status page.
+	Serve Serve `yaml:"serve"`
 	// RunTimeout is a duration ("9m"): how long one run may take before the
 	// stage in progress is cancelled and the run ends with exit 12 (default
 	// DefaultRunTimeout for one-shot commands, serve's interval for serve).
@@ -413,8 +415,10 @@ func Parse(data []byte, path string) (*Loaded, error) {
 	decodeNode(&doc, reflect.ValueOf(cfg).Elem(), "", r)
 	cfg.applyDefaults(path)
 	cfg.Metrics.applyDefaults(filepath.Dir(path))
+	cfg.Serve.applyDefaults(filepath.Dir(path))
 	cfg.validate(r)
 	cfg.Metrics.validate(r)
+	cfg.Serve.validate(r)
 	registerSecrets(cfg)
 	if len(r.problems) > 0 {
 		r.sortProblems()

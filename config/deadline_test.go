@@ -33,3 +33,30 @@ func TestDeadlineKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestServeKeys: serve.commit_url needs {commit} and an http(s) URL, and
+// builds links; status_token_file is read relative to the config file.
+func TestServeKeys(t *testing.T) {
+	l := mustParse(t, "serve:\n  commit_url: https://git.example.org/site/-/commit/{commit}\n"+oneOffering("namespace", "", ""))
+	if got := l.Serve.CommitLink("abc123"); got != "https://git.example.org/site/-/commit/abc123" {
+		t.Errorf("link: %q", got)
+	}
+	if got := l.Serve.CommitLink(""); got != "" {
+		t.Errorf("link of no commit: %q", got)
+	}
+	if tok, err := l.Serve.StatusToken(); err != nil || tok != "" {
+		t.Errorf("no token file: %q, %v", tok, err)
+	}
+	for _, tc := range []struct{ name, value, want string }{
+		{"no placeholder", "https://git.example.org/site/-/commit/", "must contain {commit}"},
+		{"not http", "ftp://git.example.org/{commit}", "must be an http or https URL"},
+		{"user info", "https://u:p@git.example.org/{commit}", "must not contain user information"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, problems := mustFail(t, "serve:\n  commit_url: "+tc.value+"\n"+oneOffering("namespace", "", ""))
+			if p := findProblem(t, problems, "serve.commit_url"); !strings.Contains(p.Message, tc.want) {
+				t.Errorf("%q", p.Message)
+			}
+		})
+	}
+}

@@ -135,6 +135,7 @@ offerings:
 		{"Top level", *l.Config},
 		{"git", l.Git},
 		{"metrics", l.Metrics},
+		{"serve", l.Serve},
 		{"usage", l.Usage},
 		{"offerings", o[1]},
 		{"backend_components", o[0].BackendComponents["cpu"]},

@@ -251,7 +251,8 @@ func (r *run) add(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant s
 // skip adds a skipped entry with its cause.
 func (r *run) skip(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant, reason string, cause changeset.Cause) {
 	r.add(o, ord, resource, tenant, changeset.Skip, reason)
-	r.cs.Entries[len(r.cs.Entries)-1].Cause = cause
+	e := &r.cs.Entries[len(r.cs.Entries)-1]
+	e.Cause, e.Since = cause, ord.Created
 }
 
 func (r *run) fail(o *Offering, ord *waldur.Order, resource waldur.UUID, tenant, what string, err error) {

@@ -16,6 +16,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/status"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -38,6 +39,12 @@ type Service struct {
 	Timeout, Interval time.Duration
 	// Metrics records every run.
 	Metrics *metrics.Recorder
+	// Runs, when set, keeps every finished run for the status page.
+	Runs *status.History
+	// Leadership says whether this replica leads, for the status page (nil:
+	// a single replica, its own leader). Leader election sets it, and
+	// tells Metrics.SetLeader of every change.
+	Leadership func() status.Leadership
 	// TuneWaldur adjusts the Waldur clients of the event consumer (tests).
 	TuneWaldur func(*waldur.ClientOptions)
 	Log        *slog.Logger
@@ -162,6 +169,7 @@ func (s *Service) runRequest(ctx context.Context, req engine.Request, trigger st
 	}
 	result := ResultOf(rep.ExitCode)
 	s.Metrics.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
+	s.keep(rep, cfg)
 	s.logRun(rep, result, err, trigger, nEvents, len(req.Resources))
 	return Outcome{Started: rep.Started, Finished: rep.Finished, ExitCode: rep.ExitCode, Result: result}
 }

@@ -1,7 +1,8 @@
 // Package testenv holds the test environments, one package each: real
 // servers and stand-ins the tests start (kubetest's etcd and kube-apiserver,
 // keycloaktest's Keycloak, fluxtest's and argotest's controllers,
-// rabbittest's broker, gittest's Git server, registrytest's OCI registry),
+// rabbittest's broker, gittest's Git server, registrytest's OCI registry,
+// chromiumtest's headless Chromium, promtest's promtool),
 // the synthetic state of synth, and the helpers they share (gobuild,
 // testproc, filelock, openapicheck). Their prepare and kubeup commands fill
 // the caches make test uses.
