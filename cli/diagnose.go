@@ -10,6 +10,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -115,10 +116,10 @@ func (a *app) runDiagnose(ctx context.Context, cfg *config.Config, kubeconfig st
 		err = diagnose.WriteTable(a.stdout, results)
 	}
 	if err != nil {
-		return engine.Classify(engine.ClassOutput, err)
+		return failure.Classify(failure.ClassOutput, err)
 	}
 	if n := diagnose.Failed(results); n > 0 {
-		return engine.Classify(engine.ClassCheck, fmt.Errorf("%d of %d check(s) failed, %d skipped", n, len(results), diagnose.Skipped(results)))
+		return failure.Classify(failure.ClassCheck, fmt.Errorf("%d of %d check(s) failed, %d skipped", n, len(results), diagnose.Skipped(results)))
 	}
 	return nil
 }

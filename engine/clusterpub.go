@@ -7,6 +7,7 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -21,8 +22,8 @@ type ClusterPublisher struct {
 // Stage is "apply".
 func (p *ClusterPublisher) Stage() string { return apply.StageApply }
 
-// Class is ClassApply.
-func (p *ClusterPublisher) Class() Class { return ClassApply }
+// Class is failure.ClassApply.
+func (p *ClusterPublisher) Class() failure.Class { return failure.ClassApply }
 
 // Publish applies and prunes. Objects the API server refused are reported in
 // Published.Failed and make the error contained: the orders and identities of
@@ -62,7 +63,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 	pub.Wrote = !o.DryRun && r.Changes.Changed()
 	if err != nil {
 		if objectsOnly(err) {
-			err = Contained(Classify(ClassApply, err))
+			err = failure.Contained(failure.Classify(failure.ClassApply, err))
 		} else {
 			pub.Incomplete = true
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -96,9 +97,9 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 		kept     bool
 		reported string
 	}{
-		{"found alive by a direct read", nil, nil, engine.ExitPartial, true, "a direct read finds it"},
-		{"unreadable", nil, errors.New("waldur down"), engine.ExitPartial, true, "reading it failed"},
-		{"terminated", map[waldur.UUID]engine.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, engine.ExitOK, false, ""},
+		{"found alive by a direct read", nil, nil, failure.ExitPartial, true, "a direct read finds it"},
+		{"unreadable", nil, errors.New("waldur down"), failure.ExitPartial, true, "reading it failed"},
+		{"terminated", map[waldur.UUID]engine.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, failure.ExitOK, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !has(alive) {
@@ -106,8 +107,8 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 			}
 			src.drop, src.direct, src.err = map[waldur.UUID]bool{alive: true}, tc.direct, tc.err
 			out := e.Run(ctx, engine.Request{Command: "sync"})
-			if engine.ExitCode(out.Err) != tc.code || has(alive) != tc.kept {
-				t.Fatalf("exit %d (%v), tenant in Git %v; want %d, %v", engine.ExitCode(out.Err), out.Err, has(alive), tc.code, tc.kept)
+			if failure.ExitCode(out.Err) != tc.code || has(alive) != tc.kept {
+				t.Fatalf("exit %d (%v), tenant in Git %v; want %d, %v", failure.ExitCode(out.Err), out.Err, has(alive), tc.code, tc.kept)
 			}
 			var reason string
 			for _, en := range out.Report.Changes {
@@ -132,8 +133,8 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 			}
 		}
 	}
-	if out := e.Run(ctx, engine.Request{Command: "sync"}); engine.ExitCode(out.Err) != engine.ExitGuard || !has(notFound) {
-		t.Errorf("every resource answering 404: exit %d (%v), want the guard", engine.ExitCode(out.Err), out.Err)
+	if out := e.Run(ctx, engine.Request{Command: "sync"}); failure.ExitCode(out.Err) != failure.ExitGuard || !has(notFound) {
+		t.Errorf("every resource answering 404: exit %d (%v), want the guard", failure.ExitCode(out.Err), out.Err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/localtree"
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -17,8 +18,8 @@ type DirPublisher struct {
 // Stage is "out".
 func (p *DirPublisher) Stage() string { return "out" }
 
-// Class is ClassOutput.
-func (p *DirPublisher) Class() Class { return ClassOutput }
+// Class is failure.ClassOutput.
+func (p *DirPublisher) Class() failure.Class { return failure.ClassOutput }
 
 // Publish compares the render with the directory and writes it when it
 // differs; the directories of skipped resources are carried over.

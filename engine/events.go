@@ -8,6 +8,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/events"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
@@ -27,12 +28,12 @@ func EventOfferings(offerings []config.Offering, all bool, log *slog.Logger, tun
 		}
 		u, err := events.URL(o.WaldurAPIURL, o.StompWSHost, o.StompWSPort, o.StompWSPath, o.WebsocketUseTLS)
 		if err != nil {
-			return nil, Errorf(ClassConfig, "offering %s: %w", o.Name, err)
+			return nil, failure.Errorf(failure.ClassConfig, "offering %s: %w", o.Name, err)
 		}
 		src := &APISource{Offerings: []config.Offering{o}, Log: log, Tune: tune}
 		off, err := waldur.ParseUUID(o.WaldurOfferingUUID)
 		if err != nil {
-			return nil, Errorf(ClassConfig, "offering %s: waldur_offering_uuid: %w", o.Name, err)
+			return nil, failure.Errorf(failure.ClassConfig, "offering %s: waldur_offering_uuid: %w", o.Name, err)
 		}
 		var hc *http.Client
 		if !o.VerifiesSSL() {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
@@ -222,7 +223,7 @@ func TestReviewRoutingKeepsShardPlacement(t *testing.T) {
 	sync := func() map[string]map[string]int {
 		t.Helper()
 		// The removal waiting on review is a skip: exit 3, the rest done.
-		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil && engine.ExitCode(out.Err) != engine.ExitPartial {
+		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil && failure.ExitCode(out.Err) != failure.ExitPartial {
 			t.Fatal(out.Err)
 		}
 		return placement(t, dir, cfg.Git.Path)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/guard/confirm"
@@ -37,8 +38,8 @@ type GitPublisher struct {
 // Stage is "git".
 func (p *GitPublisher) Stage() string { return "git" }
 
-// Class is ClassGit.
-func (p *GitPublisher) Class() Class { return ClassGit }
+// Class is failure.ClassGit.
+func (p *GitPublisher) Class() failure.Class { return failure.ClassGit }
 
 func (p *GitPublisher) open() error {
 	if p.repo != nil || p.openErr != nil {
@@ -49,7 +50,7 @@ func (p *GitPublisher) open() error {
 		opts.Log = p.Log
 		p.repo, err = gitsync.Open(opts)
 	}
-	p.openErr = Classify(ClassConfig, err)
+	p.openErr = failure.Classify(failure.ClassConfig, err)
 	return p.openErr
 }
 

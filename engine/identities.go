@@ -10,6 +10,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/render"
@@ -60,7 +61,7 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 		ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()},
 	})
 	if errors.Is(err, keycloak.ErrCredentials) {
-		err = Classify(ClassConfig, err)
+		err = failure.Classify(failure.ClassConfig, err)
 	}
 	out.Changes.Merge(unread)
 	k.missing, k.failed = out.MissingUsers, out.FailedUsers

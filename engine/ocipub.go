@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -25,14 +26,14 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 		maps.Copy(pub.Held, s.Held)
 	}
 	if s.Config {
-		return s.Changes, Contained(Errorf(ClassConfig, "%w", s.Err))
+		return s.Changes, failure.Contained(failure.Errorf(failure.ClassConfig, "%w", s.Err))
 	}
 	pub.FluxRevisions = s.Revisions
 	if p.Config.Git.FluxReconcile {
 		p.requestOCIReconcile(ctx, pub, s.Results)
 	}
 	if s.Err != nil {
-		return s.Changes, Contained(Errorf(ClassGit, "%w", s.Err))
+		return s.Changes, failure.Contained(failure.Errorf(failure.ClassGit, "%w", s.Err))
 	}
 	return s.Changes, nil
 }

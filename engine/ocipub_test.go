@@ -13,6 +13,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
@@ -81,9 +82,9 @@ func TestSyncShipsChangedShardArtifacts(t *testing.T) {
 	src.direct[gone.UUID] = engine.Gone{Why: "Waldur answers 404 for it"}
 	refuseWrites.Store(true)
 	out = e.Run(ctx, engine.Request{Command: "sync"})
-	if out.Report.Commit == "" || engine.ClassOf(out.Err) != engine.ClassGit || !strings.Contains(out.Err.Error(), "1 flux shard artifact(s) not pushed") ||
+	if out.Report.Commit == "" || failure.ClassOf(out.Err) != failure.ClassGit || !strings.Contains(out.Err.Error(), "1 flux shard artifact(s) not pushed") ||
 		!strings.Contains(out.Err.Error(), "commit "+out.Report.Commit+" was pushed") {
-		t.Fatalf("refused push: commit %q, %v (class %v)", out.Report.Commit, out.Err, engine.ClassOf(out.Err))
+		t.Fatalf("refused push: commit %q, %v (class %v)", out.Report.Commit, out.Err, failure.ClassOf(out.Err))
 	}
 	got := artifacts(out)
 	if len(got[changeset.Skip]) != 1 || len(got[changeset.Unchanged]) != len(names)-1 {
@@ -152,13 +153,13 @@ func TestSyncOCICredentials(t *testing.T) {
 	// every tenant's order held, a config error naming the key.
 	cfg.Git.FluxOCIPasswordFile = pwFile + ".missing"
 	out := e.Run(context.Background(), engine.Request{Command: "sync"})
-	if engine.ClassOf(out.Err) != engine.ClassConfig || !strings.Contains(out.Err.Error(), "git.flux_oci_password_file") || out.Report.Commit == "" ||
+	if failure.ClassOf(out.Err) != failure.ClassConfig || !strings.Contains(out.Err.Error(), "git.flux_oci_password_file") || out.Report.Commit == "" ||
 		len(out.Published.Held) != len(out.Published.After.ResourceUUIDs()) {
 		t.Fatalf("unreadable password: %v (commit %q, %d of %d held)", out.Err, out.Report.Commit, len(out.Published.Held), len(out.Published.After.ResourceUUIDs()))
 	}
 	cfg.Git.FluxOCIPasswordFile = pwFile
 	out = e.Run(context.Background(), engine.Request{Command: "sync"})
-	if engine.ClassOf(out.Err) != engine.ClassGit || !strings.Contains(out.Err.Error(), "UNAUTHORIZED") {
+	if failure.ClassOf(out.Err) != failure.ClassGit || !strings.Contains(out.Err.Error(), "UNAUTHORIZED") {
 		t.Fatalf("a refused login: %v", out.Err)
 	}
 	js, err := json.Marshal(out.Report)

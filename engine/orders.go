@@ -8,6 +8,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/orders"
@@ -74,7 +75,7 @@ func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Render
 // Finish moves the executing orders whose effect pub carries.
 func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
 	if pub == nil || pub.Incomplete {
-		return changeset.Result{}, Errorf(ClassWaldur, "orders left executing: the publish did not complete")
+		return changeset.Result{}, failure.Errorf(failure.ClassWaldur, "orders left executing: the publish did not complete")
 	}
 	os, err := s.stage(dryRun, !dryRun)
 	if err != nil {
@@ -90,7 +91,7 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	}
 	r, err := os.Finish(ctx, st, res, pub.After)
 	if err != nil {
-		err = Errorf(ClassWaldur, "%w", err)
+		err = failure.Errorf(failure.ClassWaldur, "%w", err)
 	}
 	return r, err
 }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/keycloak"
 )
@@ -35,7 +36,7 @@ func preflight(cfg *config.Config, o Options, api *APISource) error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return Classify(ClassConfig, &incompleteError{errs: errs})
+	return failure.Classify(failure.ClassConfig, &incompleteError{errs: errs})
 }
 
 // incompleteError is every key or credential preflight found missing, one

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
@@ -65,7 +66,7 @@ type Publisher interface {
 	// Stage is the name the publisher's stage has in the run report.
 	Stage() string
 	// Class is the failure class of an error the publisher returns unclassified.
-	Class() Class
+	Class() failure.Class
 	Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error)
 }
 
@@ -144,6 +145,17 @@ func (p *Published) Has(id waldur.UUID) bool {
 		return true
 	}
 	return p.resources()[id]
+}
+
+// Done says what the publish made take effect, for a run cut short.
+func (p *Published) Done() string {
+	switch {
+	case p == nil || !p.Wrote:
+		return "nothing pushed or applied"
+	case p.Ref != "":
+		return "commit " + p.Ref + " pushed"
+	}
+	return "the apply went through"
 }
 
 // review is Review, nil for no publish.
@@ -252,7 +264,7 @@ type Seams struct {
 // and whether the stages after it still run when it fails.
 type stage struct {
 	name  string
-	class Class
+	class failure.Class
 	run   func(ctx context.Context, o *Outcome) (changeset.Result, error)
 	goOn  bool
 }

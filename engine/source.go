@@ -11,6 +11,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -25,7 +26,7 @@ type SnapshotSource struct {
 func (s *SnapshotSource) Read(context.Context) (*waldur.State, error) {
 	snap, err := waldur.LoadSnapshot(s.Path)
 	if err != nil {
-		return nil, Classify(ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	logOrDiscard(s.Log).Info("read snapshot", "file", s.Path, "taken_at", snap.TakenAt.Format(time.RFC3339), "offerings", len(snap.Offerings))
 	return &snap.State, nil
@@ -62,7 +63,7 @@ func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 		ost, err := s.readOffering(ctx, o)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, Classify(ClassWaldur, err)
+				return nil, failure.Classify(failure.ClassWaldur, err)
 			}
 			first = cmpOr(first, err)
 			if st.Unread == nil {
@@ -88,7 +89,7 @@ func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*wald
 	start := time.Now()
 	ost, err := c.ReadOffering(ctx, o.Name, waldur.UUID(o.WaldurOfferingUUID))
 	if err != nil {
-		return nil, Classify(ClassWaldur, err)
+		return nil, failure.Classify(failure.ClassWaldur, err)
 	}
 	logOrDiscard(s.Log).Info("read Waldur offering", "offering", o.Name, "resources", len(ost.Resources), "orders", len(ost.Orders),
 		"projects", len(ost.Teams), "offering_users", len(ost.OfferingUsers), "terminated", len(ost.Terminated),
@@ -101,7 +102,7 @@ func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*wald
 func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
 	token, err := o.Token()
 	if err != nil {
-		return nil, Classify(ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	if tc, ok := s.clients[o.Name]; ok && tc.token == token {
 		return tc.c, nil
@@ -115,7 +116,7 @@ func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
 	}
 	c, err := waldur.NewClient(opts)
 	if err != nil {
-		return nil, Errorf(ClassConfig, "offering %s: %w", o.Name, err)
+		return nil, failure.Errorf(failure.ClassConfig, "offering %s: %w", o.Name, err)
 	}
 	if s.clients == nil {
 		s.clients = map[string]tokenClient{}
@@ -147,7 +148,7 @@ func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldu
 	for i, prev := range last.Offerings {
 		o := s.offering(prev.Name)
 		if o == nil {
-			return nil, Errorf(ClassConfig, "offering %q of the last state is no longer configured", prev.Name)
+			return nil, failure.Errorf(failure.ClassConfig, "offering %q of the last state is no longer configured", prev.Name)
 		}
 		c, err := s.Client(o)
 		if err != nil {
@@ -160,11 +161,11 @@ func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldu
 			ost.Teams = map[waldur.UUID][]waldur.TeamMember{}
 		}
 		if ost.Orders, err = c.ListOrders(ctx, prev.OfferingUUID); err != nil {
-			return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
+			return nil, failure.Classify(failure.ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 		}
 		for _, id := range withOrderResources(ids, prev.Orders, ost.Orders) {
 			if err := refreshResource(ctx, c, &ost, id); err != nil {
-				return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
+				return nil, failure.Classify(failure.ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 			}
 		}
 		st.Offerings[i] = ost

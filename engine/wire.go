@@ -5,6 +5,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/orders"
@@ -77,7 +78,7 @@ type Options struct {
 func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	tpls, err := render.LoadTemplates(cfg)
 	if err != nil {
-		return nil, Classify(ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	var s Seams
 	var api *APISource

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
@@ -19,5 +20,5 @@ func (f feedbackStage) Report(ctx context.Context, st *waldur.State, res *render
 		wp = &writeback.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Failed: pub.Failed, In: pub.Has}
 	}
 	r, err := f.fb.Report(ctx, st, res, wp, waiting, writeback.Options{DryRun: o.DryRun, Guard: o.Guard})
-	return r, Classify(ClassWaldur, err)
+	return r, failure.Classify(failure.ClassWaldur, err)
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/events"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/stop"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -51,7 +53,7 @@ type Service struct {
 func (s *Service) Engine(cfg *config.Loaded) (*engine.Engine, error) {
 	b, err := os.ReadFile(cfg.Path)
 	if err != nil {
-		return nil, engine.Errorf(engine.ClassConfig, "read %s: %w", cfg.Path, err)
+		return nil, failure.Errorf(failure.ClassConfig, "read %s: %w", cfg.Path, err)
 	}
 	if h := sha256.Sum256(b); s.eng == nil || h != s.hash {
 		if s.eng != nil {
@@ -151,14 +153,14 @@ func (s *Service) runRequest(ctx context.Context, req engine.Request, trigger st
 	}
 	if err == nil {
 		// One dead endpoint costs one stage of the run (internal/unreachable).
-		runCtx, cancel := engine.WithDeadline(unreachable.Track(ctx), s.timeout(cfg))
+		runCtx, cancel := stop.WithDeadline(unreachable.Track(ctx), s.timeout(cfg))
 		out := eng.Run(runCtx, req)
 		cancel()
 		err, rep = s.Finish(cfg, out), out.Report
 	} else {
 		// The config or the templates could not be loaded: a failed run without stages.
 		rep = report.New("serve", version.String(), false, start)
-		rep.Finish(engine.ExitCode(err), time.Now())
+		rep.Finish(failure.ExitCode(err), time.Now())
 	}
 	result := ResultOf(rep.ExitCode)
 	s.Metrics.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
@@ -221,9 +223,9 @@ func countsLine(rep *report.Run) string {
 // ResultOf is the result label of an exit code (metrics.ResultOK, …).
 func ResultOf(code int) string {
 	switch code {
-	case engine.ExitOK:
+	case failure.ExitOK:
 		return metrics.ResultOK
-	case engine.ExitPartial:
+	case failure.ExitPartial:
 		return metrics.ResultPartial
 	}
 	return metrics.ResultFailed

@@ -12,6 +12,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -133,7 +134,7 @@ func (p *Publisher) Stage() string {
 }
 
 // Class is ClassGit.
-func (p *Publisher) Class() engine.Class { return engine.ClassGit }
+func (p *Publisher) Class() failure.Class { return failure.ClassGit }
 
 // Publish replaces Tree with the render (not for a dry run).
 func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.PublishOptions) (*engine.Published, changeset.Result, error) {
