@@ -9,10 +9,10 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
-	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // diagnoseDeps builds the clients of the checks, each bounded by timeout
@@ -20,7 +20,7 @@ import (
 var diagnoseDeps = func(a *app, timeout time.Duration) diagnose.Deps {
 	return diagnose.Deps{
 		Waldur: func(o *config.Offering) (diagnose.WaldurAPI, error) {
-			src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: func(opts *waldur.ClientOptions) {
+			src := &source.API{Offerings: []config.Offering{*o}, Log: a.log, Tune: func(opts *waldur.ClientOptions) {
 				tuneWaldurClient(opts)
 				opts.Timeout = timeout
 			}}

@@ -6,11 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 func init() { register((*app).snapshotCommand) }
@@ -38,7 +38,7 @@ func (a *app) snapshotCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			src := &engine.APISource{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}
+			src := &source.API{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}
 			st, err := src.Read(cmd.Context())
 			if err != nil {
 				return err

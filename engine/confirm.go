@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/render"
@@ -15,33 +14,6 @@ type (
 	Confirmer = confirm.Confirmer
 	Gone      = confirm.Gone
 )
-
-// Confirm looks each resource up with the offering's client.
-func (s *APISource) Confirm(ctx context.Context, offering string, ids []waldur.UUID) (map[waldur.UUID]Gone, error) {
-	o := s.offering(offering)
-	if o == nil {
-		return nil, fmt.Errorf("offering %q is not configured", offering)
-	}
-	c, err := s.Client(o)
-	if err != nil {
-		return nil, err
-	}
-	gone := map[waldur.UUID]Gone{}
-	for _, id := range ids {
-		r, found, err := c.LookupResource(ctx, id)
-		switch {
-		case err != nil:
-			return gone, fmt.Errorf("confirm resource %s: %w", id, err)
-		case !found:
-			gone[id] = Gone{Why: "Waldur answers 404 for it"}
-		case r.State == waldur.ResourceTerminated || r.State == waldur.ResourceTerminating:
-			gone[id] = Gone{Why: "Waldur reports it " + r.State, Terminated: true}
-		case r.OfferingUUID != waldur.UUID(o.WaldurOfferingUUID):
-			gone[id] = Gone{Why: "it moved to offering " + string(r.OfferingUUID)}
-		}
-	}
-	return gone, nil
-}
 
 // settle and explainGone are confirm.Settle and confirm.ExplainGone for the
 // publishers.

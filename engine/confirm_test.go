@@ -5,15 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/waldur"
-	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
 
 // gitEngine is an engine over the bundled example whose Source is answers
@@ -135,30 +132,5 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 	}
 	if out := e.Run(ctx, engine.Request{Command: "sync"}); failure.ExitCode(out.Err) != failure.ExitGuard || !has(notFound) {
 		t.Errorf("every resource answering 404: exit %d (%v), want the guard", failure.ExitCode(out.Err), out.Err)
-	}
-}
-
-// TestConfirmAgainstWaldur: APISource.Confirm tells a live resource, a
-// terminated one and one Waldur does not know apart.
-func TestConfirmAgainstWaldur(t *testing.T) {
-	srv := waldurtest.New(t)
-	t.Setenv("WALDUR_API_TOKEN", srv.Token())
-	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	live := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "live", Created: created})
-	done := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "done", Created: created, State: waldur.ResourceTerminated})
-	unknown := waldur.UUID("00000000000040008000000000000bad")
-	src := &engine.APISource{Offerings: []config.Offering{{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}}}
-	gone, err := src.Confirm(context.Background(), "Plain", []waldur.UUID{live, done, unknown})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := gone[live]; ok {
-		t.Errorf("a live resource counts as gone: %v", gone[live])
-	}
-	if g := gone[done]; !g.Terminated {
-		t.Errorf("a terminated resource: %+v", g)
-	}
-	if g, ok := gone[unknown]; !ok || g.Terminated {
-		t.Errorf("an unknown resource: %+v %v", g, ok)
 	}
 }

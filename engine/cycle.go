@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/stop"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // Engine runs the cycle with one set of seams. It lives as long as its
@@ -49,7 +50,7 @@ func (e *Engine) stages(req Request) []stage {
 		} else {
 			o.State, err = s.Source.Read(ctx)
 		}
-		return changeset.Result{Changes: unreadEntries(o.State)}, err
+		return changeset.Result{Changes: source.Unread(o.State)}, err
 	}})
 	if s.Announcer != nil {
 		// After the read: only offerings found in Waldur get an identity.

@@ -4,7 +4,7 @@
 //	waldur ─▶ (agent) ─▶ approve ─▶ render ─▶ quota ─▶ validate ─▶ git | apply | out ─▶ keycloak ─▶ orders ─▶ feedback
 //
 //	stage            seam        what does the work (adapter here, if any)
-//	waldur           Source      APISource, SnapshotSource (waldur)
+//	waldur           Source      source.API, SnapshotSource (waldur)
 //	agent            Announcer   writeback.AgentAnnouncer
 //	approve          Orders      OrderStage.Approve (orders)
 //	render           Renderer    ConfigRendering (render): claims settled, quota holds

@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
@@ -30,7 +31,7 @@ func EventOfferings(offerings []config.Offering, all bool, log *slog.Logger, tun
 		if err != nil {
 			return nil, failure.Errorf(failure.ClassConfig, "offering %s: %w", o.Name, err)
 		}
-		src := &APISource{Offerings: []config.Offering{o}, Log: log, Tune: tune}
+		src := &source.API{Offerings: []config.Offering{o}, Log: log, Tune: tune}
 		off, err := waldur.ParseUUID(o.WaldurOfferingUUID)
 		if err != nil {
 			return nil, failure.Errorf(failure.ClassConfig, "offering %s: waldur_offering_uuid: %w", o.Name, err)

@@ -14,12 +14,13 @@ import (
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // OrderStage is the Orders seam over package orders, with the clients of the
-// run's APISource.
+// run's source.API.
 type OrderStage struct {
-	Source    *APISource
+	Source    *source.API
 	Offerings []config.Offering
 	// ApplyTimeout is orders.apply_timeout (0: never err a waiting order).
 	ApplyTimeout time.Duration

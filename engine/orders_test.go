@@ -11,8 +11,12 @@ import (
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
+
+// offeringUUID is the offering the tests add their resources to.
+const offeringUUID = "0ff00000000040008000000000000042"
 
 // TestOrderStageAgainstWaldur: the order seam over the in-repo Waldur, as the
 // cycle runs it: read, approve (the pending Create), render, publish (here:
@@ -35,7 +39,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &engine.APISource{Offerings: l.Offerings}
+	src := &source.API{Offerings: l.Offerings}
 	stage := &engine.OrderStage{Source: src, Offerings: l.Offerings}
 	tpls, err := render.LoadTemplates(l.Config)
 	if err != nil {

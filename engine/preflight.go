@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // preflight checks, before a run sends a single request, that the config
@@ -19,7 +20,7 @@ import (
 // to, the credentials of every Keycloak reconciled. Whatever is missing is
 // one config error (exit 2) naming every key, so that a run never writes
 // half of its work before finding the config incomplete.
-func preflight(cfg *config.Config, o Options, api *APISource) error {
+func preflight(cfg *config.Config, o Options, api *source.API) error {
 	var errs []error
 	if api != nil {
 		errs = append(errs, waldurPreflight(api)...)
@@ -72,7 +73,7 @@ func unjoin(err error) []error {
 
 // waldurPreflight builds the client of every offering: its token is read
 // and its URL checked.
-func waldurPreflight(api *APISource) []error {
+func waldurPreflight(api *source.API) []error {
 	var errs []error
 	for i := range api.Offerings {
 		if _, err := api.Client(&api.Offerings[i]); err != nil {

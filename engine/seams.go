@@ -17,6 +17,12 @@ type Source interface {
 	Read(ctx context.Context) (*waldur.State, error)
 }
 
+// Refresher is a Source that can bring a previous state up to date for a
+// few resources only, instead of reading every offering again.
+type Refresher interface {
+	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
+}
+
 // Renderer renders a state; render.Renderer.Render is the one the engine uses.
 type Renderer func(*waldur.State) (*render.Result, error)
 

@@ -13,6 +13,7 @@ import (
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
@@ -81,11 +82,11 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	var s Seams
-	var api *APISource
+	var api *source.API
 	if o.Snapshot != "" {
-		s.Source = &SnapshotSource{Path: o.Snapshot, Log: o.Log}
+		s.Source = &source.Snapshot{Path: o.Snapshot, Log: o.Log}
 	} else {
-		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
+		src := &source.API{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
 		s.Source, api = src, src
 		if o.Announce {
 			s.Announcer = &writeback.AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
@@ -179,3 +180,10 @@ func (e *Engine) Last() *Outcome { return e.last }
 // Seams returns the stages the engine runs (tests, and verbs that print what
 // a stage found).
 func (e *Engine) Seams() Seams { return e.seams }
+
+func logOrDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}

@@ -1,4 +1,9 @@
-package engine
+// Package source reads the Waldur state a run works on: from the API of
+// every configured offering (API, which also refreshes a few resources into
+// the last state and confirms a removal with a direct read), or from a
+// recorded snapshot (Snapshot). API keeps one Waldur client per offering,
+// which every stage of a run shares (Client).
+package source
 
 import (
 	"cmp"
@@ -16,14 +21,14 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// SnapshotSource reads a recorded state from a snapshot file.
-type SnapshotSource struct {
+// Snapshot reads a recorded state from a snapshot file.
+type Snapshot struct {
 	Path string
 	Log  *slog.Logger
 }
 
 // Read loads the snapshot; a missing or broken file is a config error.
-func (s *SnapshotSource) Read(context.Context) (*waldur.State, error) {
+func (s *Snapshot) Read(context.Context) (*waldur.State, error) {
 	snap, err := waldur.LoadSnapshot(s.Path)
 	if err != nil {
 		return nil, failure.Classify(failure.ClassConfig, err)
@@ -32,10 +37,10 @@ func (s *SnapshotSource) Read(context.Context) (*waldur.State, error) {
 	return &snap.State, nil
 }
 
-// APISource reads the state of every configured offering from its Waldur API.
+// API reads the state of every configured offering from its Waldur API.
 // It keeps one client per offering for every stage and run, and builds it
 // anew when the offering's token changes (a rotated token file is picked up).
-type APISource struct {
+type API struct {
 	Offerings []config.Offering
 	Log       *slog.Logger
 	// Tune adjusts every client's options (tests shorten the retry waits).
@@ -54,7 +59,7 @@ type tokenClient struct {
 // read (Waldur down or refusing, an inconsistent listing, a missing token) is
 // recorded in State.Unread and the others are read: its tenants are kept as
 // they are. Only when no offering can be read does Read fail.
-func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
+func (s *API) Read(ctx context.Context) (*waldur.State, error) {
 	log := logOrDiscard(s.Log)
 	st := &waldur.State{}
 	var first error
@@ -65,7 +70,7 @@ func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 			if ctx.Err() != nil {
 				return nil, failure.Classify(failure.ClassWaldur, err)
 			}
-			first = cmpOr(first, err)
+			first = cmp.Or(first, err)
 			if st.Unread == nil {
 				st.Unread = map[string]string{}
 			}
@@ -81,7 +86,7 @@ func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 	return st, nil
 }
 
-func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*waldur.OfferingState, error) {
+func (s *API) readOffering(ctx context.Context, o *config.Offering) (*waldur.OfferingState, error) {
 	c, err := s.Client(o)
 	if err != nil {
 		return nil, err
@@ -99,7 +104,7 @@ func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*wald
 
 // Client is the Waldur client of an offering, built anew when its token
 // changed. A missing token or a bad URL is a config error.
-func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
+func (s *API) Client(o *config.Offering) (*waldur.Client, error) {
 	token, err := o.Token()
 	if err != nil {
 		return nil, failure.Classify(failure.ClassConfig, err)
@@ -132,18 +137,12 @@ func logOrDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// Refresher is a Source that can bring a previous state up to date for a
-// few resources only, instead of reading every offering again.
-type Refresher interface {
-	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
-}
-
 // Refresh returns a copy of last in which the named resources, their teams
 // and every offering's open orders are read again: per offering one order
 // listing, and one resource and one team read per named resource. A resource
 // now in a state the listing leaves out (Terminated) or answering 404 leaves
 // the state; one of another offering is ignored.
-func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
+func (s *API) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
 	st := &waldur.State{Offerings: make([]waldur.OfferingState, len(last.Offerings)), Unread: maps.Clone(last.Unread)}
 	for i, prev := range last.Offerings {
 		o := s.offering(prev.Name)
@@ -222,7 +221,7 @@ func refreshResource(ctx context.Context, c *waldur.Client, ost *waldur.Offering
 	return nil
 }
 
-func (s *APISource) offering(name string) *config.Offering {
+func (s *API) offering(name string) *config.Offering {
 	for i := range s.Offerings {
 		if s.Offerings[i].Name == name {
 			return &s.Offerings[i]
@@ -231,8 +230,9 @@ func (s *APISource) offering(name string) *config.Offering {
 	return nil
 }
 
-// unreadEntries reports every offering that could not be read.
-func unreadEntries(st *waldur.State) changeset.Set {
+// Unread is the waldur stage's entries: every offering that could not be
+// read, skipped with why.
+func Unread(st *waldur.State) changeset.Set {
 	var cs changeset.Set
 	if st == nil {
 		return cs
