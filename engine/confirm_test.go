@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -27,7 +28,7 @@ func gitEngine(t *testing.T, g guard.Options) (*engine.Engine, *answers, string)
 type answers struct {
 	st      *waldur.State
 	drop    map[waldur.UUID]bool
-	direct  map[waldur.UUID]engine.Gone // absent: the direct read finds the resource
+	direct  map[waldur.UUID]confirm.Gone // absent: the direct read finds the resource
 	err     error
 	offered []waldur.UUID
 }
@@ -47,9 +48,9 @@ func (a *answers) Read(context.Context) (*waldur.State, error) {
 	return st, nil
 }
 
-func (a *answers) Confirm(_ context.Context, _ string, ids []waldur.UUID) (map[waldur.UUID]engine.Gone, error) {
+func (a *answers) Confirm(_ context.Context, _ string, ids []waldur.UUID) (map[waldur.UUID]confirm.Gone, error) {
 	a.offered = append(a.offered, ids...)
-	gone := map[waldur.UUID]engine.Gone{}
+	gone := map[waldur.UUID]confirm.Gone{}
 	for _, id := range ids {
 		if g, ok := a.direct[id]; ok {
 			gone[id] = g
@@ -88,7 +89,7 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 
 	for _, tc := range []struct {
 		name     string
-		direct   map[waldur.UUID]engine.Gone
+		direct   map[waldur.UUID]confirm.Gone
 		err      error
 		code     int
 		kept     bool
@@ -96,7 +97,7 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 	}{
 		{"found alive by a direct read", nil, nil, failure.ExitPartial, true, "a direct read finds it"},
 		{"unreadable", nil, errors.New("waldur down"), failure.ExitPartial, true, "reading it failed"},
-		{"terminated", map[waldur.UUID]engine.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, failure.ExitOK, false, ""},
+		{"terminated", map[waldur.UUID]confirm.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, failure.ExitOK, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !has(alive) {
@@ -121,12 +122,12 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 
 	// A 404 lets the tenant leave, but counts for the guard: several at once
 	// (a wrong token answers 404 for everything) are refused.
-	src.drop, src.direct, src.err = map[waldur.UUID]bool{}, map[waldur.UUID]engine.Gone{}, nil
+	src.drop, src.direct, src.err = map[waldur.UUID]bool{}, map[waldur.UUID]confirm.Gone{}, nil
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {
 			if r.UUID != alive {
 				src.drop[r.UUID] = true
-				src.direct[r.UUID] = engine.Gone{Why: "Waldur answers 404 for it"}
+				src.direct[r.UUID] = confirm.Gone{Why: "Waldur answers 404 for it"}
 			}
 		}
 	}

@@ -8,7 +8,9 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/stop"
 	"github.com/waldur/waldur-gitops/waldur/source"
@@ -86,8 +88,8 @@ func (e *Engine) stages(req Request) []stage {
 	}
 	if s.Publisher != nil {
 		list = append(list, stage{name: s.Publisher.Stage(), class: s.Publisher.Class(), run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			confirm, _ := s.Source.(Confirmer)
-			pub, r, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g, Confirm: confirm})
+			confirmer, _ := s.Source.(confirm.Confirmer)
+			pub, r, err := s.Publisher.Publish(ctx, o.Result, publish.Options{DryRun: req.DryRun, Guard: g, Confirm: confirmer})
 			o.Published = pub
 			return r, err
 		}})
@@ -97,7 +99,7 @@ func (e *Engine) stages(req Request) []stage {
 		// change; those of the tenants it leaves unusable wait.
 		list = append(list, stage{name: "keycloak", class: failure.ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			// Without a publisher the render is taken to be what is in place.
-			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources, Held: o.Published.review()})
+			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources, Held: o.Published.Reviewing()})
 			if r == nil {
 				return changeset.Result{}, err
 			}

@@ -8,13 +8,14 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // classify gives a stage's failure its class. After something was published
 // a failure is never "bad config" (exit 2 reads as "nothing happened"): it
 // takes the stage's own class and says what was published.
-func classify(st stage, err error, pub *Published) error {
+func classify(st stage, err error, pub *publish.Published) error {
 	err = failure.Classify(st.class, err)
 	c, contained := failure.ClassOf(err), failure.IsContained(err)
 	if pub != nil && pub.Wrote {

@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -90,7 +91,7 @@ func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur
 // seenFeedback records the resources each run's feedback was given.
 type seenFeedback struct{ runs [][]waldur.UUID }
 
-func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Result, error) {
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *publish.Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Result, error) {
 	var ids []waldur.UUID
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {
@@ -122,7 +123,7 @@ func TestTargetedRunFeedback(t *testing.T) {
 // guardFeedback records the guard each run's feedback was given.
 type guardFeedback struct{ runs []guard.Options }
 
-func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
+func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *publish.Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
 	f.runs = append(f.runs, o.Guard)
 	return changeset.Result{}, nil
 }

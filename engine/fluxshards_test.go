@@ -14,6 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -57,7 +58,7 @@ func engineOver(t *testing.T, cfg *config.Loaded, src engine.Source, log *slog.L
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, g, nil)
+	return engine.New(engine.Seams{Source: src, Publisher: &publish.Git{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, g, nil)
 }
 
 // Changing git.flux_shards never moves a tenant between two shards that both

@@ -12,6 +12,7 @@ import (
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/source"
@@ -74,7 +75,7 @@ func (s *OrderStage) Approve(ctx context.Context, st *waldur.State, probe Render
 }
 
 // Finish moves the executing orders whose effect pub carries.
-func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
+func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *publish.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
 	if pub == nil || pub.Incomplete {
 		return changeset.Result{}, failure.Errorf(failure.ClassWaldur, "orders left executing: the publish did not complete")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/source"
@@ -59,7 +60,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &engine.Published{After: result.Tree(nil)}
+	pub := &publish.Published{After: result.Tree(nil)}
 
 	cs, _, err = changeset.Apart(stage.Finish(ctx, st, result, pub, map[waldur.UUID]string{res: "Keycloak realm hpc failed"}, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip {
@@ -70,7 +71,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	}
 
 	// The OCI layout: committed, but the shard's artifact not pushed yet.
-	held := &engine.Published{After: pub.After, Held: map[waldur.UUID]string{res: "its Flux shard artifact waldur-plain-cluster-00 is not pushed yet: DENIED"}}
+	held := &publish.Published{After: pub.After, Held: map[waldur.UUID]string{res: "its Flux shard artifact waldur-plain-cluster-00 is not pushed yet: DENIED"}}
 	cs, _, err = changeset.Apart(stage.Finish(ctx, st, result, held, nil, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip || !strings.Contains(cs.Entries[0].Reason, held.Held[res]) {
 		t.Fatalf("finish while its artifact is not pushed: %v %v", err, cs.Entries)

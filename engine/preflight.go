@@ -7,8 +7,8 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/failure"
-	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
@@ -26,7 +26,7 @@ func preflight(cfg *config.Config, o Options, api *source.API) error {
 		errs = append(errs, waldurPreflight(api)...)
 	}
 	if o.Publish == Git {
-		errs = append(errs, gitPreflight(cfg)...)
+		errs = append(errs, publish.GitPreflight(cfg)...)
 	}
 	if o.Publish == Cluster || o.ValidateServer {
 		errs = append(errs, unjoin(apply.Preflight(cfg, o.Apply))...)
@@ -77,26 +77,6 @@ func waldurPreflight(api *source.API) []error {
 	var errs []error
 	for i := range api.Offerings {
 		if _, err := api.Client(&api.Offerings[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// gitPreflight reads what the Git publish needs: git.url, its credentials
-// and signing key, the OCI registry's credentials and the forge token.
-func gitPreflight(cfg *config.Config) []error {
-	var errs []error
-	if _, err := gitsync.OptionsFromConfig(cfg.Git); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Git.FluxOCIRepository != "" {
-		if _, _, err := cfg.Git.FluxOCICredentials(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if f := cfg.Review.Forge; f != nil {
-		if _, err := f.Token(); err != nil {
 			errs = append(errs, err)
 		}
 	}

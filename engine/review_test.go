@@ -16,6 +16,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/review"
@@ -222,7 +223,7 @@ offerings:
 		t.Fatal(err)
 	}
 	rdr := render.New(l.Config, tpls)
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: l.Config},
+	e := engine.New(engine.Seams{Source: src, Publisher: &publish.Git{Config: l.Config},
 		Quotas:   &quotasafe.Stage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (quotasafe.Reader, error) { return live, nil }},
 		Renderer: engine.ConfigRendering(l.Config, rdr)},
 		rdr.Render, guard.Options{MaxFraction: 1, MinCount: 100}, nil)

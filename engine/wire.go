@@ -6,9 +6,11 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
@@ -94,7 +96,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		if o.Orders && o.Publish != Nowhere {
 			ost := &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 			if o.Publish == Git && cfg.Git.FluxShards > 0 {
-				l := Layout(cfg)
+				l := gitsync.LayoutFor(cfg)
 				ost.Flux, ost.Branch = &l, cfg.Git.Branch
 			}
 			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
@@ -106,14 +108,14 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	var previous func() render.Tree
 	switch o.Publish {
 	case Git:
-		gp := &GitPublisher{Config: cfg, Log: o.Log}
+		gp := &publish.Git{Config: cfg, Log: o.Log}
 		s.Publisher, previous = gp, gp.Previous
 	case Cluster:
 		opts := o.Apply
 		opts.Log = o.Log
-		s.Publisher = &ClusterPublisher{Config: cfg, Options: opts}
+		s.Publisher = &publish.Cluster{Config: cfg, Options: opts}
 	case Directory:
-		s.Publisher = &DirPublisher{Dir: o.Dir}
+		s.Publisher = &publish.Dir{Dir: o.Dir}
 	}
 	if o.Publish != Nowhere {
 		s.Quotas = &quotasafe.Stage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
@@ -121,7 +123,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if o.ValidateServer {
 		opts := o.Apply
 		opts.Log = o.Log
-		s.Validator = &ServerValidator{Config: cfg, Options: opts}
+		s.Validator = &publish.ServerValidator{Config: cfg, Options: opts}
 	}
 	if o.Identities && len(keycloak.Targets(cfg)) > 0 {
 		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Memory: keycloak.NewMemory(cfg.KeycloakState)}

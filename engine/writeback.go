@@ -5,6 +5,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
@@ -14,7 +15,7 @@ import (
 // hands over what the publish did and gives its failures the Waldur class.
 type feedbackStage struct{ fb *writeback.ResourceFeedback }
 
-func (f feedbackStage) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
+func (f feedbackStage) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *publish.Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
 	var wp *writeback.Published
 	if pub != nil {
 		wp = &writeback.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Failed: pub.Failed, In: pub.Has}

@@ -356,7 +356,7 @@ type Options struct {
 }
 
 // Published is what the run's publish did, as feedback reads it
-// (engine.Published).
+// (publish.Published).
 type Published struct {
 	// Before and After are the owned tree before the publish and as the
 	// destination holds it now.
