@@ -32,7 +32,7 @@ func preflight(cfg *config.Config, o Options, api *source.API) error {
 		errs = append(errs, unjoin(apply.Preflight(cfg, o.Apply))...)
 	}
 	if o.Identities {
-		errs = append(errs, keycloakPreflight(cfg, o.DryRun)...)
+		errs = append(errs, keycloak.Preflight(cfg, o.DryRun)...)
 	}
 	if len(errs) == 0 {
 		return nil
@@ -78,23 +78,6 @@ func waldurPreflight(api *source.API) []error {
 	for i := range api.Offerings {
 		if _, err := api.Client(&api.Offerings[i]); err != nil {
 			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// keycloakPreflight builds the client of every Keycloak target (it makes no
-// call): its URL is checked and its credentials read. A dry run leaves a
-// realm whose settings name no credential out (KeycloakStage says so), so
-// only a run that writes needs its credentials.
-func keycloakPreflight(cfg *config.Config, dryRun bool) []error {
-	var errs []error
-	for _, t := range keycloak.Targets(cfg) {
-		if dryRun && NoCredentials(t.Settings) {
-			continue
-		}
-		if _, err := keycloak.NewClient(t, keycloak.ClientOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("keycloak %s: %w", t, err))
 		}
 	}
 	return errs
