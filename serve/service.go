@@ -78,7 +78,7 @@ func (s *Service) Run(ctx context.Context) Outcome {
 // become runs on loop.Wake, and health reports its state. The returned
 // function stops it and waits for it.
 func (s *Service) StartEvents(ctx context.Context, cfg *config.Loaded, all bool, window time.Duration, loop *Loop, health *Health) (func(), error) {
-	offs, err := engine.EventOfferings(cfg.Offerings, all, s.log(), s.TuneWaldur)
+	offs, err := events.FromConfig(cfg.Offerings, all, s.log(), s.TuneWaldur)
 	if err != nil || len(offs) == 0 {
 		return func() {}, err
 	}
