@@ -41,7 +41,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 		t.Fatal(err)
 	}
 	src := &source.API{Offerings: l.Offerings}
-	stage := &engine.OrderStage{Source: src, Offerings: l.Offerings}
+	stage := &engine.OrderStage{Site: &orders.Site{Source: src, Offerings: l.Offerings}}
 	tpls, err := render.LoadTemplates(l.Config)
 	if err != nil {
 		t.Fatal(err)

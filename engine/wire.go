@@ -94,7 +94,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			s.Announcer = &writeback.AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
 		}
 		if o.Orders && o.Publish != Nowhere {
-			ost := &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
+			ost := &orders.Site{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 			if o.Publish == Git && cfg.Git.FluxShards > 0 {
 				l := gitsync.LayoutFor(cfg)
 				ost.Flux, ost.Branch = &l, cfg.Git.Branch
@@ -102,7 +102,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
 				ost.Argo = &orders.ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
 			}
-			s.Orders = ost
+			s.Orders = &OrderStage{ost}
 		}
 	}
 	var previous func() render.Tree
@@ -182,10 +182,3 @@ func (e *Engine) Last() *Outcome { return e.last }
 // Seams returns the stages the engine runs (tests, and verbs that print what
 // a stage found).
 func (e *Engine) Seams() Seams { return e.seams }
-
-func logOrDiscard(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
-}
