@@ -23,7 +23,7 @@ import (
 func preflight(cfg *config.Config, o Options, api *source.API) error {
 	var errs []error
 	if api != nil {
-		errs = append(errs, waldurPreflight(api)...)
+		errs = append(errs, api.Preflight()...)
 	}
 	if o.Publish == Git {
 		errs = append(errs, publish.GitPreflight(cfg)...)
@@ -69,16 +69,4 @@ func unjoin(err error) []error {
 		return nil
 	}
 	return []error{err}
-}
-
-// waldurPreflight builds the client of every offering: its token is read
-// and its URL checked.
-func waldurPreflight(api *source.API) []error {
-	var errs []error
-	for i := range api.Offerings {
-		if _, err := api.Client(&api.Offerings[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
 }

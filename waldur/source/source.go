@@ -137,6 +137,18 @@ func logOrDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
+// Preflight builds the client of every offering, before a run sends a
+// request: its token is read and its URL checked. It returns every failure.
+func (s *API) Preflight() []error {
+	var errs []error
+	for i := range s.Offerings {
+		if _, err := s.Client(&s.Offerings[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
 // Refresh returns a copy of last in which the named resources, their teams
 // and every offering's open orders are read again: per offering one order
 // listing, and one resource and one team read per named resource. A resource
