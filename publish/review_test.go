@@ -1,4 +1,4 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
@@ -23,6 +23,9 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
+
+// offeringUUID is the offering the tests add their resources to.
+const offeringUUID = "0ff00000000040008000000000000042"
 
 // Risky changes wait on a review branch (review.risky: branch), on a real
 // bare repository: a Terminate order's removal goes to

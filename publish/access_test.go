@@ -1,4 +1,4 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
