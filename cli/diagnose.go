@@ -9,9 +9,10 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/diagnose"
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // diagnoseDeps builds the clients of the checks, each bounded by timeout
@@ -19,7 +20,7 @@ import (
 var diagnoseDeps = func(a *app, timeout time.Duration) diagnose.Deps {
 	return diagnose.Deps{
 		Waldur: func(o *config.Offering) (diagnose.WaldurAPI, error) {
-			src := &engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: func(opts *waldur.ClientOptions) {
+			src := &source.API{Offerings: []config.Offering{*o}, Log: a.log, Tune: func(opts *waldur.ClientOptions) {
 				tuneWaldurClient(opts)
 				opts.Timeout = timeout
 			}}
@@ -115,10 +116,10 @@ func (a *app) runDiagnose(ctx context.Context, cfg *config.Config, kubeconfig st
 		err = diagnose.WriteTable(a.stdout, results)
 	}
 	if err != nil {
-		return engine.Classify(engine.ClassOutput, err)
+		return failure.Classify(failure.ClassOutput, err)
 	}
 	if n := diagnose.Failed(results); n > 0 {
-		return engine.Classify(engine.ClassCheck, fmt.Errorf("%d of %d check(s) failed, %d skipped", n, len(results), diagnose.Skipped(results)))
+		return failure.Classify(failure.ClassCheck, fmt.Errorf("%d of %d check(s) failed, %d skipped", n, len(results), diagnose.Skipped(results)))
 	}
 	return nil
 }

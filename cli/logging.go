@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -18,7 +18,7 @@ func (a *app) loadConfig() (*config.Loaded, error) {
 	}
 	cfg, err := config.Load(a.configPath)
 	if err != nil {
-		return nil, engine.Classify(engine.ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	level := a.logLevel
 	if level == "" {

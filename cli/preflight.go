@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 )
 
 // pushPreflight reads the Pushgateway password of a run that will push its
@@ -21,7 +21,7 @@ func metricsPreflight(cfg *config.Loaded, push bool) error {
 		return nil
 	}
 	if _, _, err := cfg.Metrics.BasicAuth(); err != nil {
-		return engine.Classify(engine.ClassConfig, fmt.Errorf("the config is incomplete for this command, nothing was done: %w", err))
+		return failure.Classify(failure.ClassConfig, fmt.Errorf("the config is incomplete for this command, nothing was done: %w", err))
 	}
 	return nil
 }

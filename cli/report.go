@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/usage"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // reportFlags are the flags of the report command.
@@ -107,7 +108,7 @@ func (a *app) usageReporter(cfg *config.Loaded, f reportFlags) (*usage.Reporter,
 	rp, err := usage.NewReporter(cfg.Config, usage.Setup{
 		Snapshot: f.snapshot, Kubeconfig: f.kubeconfig, DryRun: f.dryRun, Now: reportNow, Log: a.log, OpenCluster: openUsageCluster,
 		Client: func(o *config.Offering) (usage.Waldur, error) { // as the engine builds it
-			return (&engine.APISource{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}).Client(o)
+			return (&source.API{Offerings: []config.Offering{*o}, Log: a.log, Tune: tuneWaldurClient}).Client(o)
 		},
 	})
 	if err != nil {

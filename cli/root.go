@@ -15,34 +15,35 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/show"
+	"github.com/waldur/waldur-gitops/stop"
 )
 
-// Exit codes, documented in README.md: the engine's one table.
+// Exit codes, documented in README.md: the one table of package failure.
 const (
-	ExitOK          = engine.ExitOK
-	ExitDiff        = engine.ExitDiff
-	ExitUsage       = engine.ExitUsage
-	ExitPartial     = engine.ExitPartial
-	ExitWaldur      = engine.ExitWaldur
-	ExitOutput      = engine.ExitOutput
-	ExitGit         = engine.ExitGit
-	ExitGuard       = engine.ExitGuard
-	ExitKeycloak    = engine.ExitKeycloak
-	ExitCluster     = engine.ExitCluster
-	ExitCheckFailed = engine.ExitCheckFailed
-	ExitApply       = engine.ExitApply
-	ExitDeadline    = engine.ExitDeadline
-	ExitInterrupted = engine.ExitInterrupted
-	ExitTerminated  = engine.ExitTerminated
+	ExitOK          = failure.ExitOK
+	ExitDiff        = failure.ExitDiff
+	ExitUsage       = failure.ExitUsage
+	ExitPartial     = failure.ExitPartial
+	ExitWaldur      = failure.ExitWaldur
+	ExitOutput      = failure.ExitOutput
+	ExitGit         = failure.ExitGit
+	ExitGuard       = failure.ExitGuard
+	ExitKeycloak    = failure.ExitKeycloak
+	ExitCluster     = failure.ExitCluster
+	ExitCheckFailed = failure.ExitCheckFailed
+	ExitApply       = failure.ExitApply
+	ExitDeadline    = failure.ExitDeadline
+	ExitInterrupted = failure.ExitInterrupted
+	ExitTerminated  = failure.ExitTerminated
 )
 
 // usageErr is a flag or config problem found before the engine runs.
 func usageErr(format string, args ...any) error {
-	return engine.Errorf(engine.ClassConfig, format, args...)
+	return failure.Errorf(failure.ClassConfig, format, args...)
 }
 
 // app holds what every command shares.
@@ -73,7 +74,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 // runMain is Main with the signals it listens to and what a second signal does
 // (tests send their own). The first signal cancels the command's context
-// with an engine.Stopped cause: a one-shot command stops the stage in
+// with an stop.Stopped cause: a one-shot command stops the stage in
 // progress at its next request, writes its report and exits 130 (SIGINT)
 // or 143 (SIGTERM); serve finishes or abandons its run as documented.
 func runMain(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, again func(code int)) int {
@@ -87,21 +88,21 @@ func runMain(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, aga
 	go func() {
 		select {
 		case s := <-sigs:
-			engine.Interrupt(cancel, s)
+			stop.Interrupt(cancel, s)
 		case <-ctx.Done():
 			return
 		}
 		select {
 		case s := <-sigs:
-			again(engine.ExitCode(&engine.Error{Class: engine.ClassStopped, Err: &engine.Stopped{Kind: engine.StopInterrupt, Signal: s}}))
+			again(failure.ExitCode(&failure.Error{Class: failure.ClassStopped, Err: &stop.Stopped{Kind: stop.BySignal, Signal: s}}))
 		case <-ctx.Done():
 		}
 	}()
 	err := interrupted(ctx, root.ExecuteContext(ctx))
-	code := engine.ExitCode(err)
+	code := failure.ExitCode(err)
 	switch {
 	case code == ExitOK, code == ExitDiff:
-	case engine.StopOfErr(err) != nil:
+	case stop.OfErr(err) != nil:
 		fmt.Fprintln(stderr, redact.String(err.Error())) // the one line of a stopped run
 	case code == ExitPartial:
 		fmt.Fprintf(stderr, "warning: %s\n", redact.String(err.Error()))
@@ -115,11 +116,11 @@ func runMain(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, aga
 // or outside the engine's stages, the interrupt's: the exit code then says
 // what happened. A command that ended well stays so (serve stops cleanly).
 func interrupted(ctx context.Context, err error) error {
-	s := engine.StopOf(ctx)
-	if err == nil || s == nil || engine.StopOfErr(err) != nil {
+	s := stop.Of(ctx)
+	if err == nil || s == nil || stop.OfErr(err) != nil {
 		return err
 	}
-	return &engine.Error{Class: engine.ClassStopped, Err: fmt.Errorf("%w: %w", s, err)}
+	return &failure.Error{Class: failure.ClassStopped, Err: fmt.Errorf("%w: %w", s, err)}
 }
 
 func (a *app) rootCommand() *cobra.Command {

@@ -13,12 +13,14 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/serve"
+	"github.com/waldur/waldur-gitops/stop"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -58,7 +60,7 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 		// A report file that cannot be written (a directory, a device, a
 		// FIFO) is refused before the run changes anything.
 		if err := atomicfile.Check(cfg.Report); err != nil {
-			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
+			return failure.Classify(failure.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
 		}
 	}
 	if err := pushPreflight(cfg, v); err != nil {
@@ -89,7 +91,7 @@ func (a *app) runVerb(ctx context.Context, v verb) error {
 // memory of the hosts found unreachable, so that one dead endpoint costs one
 // stage of the run (internal/unreachable).
 func runContext(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return engine.WithDeadline(unreachable.Track(ctx), d)
+	return stop.WithDeadline(unreachable.Track(ctx), d)
 }
 
 // runTimeout is a run's deadline: --timeout, else the config's run_timeout,
@@ -151,8 +153,8 @@ func (a *app) finish(cfg *config.Loaded, out *engine.Outcome, v verb) error {
 	err := out.Err
 	fail := func(e error) {
 		if e != nil && err == nil {
-			err = engine.Classify(engine.ClassOutput, e)
-			out.Report.ExitCode = engine.ExitCode(err)
+			err = failure.Classify(failure.ClassOutput, e)
+			out.Report.ExitCode = failure.ExitCode(err)
 		}
 	}
 	for _, e := range (changeset.Set{Entries: out.Report.Changes}).ByAction(changeset.Skip) {

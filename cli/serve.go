@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/events"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
@@ -111,7 +112,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	}
 	if cfg.Report != "" {
 		if err := atomicfile.Check(cfg.Report); err != nil {
-			return engine.Classify(engine.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
+			return failure.Classify(failure.ClassOutput, fmt.Errorf("the run report file (report): %w", err))
 		}
 	}
 	ln, err := net.Listen("tcp", f.listen)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
@@ -75,7 +76,7 @@ func startServe(t *testing.T, args ...string) *served {
 	s := &served{t: t, stderr: stderr, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
-		s.code = engine.ExitCode(root.ExecuteContext(ctx))
+		s.code = failure.ExitCode(root.ExecuteContext(ctx))
 	}()
 	t.Cleanup(func() {
 		cancel()

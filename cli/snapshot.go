@@ -6,10 +6,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 func init() { register((*app).snapshotCommand) }
@@ -30,14 +31,14 @@ func (a *app) snapshotCommand() *cobra.Command {
 			if out != "-" {
 				// Refuse a device, FIFO or directory before reading Waldur.
 				if err := atomicfile.Check(out); err != nil {
-					return engine.Classify(engine.ClassOutput, err)
+					return failure.Classify(failure.ClassOutput, err)
 				}
 			}
 			cfg, err := a.loadConfig()
 			if err != nil {
 				return err
 			}
-			src := &engine.APISource{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}
+			src := &source.API{Offerings: cfg.Offerings, Log: a.log, Tune: tuneWaldurClient}
 			st, err := src.Read(cmd.Context())
 			if err != nil {
 				return err
@@ -45,14 +46,14 @@ func (a *app) snapshotCommand() *cobra.Command {
 			var b bytes.Buffer
 			snap := &waldur.Snapshot{ToolVersion: version.Version, TakenAt: time.Now().UTC().Truncate(time.Second), State: *st}
 			if err := waldur.WriteSnapshot(&b, snap); err != nil {
-				return engine.Classify(engine.ClassOutput, err)
+				return failure.Classify(failure.ClassOutput, err)
 			}
 			if out == "-" {
 				_, err = a.stdout.Write(b.Bytes())
 				return err
 			}
 			if err := atomicfile.Write(out, b.Bytes()); err != nil {
-				return engine.Classify(engine.ClassOutput, err)
+				return failure.Classify(failure.ClassOutput, err)
 			}
 			a.log.Info("wrote snapshot", "file", out, "offerings", len(st.Offerings))
 			return nil

@@ -5,7 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/version"
 )
 
@@ -25,7 +25,7 @@ func (a *app) versionCommand() *cobra.Command {
 				return err
 			}
 			if err := a.writeVersion(f); err != nil {
-				return engine.Classify(engine.ClassOutput, err)
+				return failure.Classify(failure.ClassOutput, err)
 			}
 			return nil
 		},

@@ -22,6 +22,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/internal/testenv/synth"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -72,7 +73,7 @@ func (s *syncBench) setLimit(v int) {
 func (s *syncBench) viaEngine(b *testing.B, repo string) string {
 	cfg := *s.cfg.Config
 	cfg.Git.URL = repo
-	e := engine.New(engine.Seams{Source: memSource{s.state}, Publisher: &engine.GitPublisher{Config: &cfg}}, s.rdr, guard.DefaultOptions(), nil)
+	e := engine.New(engine.Seams{Source: memSource{s.state}, Publisher: &publish.Git{Config: &cfg}}, s.rdr, guard.DefaultOptions(), nil)
 	out := e.Run(context.Background(), engine.Request{Command: "sync"})
 	if out.Err != nil {
 		b.Fatal(out.Err)
@@ -99,7 +100,7 @@ func (s *syncBench) direct(b *testing.B, repo string) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	layout := engine.Layout(s.cfg.Config)
+	layout := gitsync.LayoutFor(s.cfg.Config)
 	out, err := gitsync.Sync(ctx, w, func(cur render.Tree) (render.Tree, string, error) {
 		next := layout.Apply(res.Tree(cur))
 		cs := res.Compare(cur, next)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -66,8 +67,8 @@ func TestEveryVerbChecksNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := e.Run(context.Background(), engine.Request{Command: "render"})
-	if engine.ExitCode(out.Err) != engine.ExitPartial {
-		t.Fatalf("exit %d (%v), want %d", engine.ExitCode(out.Err), out.Err, engine.ExitPartial)
+	if failure.ExitCode(out.Err) != failure.ExitPartial {
+		t.Fatalf("exit %d (%v), want %d", failure.ExitCode(out.Err), out.Err, failure.ExitPartial)
 	}
 	why := out.Result.Skipped[younger.UUID]
 	if !strings.Contains(why, string(older.UUID)) || !strings.Contains(why, "UT") {

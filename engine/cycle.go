@@ -6,9 +6,14 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/stop"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // Engine runs the cycle with one set of seams. It lives as long as its
@@ -40,27 +45,27 @@ func (e *Engine) stages(req Request) []stage {
 	g := e.guard
 	g.Allow = req.AllowMassPrune
 	var list []stage
-	list = append(list, stage{name: "waldur", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+	list = append(list, stage{name: "waldur", class: failure.ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 		var err error
 		if r, ok := s.Source.(Refresher); ok && len(req.Resources) > 0 && e.last != nil && e.last.State != nil {
 			o.State, err = r.Refresh(ctx, e.last.State, req.Resources)
 		} else {
 			o.State, err = s.Source.Read(ctx)
 		}
-		return changeset.Result{Changes: unreadEntries(o.State)}, err
+		return changeset.Result{Changes: source.Unread(o.State)}, err
 	}})
 	if s.Announcer != nil {
 		// After the read: only offerings found in Waldur get an identity.
-		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "agent", class: failure.ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Announcer.Announce(ctx, o.State, req.Command, req.DryRun)
 		}})
 	}
 	if s.Orders != nil {
-		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "approve", class: failure.ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Orders.Approve(ctx, o.State, e.renderer(o), req.DryRun)
 		}})
 	}
-	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
+	list = append(list, stage{name: "render", class: failure.ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
 		start := time.Now()
 		res, err := e.renderer(o)(o.State)
 		if err != nil {
@@ -74,17 +79,17 @@ func (e *Engine) stages(req Request) []stage {
 		return changeset.Result{Changes: res.Changes}, nil
 	}})
 	if s.Quotas != nil {
-		list = append(list, stage{name: "quota", class: ClassCluster, run: e.checkQuotas})
+		list = append(list, stage{name: "quota", class: failure.ClassCluster, run: e.checkQuotas})
 	}
 	if s.Validator != nil {
-		list = append(list, stage{name: "validate", class: ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "validate", class: failure.ClassApply, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Validator.Validate(ctx, o.Result)
 		}})
 	}
 	if s.Publisher != nil {
 		list = append(list, stage{name: s.Publisher.Stage(), class: s.Publisher.Class(), run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
-			confirm, _ := s.Source.(Confirmer)
-			pub, r, err := s.Publisher.Publish(ctx, o.Result, PublishOptions{DryRun: req.DryRun, Guard: g, Confirm: confirm})
+			confirmer, _ := s.Source.(confirm.Confirmer)
+			pub, r, err := s.Publisher.Publish(ctx, o.Result, publish.Options{DryRun: req.DryRun, Guard: g, Confirm: confirmer})
 			o.Published = pub
 			return r, err
 		}})
@@ -92,9 +97,9 @@ func (e *Engine) stages(req Request) []stage {
 	if s.Identities != nil {
 		// A Keycloak failure must not hold back the orders of a published
 		// change; those of the tenants it leaves unusable wait.
-		list = append(list, stage{name: "keycloak", class: ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "keycloak", class: failure.ClassKeycloak, goOn: true, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			// Without a publisher the render is taken to be what is in place.
-			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources, Held: o.Published.review()})
+			r, err := s.Identities.Reconcile(ctx, o.Result, o.Published.Has, IdentityOptions{DryRun: req.DryRun, NoDelete: req.NoDelete, Guard: g, Resources: req.Resources, Held: o.Published.Reviewing()})
 			if r == nil {
 				return changeset.Result{}, err
 			}
@@ -103,12 +108,12 @@ func (e *Engine) stages(req Request) []stage {
 		}})
 	}
 	if s.Orders != nil {
-		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "orders", class: failure.ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)
 		}})
 	}
 	if s.Feedback != nil {
-		list = append(list, stage{name: "feedback", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "feedback", class: failure.ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			st := o.State
 			if len(req.Resources) > 0 {
 				// A targeted run speaks of the resources it read; the others'
@@ -137,7 +142,7 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 	}
 	out.inPlace = e.watchInPlace(ctx)
 	var failed, refused error
-	var cut Cut
+	var cut stop.Cut
 	for _, st := range e.stages(req) {
 		if !cut.Before(ctx, st.name) {
 			continue
@@ -158,16 +163,16 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 			continue
 		}
 		err = classify(st, err, before)
-		if req.DryRun && ClassOf(err) == ClassGuard {
+		if req.DryRun && failure.ClassOf(err) == failure.ClassGuard {
 			refused = cmpOr(refused, err)
 			continue
 		}
 		failed = cmpOr(failed, err)
-		if !st.goOn && !isContained(err) {
+		if !st.goOn && !failure.IsContained(err) {
 			break
 		}
 	}
-	if err := cut.Err(out.Report, out.Published); err != nil {
+	if err := cut.Err(out.Report, out.Published.Done()); err != nil {
 		out.Err = err // the stop says more than what it cut short
 	} else {
 		out.Err = verdict(req, out, cmpOr(refused, failed))
@@ -176,7 +181,7 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 		out.Report.Commit = out.Published.Ref
 		out.Report.ReviewBranches = out.Published.ReviewBranches
 	}
-	out.Report.Finish(ExitCode(out.Err), time.Now())
+	out.Report.Finish(failure.ExitCode(out.Err), time.Now())
 	e.last = out
 	return out
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/engine/enginetest"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/render"
@@ -99,8 +100,8 @@ func TestDryRunChangesNothing(t *testing.T) {
 	if f.publisher.Writes+f.orders.Writes+f.identities.Writes != 0 || f.publisher.Tree != nil {
 		t.Errorf("a dry run wrote: publisher %d, orders %d, identities %d", f.publisher.Writes, f.orders.Writes, f.identities.Writes)
 	}
-	if got := engine.ExitCode(out.Err); got != engine.ExitDiff {
-		t.Errorf("dry run on an empty destination: exit %d (%v), want %d", got, out.Err, engine.ExitDiff)
+	if got := failure.ExitCode(out.Err); got != failure.ExitDiff {
+		t.Errorf("dry run on an empty destination: exit %d (%v), want %d", got, out.Err, failure.ExitDiff)
 	}
 	if !strings.Contains(f.log.String(), "publish dry-run") || out.Report.Commit != "" {
 		t.Errorf("calls %s, commit %q", f.log, out.Report.Commit)
@@ -112,11 +113,11 @@ func TestDryRunChangesNothing(t *testing.T) {
 		t.Errorf("dry run after the publish: %v", out.Err)
 	}
 	f.identities.Skips = 2
-	if out := e.Run(context.Background(), engine.Request{DryRun: true}); engine.ExitCode(out.Err) != engine.ExitPartial {
+	if out := e.Run(context.Background(), engine.Request{DryRun: true}); failure.ExitCode(out.Err) != failure.ExitPartial {
 		t.Errorf("dry run with skips only: %v", out.Err)
 	}
 	f.publisher.Tree = nil
-	if out := e.Run(context.Background(), engine.Request{DryRun: true}); engine.ExitCode(out.Err) != engine.ExitDiff {
+	if out := e.Run(context.Background(), engine.Request{DryRun: true}); failure.ExitCode(out.Err) != failure.ExitDiff {
 		t.Errorf("dry run with differences and skips: %v", out.Err)
 	}
 }
@@ -131,29 +132,29 @@ func TestFailureClasses(t *testing.T) {
 		code   int
 		calls  string
 	}{
-		{"waldur", func(f *fakes) { f.source.Err = boom }, engine.ExitWaldur, "source.read"},
-		{"waldur config", func(f *fakes) { f.source.Err = engine.Classify(engine.ClassConfig, boom) }, engine.ExitUsage, "source.read"},
-		{"approve", func(f *fakes) { f.orders.ApproveErr = boom }, engine.ExitWaldur, "source.read → orders.approve"},
+		{"waldur", func(f *fakes) { f.source.Err = boom }, failure.ExitWaldur, "source.read"},
+		{"waldur config", func(f *fakes) { f.source.Err = failure.Classify(failure.ClassConfig, boom) }, failure.ExitUsage, "source.read"},
+		{"approve", func(f *fakes) { f.orders.ApproveErr = boom }, failure.ExitWaldur, "source.read → orders.approve"},
 		{"render in the approval probe", func(f *fakes) { f.render = func(*waldur.State) (*render.Result, error) { return nil, boom } },
-			engine.ExitUsage, "source.read → orders.approve"},
-		{"validate", func(f *fakes) { f.validator = &enginetest.Validator{Log: f.log, Err: boom} }, engine.ExitApply, "source.read → orders.approve → validate"},
-		{"quota", func(f *fakes) { f.quotas = &enginetest.Quotas{Log: f.log, Err: boom} }, engine.ExitCluster, "source.read → orders.approve → quotas.check"},
-		{"publish", func(f *fakes) { f.publisher.Err = boom }, engine.ExitGit, "source.read → orders.approve → publish"},
-		{"guard", func(f *fakes) { f.publisher.Err = &guard.Error{} }, engine.ExitGuard, "source.read → orders.approve → publish"},
-		{"keycloak after a push", func(f *fakes) { f.identities.Err = boom }, engine.ExitKeycloak,
+			failure.ExitUsage, "source.read → orders.approve"},
+		{"validate", func(f *fakes) { f.validator = &enginetest.Validator{Log: f.log, Err: boom} }, failure.ExitApply, "source.read → orders.approve → validate"},
+		{"quota", func(f *fakes) { f.quotas = &enginetest.Quotas{Log: f.log, Err: boom} }, failure.ExitCluster, "source.read → orders.approve → quotas.check"},
+		{"publish", func(f *fakes) { f.publisher.Err = boom }, failure.ExitGit, "source.read → orders.approve → publish"},
+		{"guard", func(f *fakes) { f.publisher.Err = &guard.Error{} }, failure.ExitGuard, "source.read → orders.approve → publish"},
+		{"keycloak after a push", func(f *fakes) { f.identities.Err = boom }, failure.ExitKeycloak,
 			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
-		{"keycloak credentials after a push", func(f *fakes) { f.identities.Err = engine.Classify(engine.ClassConfig, boom) }, engine.ExitKeycloak,
+		{"keycloak credentials after a push", func(f *fakes) { f.identities.Err = failure.Classify(failure.ClassConfig, boom) }, failure.ExitKeycloak,
 			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
-		{"orders", func(f *fakes) { f.orders.FinishErr = boom }, engine.ExitWaldur,
+		{"orders", func(f *fakes) { f.orders.FinishErr = boom }, failure.ExitWaldur,
 			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
-		{"skipped identities", func(f *fakes) { f.identities.Skips = 1 }, engine.ExitPartial,
+		{"skipped identities", func(f *fakes) { f.identities.Skips = 1 }, failure.ExitPartial,
 			"source.read → orders.approve → publish → identities.reconcile → orders.finish"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakes(t)
 			tc.break_(f)
 			out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
-			if got := engine.ExitCode(out.Err); got != tc.code || out.Report.ExitCode != tc.code {
+			if got := failure.ExitCode(out.Err); got != tc.code || out.Report.ExitCode != tc.code {
 				t.Errorf("exit %d (report %d), want %d: %v", got, out.Report.ExitCode, tc.code, out.Err)
 			}
 			if got := f.log.String(); got != tc.calls {
@@ -167,10 +168,10 @@ func TestFailureClasses(t *testing.T) {
 // and the error says what was pushed instead of reading as a config problem.
 func TestKeycloakFailureAfterPush(t *testing.T) {
 	f := newFakes(t)
-	f.identities.Err = engine.Classify(engine.ClassConfig, errors.New("keycloak_password_file: no such file"))
+	f.identities.Err = failure.Classify(failure.ClassConfig, errors.New("keycloak_password_file: no such file"))
 	out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
-	if engine.ExitCode(out.Err) != engine.ExitKeycloak || !strings.Contains(out.Err.Error(), "commit commit-1 was pushed") {
-		t.Errorf("error %v (exit %d)", out.Err, engine.ExitCode(out.Err))
+	if failure.ExitCode(out.Err) != failure.ExitKeycloak || !strings.Contains(out.Err.Error(), "commit commit-1 was pushed") {
+		t.Errorf("error %v (exit %d)", out.Err, failure.ExitCode(out.Err))
 	}
 	if out.Report.Commit != "commit-1" || f.publisher.Writes != 1 {
 		t.Errorf("commit %q, publishes %d", out.Report.Commit, f.publisher.Writes)
@@ -210,8 +211,8 @@ func TestPartialWrite(t *testing.T) {
 	f := newFakes(t)
 	f.publisher.Err, f.publisher.PartialWrite = errors.New("disk full"), true
 	out := f.engine().Run(context.Background(), engine.Request{Command: "sync"})
-	if engine.ExitCode(out.Err) != engine.ExitGit || len(f.orders.Finished) != 0 || f.identities.Writes != 0 {
-		t.Errorf("exit %d, orders finished %d, identity runs %d", engine.ExitCode(out.Err), len(f.orders.Finished), f.identities.Writes)
+	if failure.ExitCode(out.Err) != failure.ExitGit || len(f.orders.Finished) != 0 || f.identities.Writes != 0 {
+		t.Errorf("exit %d, orders finished %d, identity runs %d", failure.ExitCode(out.Err), len(f.orders.Finished), f.identities.Writes)
 	}
 	if st := out.Report.Stages[len(out.Report.Stages)-1]; st.Name != "fake" || st.Error != "disk full" {
 		t.Errorf("last stage %+v", st)

@@ -6,9 +6,9 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -50,35 +50,6 @@ func TestEventRequest(t *testing.T) {
 	}
 }
 
-func TestEventOfferings(t *testing.T) {
-	no := false
-	offs := []config.Offering{
-		{Name: "a", WaldurAPIURL: "https://waldur.example.org/api/", WaldurOfferingUUID: "66c0217f-031f-ec83-3da0-e057be1c007e", WaldurAPIToken: "t"},
-		{Name: "b", WaldurAPIURL: "https://waldur.example.org/", WaldurOfferingUUID: "775b5d31b8ba24c37607a83e4302085a", StompEnabled: true,
-			StompWSHost: "mq.example.org", StompWSPort: 15674, WebsocketUseTLS: &no, WaldurAPIToken: "t"},
-	}
-	for _, tc := range []struct {
-		all  bool
-		want []string
-	}{{all: true, want: []string{"a=wss://waldur.example.org:443/rmqws-stomp", "b=ws://mq.example.org:15674/rmqws-stomp"}},
-		{all: false, want: []string{"b=ws://mq.example.org:15674/rmqws-stomp"}}} {
-		got, err := EventOfferings(offs, tc.all, nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var names []string
-		for _, o := range got {
-			names = append(names, o.Name+"="+o.URL)
-			if pw, err := o.Passcode(); err != nil || pw != "t" {
-				t.Errorf("%s passcode %q %v", o.Name, pw, err)
-			}
-		}
-		if !slices.Equal(names, tc.want) {
-			t.Errorf("all=%v: %v, want %v", tc.all, names, tc.want)
-		}
-	}
-}
-
 // refreshSource reads a full state and refreshes without reading anything.
 type refreshSource struct{ st *waldur.State }
 
@@ -90,7 +61,7 @@ func (s refreshSource) Refresh(_ context.Context, last *waldur.State, _ []waldur
 // seenFeedback records the resources each run's feedback was given.
 type seenFeedback struct{ runs [][]waldur.UUID }
 
-func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Result, error) {
+func (f *seenFeedback) Report(_ context.Context, st *waldur.State, _ *render.Result, _ *publish.Published, _ map[waldur.UUID]string, _ FeedbackOptions) (changeset.Result, error) {
 	var ids []waldur.UUID
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {
@@ -122,7 +93,7 @@ func TestTargetedRunFeedback(t *testing.T) {
 // guardFeedback records the guard each run's feedback was given.
 type guardFeedback struct{ runs []guard.Options }
 
-func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
+func (f *guardFeedback) Report(_ context.Context, _ *waldur.State, _ *render.Result, _ *publish.Published, _ map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
 	f.runs = append(f.runs, o.Guard)
 	return changeset.Result{}, nil
 }

@@ -3,175 +3,23 @@ package engine
 import (
 	"context"
 	"errors"
-	"log/slog"
-	"maps"
-	"slices"
-	"strings"
 
-	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// KeycloakStage is the Identities seam over package keycloak: the groups and
-// memberships of every offering with keycloak_enabled.
-type KeycloakStage struct {
-	Config *config.Config
-	Log    *slog.Logger
-	// Connect replaces the client keycloak.Reconcile opens (tests).
-	Connect func(keycloak.Target) (*keycloak.Client, error)
-	// Memory is what the earlier passes of this stage found (kept between
-	// the runs of one engine, and in the config's keycloak_state file);
-	// nil: every pass reads every group.
-	Memory *keycloak.Memory
+// KeycloakStage is the Identities seam over keycloak.Identities: the groups
+// and memberships of every offering with keycloak_enabled.
+type KeycloakStage struct{ *keycloak.Identities }
 
-	missing, failed map[string]string
-}
-
-// MissingUsers returns the members the last Reconcile did not find in
-// Keycloak: offering username → why.
-func (k *KeycloakStage) MissingUsers() map[string]string { return k.missing }
-
-// FailedUsers returns the members whose membership write the last Reconcile
-// could not make (Keycloak refused or failed): offering username → the error.
-func (k *KeycloakStage) FailedUsers() map[string]string { return k.failed }
-
-// Reconcile makes Keycloak match res. Unusable credentials are a config
-// error (the engine reclassifies it when something was published already).
-//
-// A dry run leaves out the realms whose settings name no credential at all
-// (no keycloak_password and no client_secret, in any of their forms): it says
-// so with a skipped KeycloakRealm entry and a warning, and compares the other
-// realms, so that a config still without secrets (the bundled example, a
-// first try) can be dry-run. A run that writes keeps failing on them.
+// Reconcile runs one pass. Unusable credentials are a config error (the
+// engine reclassifies it when something was published already).
 func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, present func(waldur.UUID) bool, o IdentityOptions) (*IdentityResult, error) {
-	cfg, res := doubtless(k.Config, res)
-	g := o.Guard
-	var unread changeset.Set
-	if o.DryRun {
-		cfg, unread = k.withoutCredentiallessRealms(cfg)
-	}
-	out, err := keycloak.Reconcile(ctx, cfg, res, keycloak.Options{
-		DryRun: o.DryRun, NoDelete: o.NoDelete, Log: k.Log, Guard: &g, InGit: present, Connect: k.Connect,
-		Memory: k.Memory, Resources: o.Resources, Held: o.Held,
-		ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()},
-	})
+	out, waiting, err := k.Identities.Reconcile(ctx, res, present, keycloak.PassOptions(o))
 	if errors.Is(err, keycloak.ErrCredentials) {
-		err = Classify(ClassConfig, err)
+		err = failure.Classify(failure.ClassConfig, err)
 	}
-	out.Changes.Merge(unread)
-	k.missing, k.failed = out.MissingUsers, out.FailedUsers
-	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting(cfg, res, out.Changes)}, err
-}
-
-// waiting finds the rendered resources whose groups are not in place after
-// a pass: every group of a realm that failed, and each group (or membership
-// write) that was skipped for anything but a member missing in Keycloak.
-func waiting(cfg *config.Config, res *render.Result, cs changeset.Set) map[waldur.UUID]string {
-	failedRealm := map[string]string{} // offering → why
-	notInPlace := map[string]string{}  // group path → why
-	for _, e := range cs.ByAction(changeset.Skip) {
-		switch e.Kind {
-		case keycloak.KindRealm:
-			for _, t := range keycloak.Targets(cfg) {
-				if t.String() == e.Subject {
-					for _, o := range t.Offerings {
-						failedRealm[o.Name] = "Keycloak " + e.Subject + " " + e.Reason
-					}
-				}
-			}
-		case keycloak.KindGroup:
-			notInPlace[e.Subject] = "Keycloak group " + e.Subject + ": " + e.Reason
-		case keycloak.KindMembership:
-			if e.Cause == changeset.CauseKeycloakFailed || e.Cause == changeset.CauseNotAttempted {
-				path, _, _ := strings.Cut(e.Subject, " ")
-				notInPlace[path] = "Keycloak membership " + e.Subject + ": " + e.Reason
-			}
-		}
-	}
-	out := map[waldur.UUID]string{}
-	for _, g := range res.Groups {
-		why, bad := failedRealm[g.Offering]
-		if !bad {
-			why, bad = notInPlace[g.Path()]
-		}
-		if !bad {
-			continue
-		}
-		for _, r := range g.Resources {
-			if _, seen := out[r]; !seen {
-				out[r] = why
-			}
-		}
-	}
-	return out
-}
-
-// doubtless leaves out of the Keycloak pass what the run is in doubt about:
-// the offerings that could not be read (a realm only they use is not
-// touched; in a shared realm their groups belong to an offering outside the
-// pass and stay) and the resources kept for an unknown state (their groups
-// stay as they are, like those of skipped resources).
-func doubtless(cfg *config.Config, res *render.Result) (*config.Config, *render.Result) {
-	if len(res.Unread) == 0 && len(res.Kept) == 0 {
-		return cfg, res
-	}
-	c := *cfg
-	c.Offerings = slices.DeleteFunc(slices.Clone(cfg.Offerings), func(o config.Offering) bool { _, unread := res.Unread[o.Name]; return unread })
-	r := *res
-	r.Skipped = maps.Clone(res.Skipped)
-	if r.Skipped == nil {
-		r.Skipped = map[waldur.UUID]string{}
-	}
-	for id, why := range res.Kept {
-		r.Skipped[id] = "kept as it is: " + why
-	}
-	return &c, &r
-}
-
-// NoCredentials reports whether Keycloak settings name no credential at all:
-// neither a password nor a client secret, inline, as a file or as an
-// environment variable. A user name alone is no credential.
-func NoCredentials(k config.KeycloakSettings) bool {
-	return k.Password == "" && k.PasswordFile == "" && k.PasswordEnv == "" && !k.HasClientSecret()
-}
-
-// withoutCredentiallessRealms returns the config without the offerings of the
-// Keycloak realms whose settings name no credential, and a skipped entry for
-// each such realm (logged as a warning).
-func (k *KeycloakStage) withoutCredentiallessRealms(cfg *config.Config) (*config.Config, changeset.Set) {
-	var (
-		skip    changeset.Set
-		dropped []*config.Offering
-	)
-	for _, t := range keycloak.Targets(cfg) {
-		if !NoCredentials(t.Settings) {
-			continue
-		}
-		names := make([]string, len(t.Offerings))
-		for i, o := range t.Offerings {
-			names[i] = o.Name
-		}
-		dropped = append(dropped, t.Offerings...)
-		reason := "not read: no Keycloak credentials for offering(s) " + strings.Join(names, ", ") +
-			"; a dry run leaves this realm out, sync fails on it until keycloak_username and keycloak_password, or client_secret, are set (each also as _file or _env)"
-		skip.Add(changeset.Entry{Stage: keycloak.Stage, Kind: keycloak.KindRealm, Subject: t.String(), Action: changeset.Skip, Reason: reason, Cause: changeset.CauseNoCredentials})
-		if k.Log != nil {
-			k.Log.Warn("keycloak realm not read: no credentials", "realm", t.String(), "offerings", strings.Join(names, ", "), "dry_run", true)
-		}
-	}
-	if len(dropped) == 0 {
-		return cfg, skip
-	}
-	cp := *cfg
-	cp.Offerings = nil
-	for i := range cfg.Offerings {
-		if !slices.Contains(dropped, &cfg.Offerings[i]) {
-			cp.Offerings = append(cp.Offerings, cfg.Offerings[i])
-		}
-	}
-	return &cp, skip
+	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting}, err
 }

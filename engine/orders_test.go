@@ -9,10 +9,15 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
+
+// offeringUUID is the offering the tests add their resources to.
+const offeringUUID = "0ff00000000040008000000000000042"
 
 // TestOrderStageAgainstWaldur: the order seam over the in-repo Waldur, as the
 // cycle runs it: read, approve (the pending Create), render, publish (here:
@@ -35,8 +40,8 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &engine.APISource{Offerings: l.Offerings}
-	stage := &engine.OrderStage{Source: src, Offerings: l.Offerings}
+	src := &source.API{Offerings: l.Offerings}
+	stage := &engine.OrderStage{Site: &orders.Site{Source: src, Offerings: l.Offerings}}
 	tpls, err := render.LoadTemplates(l.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -55,7 +60,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pub := &engine.Published{After: result.Tree(nil)}
+	pub := &publish.Published{After: result.Tree(nil)}
 
 	cs, _, err = changeset.Apart(stage.Finish(ctx, st, result, pub, map[waldur.UUID]string{res: "Keycloak realm hpc failed"}, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip {
@@ -66,7 +71,7 @@ func TestOrderStageAgainstWaldur(t *testing.T) {
 	}
 
 	// The OCI layout: committed, but the shard's artifact not pushed yet.
-	held := &engine.Published{After: pub.After, Held: map[waldur.UUID]string{res: "its Flux shard artifact waldur-plain-cluster-00 is not pushed yet: DENIED"}}
+	held := &publish.Published{After: pub.After, Held: map[waldur.UUID]string{res: "its Flux shard artifact waldur-plain-cluster-00 is not pushed yet: DENIED"}}
 	cs, _, err = changeset.Apart(stage.Finish(ctx, st, result, held, nil, false))
 	if err != nil || len(cs.Entries) != 1 || cs.Entries[0].Action != changeset.Skip || !strings.Contains(cs.Entries[0].Reason, held.Held[res]) {
 		t.Fatalf("finish while its artifact is not pushed: %v %v", err, cs.Entries)

@@ -6,8 +6,10 @@ import (
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/publish"
+	"github.com/waldur/waldur-gitops/waldur/source"
 )
 
 // preflight checks, before a run sends a single request, that the config
@@ -18,24 +20,24 @@ import (
 // to, the credentials of every Keycloak reconciled. Whatever is missing is
 // one config error (exit 2) naming every key, so that a run never writes
 // half of its work before finding the config incomplete.
-func preflight(cfg *config.Config, o Options, api *APISource) error {
+func preflight(cfg *config.Config, o Options, api *source.API) error {
 	var errs []error
 	if api != nil {
-		errs = append(errs, waldurPreflight(api)...)
+		errs = append(errs, api.Preflight()...)
 	}
 	if o.Publish == Git {
-		errs = append(errs, gitPreflight(cfg)...)
+		errs = append(errs, publish.GitPreflight(cfg)...)
 	}
 	if o.Publish == Cluster || o.ValidateServer {
 		errs = append(errs, unjoin(apply.Preflight(cfg, o.Apply))...)
 	}
 	if o.Identities {
-		errs = append(errs, keycloakPreflight(cfg, o.DryRun)...)
+		errs = append(errs, keycloak.Preflight(cfg, o.DryRun)...)
 	}
 	if len(errs) == 0 {
 		return nil
 	}
-	return Classify(ClassConfig, &incompleteError{errs: errs})
+	return failure.Classify(failure.ClassConfig, &incompleteError{errs: errs})
 }
 
 // incompleteError is every key or credential preflight found missing, one
@@ -67,53 +69,4 @@ func unjoin(err error) []error {
 		return nil
 	}
 	return []error{err}
-}
-
-// waldurPreflight builds the client of every offering: its token is read
-// and its URL checked.
-func waldurPreflight(api *APISource) []error {
-	var errs []error
-	for i := range api.Offerings {
-		if _, err := api.Client(&api.Offerings[i]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// gitPreflight reads what the Git publish needs: git.url, its credentials
-// and signing key, the OCI registry's credentials and the forge token.
-func gitPreflight(cfg *config.Config) []error {
-	var errs []error
-	if _, err := gitsync.OptionsFromConfig(cfg.Git); err != nil {
-		errs = append(errs, err)
-	}
-	if cfg.Git.FluxOCIRepository != "" {
-		if _, _, err := cfg.Git.FluxOCICredentials(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if f := cfg.Review.Forge; f != nil {
-		if _, err := f.Token(); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
-}
-
-// keycloakPreflight builds the client of every Keycloak target (it makes no
-// call): its URL is checked and its credentials read. A dry run leaves a
-// realm whose settings name no credential out (KeycloakStage says so), so
-// only a run that writes needs its credentials.
-func keycloakPreflight(cfg *config.Config, dryRun bool) []error {
-	var errs []error
-	for _, t := range keycloak.Targets(cfg) {
-		if dryRun && NoCredentials(t.Settings) {
-			continue
-		}
-		if _, err := keycloak.NewClient(t, keycloak.ClientOptions{}); err != nil {
-			errs = append(errs, fmt.Errorf("keycloak %s: %w", t, err))
-		}
-	}
-	return errs
 }

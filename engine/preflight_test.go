@@ -8,6 +8,7 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 )
 
 // TestFromConfigChecksWhatTheVerbNeeds: FromConfig refuses, as a config
@@ -60,8 +61,8 @@ func TestFromConfigChecksWhatTheVerbNeeds(t *testing.T) {
 			case tc.want == "" && err != nil:
 				t.Fatalf("refused: %v", err)
 			case tc.want == "":
-			case err == nil || !strings.Contains(err.Error(), tc.want) || engine.ExitCode(err) != engine.ExitUsage:
-				t.Fatalf("error %v (exit %d), want exit %d naming %q", err, engine.ExitCode(err), engine.ExitUsage, tc.want)
+			case err == nil || !strings.Contains(err.Error(), tc.want) || failure.ExitCode(err) != failure.ExitUsage:
+				t.Fatalf("error %v (exit %d), want exit %d naming %q", err, failure.ExitCode(err), failure.ExitUsage, tc.want)
 			case !strings.HasPrefix(err.Error(), "the config is incomplete for this command, nothing was done: "):
 				t.Errorf("error %q does not say that nothing was done", err)
 			}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -52,7 +53,7 @@ func (e *Engine) renderer(o *Outcome) Renderer {
 
 func (e *Engine) renderWith(o *Outcome, r Rendering, st *waldur.State) (*render.Result, error) {
 	res, err := r.Render(st, o.inPlace)
-	return res, Classify(ClassRender, err)
+	return res, failure.Classify(failure.ClassRender, err)
 }
 
 // checkQuotas is the quota stage of the cycle: the Quotas seam checks the

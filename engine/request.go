@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -28,7 +29,7 @@ type Outcome struct {
 	Report    *report.Run
 	State     *waldur.State
 	Result    *render.Result
-	Published *Published
+	Published *publish.Published
 	// Waiting maps the resources whose tenant is not usable yet to why (see
 	// IdentityResult.Waiting); nil when no identities stage ran.
 	Waiting map[waldur.UUID]string

@@ -4,16 +4,23 @@ import (
 	"context"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
-	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Source reads the Waldur state: the API of every offering, or a snapshot.
 type Source interface {
 	Read(ctx context.Context) (*waldur.State, error)
+}
+
+// Refresher is a Source that can bring a previous state up to date for a
+// few resources only, instead of reading every offering again.
+type Refresher interface {
+	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
 }
 
 // Renderer renders a state; render.Renderer.Render is the one the engine uses.
@@ -38,7 +45,7 @@ type Orders interface {
 	// waiting maps resources whose tenant is published but not usable yet
 	// (their identity groups are not in place) to why: their Create, Update
 	// and Restore orders stay executing.
-	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error)
+	Finish(ctx context.Context, st *waldur.State, res *render.Result, pub *publish.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error)
 }
 
 // Quotas checks the quota cuts of a render against what the tenants'
@@ -65,18 +72,8 @@ type Publisher interface {
 	// Stage is the name the publisher's stage has in the run report.
 	Stage() string
 	// Class is the failure class of an error the publisher returns unclassified.
-	Class() Class
-	Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error)
-}
-
-// PublishOptions are the switches of one publish.
-type PublishOptions struct {
-	DryRun bool
-	// Guard is the deletion policy the publish is checked against.
-	Guard guard.Options
-	// Confirm asks Waldur about removals nothing explains (the Source, when it
-	// can); nil takes the state at its word.
-	Confirm Confirmer
+	Class() failure.Class
+	Publish(ctx context.Context, res *render.Result, o publish.Options) (*publish.Published, changeset.Result, error)
 }
 
 // Preparer is a Publisher that can start work as the run starts, such as
@@ -91,74 +88,6 @@ type Preparer interface {
 // when two offerings claim the same one.
 type InPlacer interface {
 	InPlace(ctx context.Context) func(waldur.UUID) bool
-}
-
-// Published is what a publish left at its destination, for the stages after
-// it: the order stage finishes an order only when its tenant is here, and the
-// identities stage keeps the groups of tenants that are still here.
-type Published struct {
-	// Before and After are the owned tree before the publish and as the
-	// destination holds it now (a dry run: would hold it). For a cluster,
-	// After holds the files of the tenants whose every object was applied.
-	Before, After render.Tree
-	// Ref is the commit made; empty when none was (or for a cluster or a directory).
-	Ref string
-	// Base is what the publish was planned on: the branch tip before the commit.
-	Base string
-	// Where names the destination for people: "URL branch:path", a directory.
-	Where string
-	// Wrote reports whether the destination was changed.
-	Wrote bool
-	// Failed maps the resources whose objects the destination refused to the
-	// reason (the API server's message); their orders are erred with it.
-	Failed map[waldur.UUID]string
-	// Review maps the resources whose change waits on a review branch
-	// (config review:) to why; their orders stay executing with it.
-	Review map[waldur.UUID]string
-	// FluxRevisions maps every shard (its Kustomization's name) to the
-	// revision Flux reports once it has the shard's pushed artifact,
-	// "latest@sha256:…", in the OCI layout (git.flux_oci_repository); nil
-	// otherwise (every shard then applies "<branch>@sha1:<Ref>").
-	FluxRevisions map[string]string
-	// Held maps the resources whose change is committed but not yet where
-	// the consumer reads it (their shard's artifact failed to push) to why;
-	// their orders stay executing, and the next run pushes it.
-	Held map[waldur.UUID]string
-	// ReviewBranches are the review branches open after the publish.
-	ReviewBranches []report.ReviewBranch
-	// Incomplete is set when the publish failed as a whole somewhere (a
-	// cluster unreachable): what is not in After was not checked, so no
-	// order may be finished from its absence.
-	Incomplete bool
-
-	present map[waldur.UUID]bool // After's resources, read once
-}
-
-// Has reports whether the resource's tenant is at the destination, or was
-// refused there (its objects may be partly in place).
-func (p *Published) Has(id waldur.UUID) bool {
-	if p == nil {
-		return false
-	}
-	if _, failed := p.Failed[id]; failed {
-		return true
-	}
-	return p.resources()[id]
-}
-
-// review is Review, nil for no publish.
-func (p *Published) review() map[waldur.UUID]string {
-	if p == nil {
-		return nil
-	}
-	return p.Review
-}
-
-func (p *Published) resources() map[waldur.UUID]bool {
-	if p.present == nil {
-		p.present = p.After.ResourceUUIDs()
-	}
-	return p.present
 }
 
 // Identities reconciles the identity provider (Keycloak groups and
@@ -205,7 +134,7 @@ type Announcer interface {
 // (their state, where they live, members' sync statuses), after the orders.
 // waiting and pub are as for Orders.Finish.
 type Feedback interface {
-	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error)
+	Report(ctx context.Context, st *waldur.State, res *render.Result, pub *publish.Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error)
 }
 
 // FeedbackOptions are the switches of the feedback stage.
@@ -252,7 +181,7 @@ type Seams struct {
 // and whether the stages after it still run when it fails.
 type stage struct {
 	name  string
-	class Class
+	class failure.Class
 	run   func(ctx context.Context, o *Outcome) (changeset.Result, error)
 	goOn  bool
 }

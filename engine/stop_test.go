@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/stop"
 )
 
 // TestStoppedRun: a deadline or a signal that comes during a stage ends the
@@ -17,13 +19,13 @@ import (
 // that did not land), the report says where it stopped, what had taken
 // effect and what is pending, and the exit code says what stopped it.
 func TestStoppedRun(t *testing.T) {
-	deadline := &engine.Stopped{Kind: engine.StopDeadline, Timeout: 9 * time.Minute}
-	sigint := &engine.Stopped{Kind: engine.StopInterrupt, Signal: os.Interrupt}
-	sigterm := &engine.Stopped{Kind: engine.StopInterrupt, Signal: syscall.SIGTERM}
+	deadline := &stop.Stopped{Kind: stop.ByDeadline, Timeout: 9 * time.Minute}
+	sigint := &stop.Stopped{Kind: stop.BySignal, Signal: os.Interrupt}
+	sigterm := &stop.Stopped{Kind: stop.BySignal, Signal: syscall.SIGTERM}
 	for _, tc := range []struct {
 		name    string
 		at      string // the fake call during which the stop comes
-		stop    *engine.Stopped
+		stop    *stop.Stopped
 		code    int
 		calls   string
 		during  string
@@ -31,13 +33,13 @@ func TestStoppedRun(t *testing.T) {
 		pending []string
 		moved   int // orders moved: the approval when it came before the stop, never a finish
 	}{
-		{"deadline while reading Waldur", "source.read", deadline, engine.ExitDeadline, "source.read",
+		{"deadline while reading Waldur", "source.read", deadline, failure.ExitDeadline, "source.read",
 			"waldur", "nothing pushed or applied", []string{"waldur", "approve", "render", "fake", "keycloak", "orders"}, 0},
 		// The fake publisher finishes its write whatever the context says:
 		// the report names the commit that landed.
-		{"SIGINT while publishing", "publish", sigint, engine.ExitInterrupted, "source.read → orders.approve → publish",
+		{"SIGINT while publishing", "publish", sigint, failure.ExitInterrupted, "source.read → orders.approve → publish",
 			"fake", "commit commit-1 pushed", []string{"fake", "keycloak", "orders"}, 1},
-		{"SIGTERM in Keycloak after the push", "identities.reconcile", sigterm, engine.ExitTerminated,
+		{"SIGTERM in Keycloak after the push", "identities.reconcile", sigterm, failure.ExitTerminated,
 			"source.read → orders.approve → publish → identities.reconcile", "keycloak", "commit commit-1 pushed", []string{"keycloak", "orders"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +52,7 @@ func TestStoppedRun(t *testing.T) {
 				}
 			}
 			out := f.engine().Run(ctx, engine.Request{Command: "sync"})
-			if got := engine.ExitCode(out.Err); got != tc.code || out.Report.ExitCode != tc.code {
+			if got := failure.ExitCode(out.Err); got != tc.code || out.Report.ExitCode != tc.code {
 				t.Errorf("exit %d (report %d), want %d: %v", got, out.Report.ExitCode, tc.code, out.Err)
 			}
 			if got := f.log.String(); got != tc.calls {
@@ -73,24 +75,5 @@ func TestStoppedRun(t *testing.T) {
 				t.Errorf("the run's error does not carry the stop: %v", out.Err)
 			}
 		})
-	}
-}
-
-// TestWithDeadline: the deadline's context ends with a deadline stop;
-// without a length there is none, and an ordinary cancel is no stop.
-func TestWithDeadline(t *testing.T) {
-	ctx, cancel := engine.WithDeadline(context.Background(), 10*time.Millisecond)
-	defer cancel()
-	<-ctx.Done()
-	if s := engine.StopOf(ctx); s == nil || s.Kind != engine.StopDeadline || s.Timeout != 10*time.Millisecond {
-		t.Errorf("StopOf = %+v, want the 10ms deadline", s)
-	}
-	ctx, cancel = engine.WithDeadline(context.Background(), 0)
-	if _, ok := ctx.Deadline(); ok {
-		t.Error("a zero length set a deadline")
-	}
-	cancel()
-	if s := engine.StopOf(ctx); s != nil {
-		t.Errorf("a plain cancel reads as a stop: %+v", s)
 	}
 }

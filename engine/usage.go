@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -15,9 +16,9 @@ const UsageStageName = usage.EntryStage
 
 // UsageStage is the Usage seam over usage.Reporter: the reporter plans and
 // posts on the state the engine reads and renders, and its failures get the
-// engine's classes (a Waldur read: ClassWaldur; a cluster read:
-// ClassCluster; templates that do not render: ClassConfig; posts that
-// failed: ClassPartial).
+// engine's classes (a Waldur read: failure.ClassWaldur; a cluster read:
+// failure.ClassCluster; templates that do not render: failure.ClassConfig; posts that
+// failed: failure.ClassPartial).
 type UsageStage struct {
 	Reporter *usage.Reporter
 }
@@ -38,13 +39,13 @@ func usageClass(err error) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &re):
-		return Classify(ClassWaldur, err)
+		return failure.Classify(failure.ClassWaldur, err)
 	case errors.As(err, &ce):
-		return Classify(ClassCluster, err)
+		return failure.Classify(failure.ClassCluster, err)
 	case errors.As(err, &rde):
-		return Classify(ClassConfig, err)
+		return failure.Classify(failure.ClassConfig, err)
 	}
-	return Classify(ClassPartial, err)
+	return failure.Classify(failure.ClassPartial, err)
 }
 
 // usageStages is the cycle of the usage report: the site agent's
@@ -56,11 +57,11 @@ func (e *Engine) usageStages(req Request) []stage {
 	s := e.seams
 	var list []stage
 	if s.Announcer != nil {
-		list = append(list, stage{name: "agent", class: ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Result, error) {
+		list = append(list, stage{name: "agent", class: failure.ClassWaldur, goOn: true, run: func(ctx context.Context, _ *Outcome) (changeset.Result, error) {
 			return s.Announcer.Announce(ctx, nil, req.Command, req.DryRun)
 		}})
 	}
-	return append(list, stage{name: UsageStageName, class: ClassPartial, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
+	return append(list, stage{name: UsageStageName, class: failure.ClassPartial, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 		o.diffStage = UsageStageName
 		read := func(ctx context.Context) (*waldur.State, error) {
 			var err error

@@ -5,13 +5,17 @@ import (
 
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/orders"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/usage"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
 
@@ -77,41 +81,41 @@ type Options struct {
 func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	tpls, err := render.LoadTemplates(cfg)
 	if err != nil {
-		return nil, Classify(ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	var s Seams
-	var api *APISource
+	var api *source.API
 	if o.Snapshot != "" {
-		s.Source = &SnapshotSource{Path: o.Snapshot, Log: o.Log}
+		s.Source = &source.Snapshot{Path: o.Snapshot, Log: o.Log}
 	} else {
-		src := &APISource{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
+		src := &source.API{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
 		s.Source, api = src, src
 		if o.Announce {
 			s.Announcer = &writeback.AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
 		}
 		if o.Orders && o.Publish != Nowhere {
-			ost := &OrderStage{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
+			ost := &orders.Site{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
 			if o.Publish == Git && cfg.Git.FluxShards > 0 {
-				l := Layout(cfg)
+				l := gitsync.LayoutFor(cfg)
 				ost.Flux, ost.Branch = &l, cfg.Git.Branch
 			}
 			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
 				ost.Argo = &orders.ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
 			}
-			s.Orders = ost
+			s.Orders = &OrderStage{ost}
 		}
 	}
 	var previous func() render.Tree
 	switch o.Publish {
 	case Git:
-		gp := &GitPublisher{Config: cfg, Log: o.Log}
+		gp := &publish.Git{Config: cfg, Log: o.Log}
 		s.Publisher, previous = gp, gp.Previous
 	case Cluster:
 		opts := o.Apply
 		opts.Log = o.Log
-		s.Publisher = &ClusterPublisher{Config: cfg, Options: opts}
+		s.Publisher = &publish.Cluster{Config: cfg, Options: opts}
 	case Directory:
-		s.Publisher = &DirPublisher{Dir: o.Dir}
+		s.Publisher = &publish.Dir{Dir: o.Dir}
 	}
 	if o.Publish != Nowhere {
 		s.Quotas = &quotasafe.Stage{Offerings: cfg.Offerings, Kubeconfig: o.Apply.Kubeconfig, CanReview: o.Publish == Git, Log: o.Log}
@@ -119,10 +123,10 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if o.ValidateServer {
 		opts := o.Apply
 		opts.Log = o.Log
-		s.Validator = &ServerValidator{Config: cfg, Options: opts}
+		s.Validator = &publish.ServerValidator{Config: cfg, Options: opts}
 	}
 	if o.Identities && len(keycloak.Targets(cfg)) > 0 {
-		s.Identities = &KeycloakStage{Config: cfg, Log: o.Log, Memory: keycloak.NewMemory(cfg.KeycloakState)}
+		s.Identities = &KeycloakStage{&keycloak.Identities{Config: cfg, Log: o.Log, Memory: keycloak.NewMemory(cfg.KeycloakState)}}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {

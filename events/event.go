@@ -14,6 +14,9 @@
 // Events are coalesced (Coalescer) so that a storm gives a handful of
 // syncs. Delivery is lossy by design on Waldur's side (queue TTL 1 h, at most
 // 10,000 messages), so the interval sync stays the safety net.
+//
+// FromConfig (config.go) builds the Consumer's offerings from the config,
+// each with its own Waldur client and the agent identity it registers as.
 package events
 
 import (

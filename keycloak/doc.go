@@ -40,4 +40,11 @@
 // with exponential backoff on 5xx answers, 429 and transport errors, and a
 // token that is refreshed before it expires and again when Keycloak answers 401.
 // It counts its calls by kind for the run report.
+//
+// Identities (identities.go) is the engine's identities stage over
+// Reconcile: it leaves out of a pass what the run is in doubt about
+// (offerings not read, resources kept for an unknown state), leaves out of a
+// dry run the realms whose settings name no credential, and finds the
+// rendered resources waiting on groups not in place; Preflight checks the
+// credentials of every realm before a run.
 package keycloak

@@ -8,11 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 )
-
-// exitGuard is the exit code of a run the deletion guard refused (engine.ExitGuard;
-// metrics sits below engine and cannot import it).
-const exitGuard = 7
 
 // OrderKind is the kind of the change-set entries of Waldur orders.
 const OrderKind = "Order"
@@ -105,7 +102,7 @@ func (u *unattended) observe(run Run) {
 	}
 	u.failed.Set(float64(u.failedInRow))
 	refused := 0.0
-	if rep.ExitCode == exitGuard {
+	if rep.ExitCode == failure.ExitGuard {
 		refused = 1
 		u.refusals.Inc()
 	}

@@ -39,7 +39,7 @@ var _ FluxCluster = (*kube.Reader)(nil)
 // only once the Flux shard Kustomization of its tenant reports Revision as
 // its status.lastAppliedRevision, besides the objects looking right.
 type Flux struct {
-	// Layout is the shard layout of the pushed tree (engine.Layout).
+	// Layout is the shard layout of the pushed tree (gitsync.LayoutFor).
 	Layout gitsync.FluxLayout
 	// Revision is the pushed tree's revision as Flux names it,
 	// "<branch>@sha1:<commit>".

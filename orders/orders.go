@@ -28,6 +28,10 @@
 //
 // Every decision is a changeset entry (stage "approve" or "orders", kind "Order") so that
 // the run report lists every transition and every order left waiting.
+//
+// A Site builds each step's Stage from the config (site.go): the offerings
+// with the run's Waldur clients and, for order_done_on: applied, their
+// clusters, and the Flux or Argo CD consumers Finish waits for.
 package orders
 
 import (

@@ -154,13 +154,13 @@ func TestDiffFindsDrift(t *testing.T) {
 	}
 }
 
-// exitCodes reads the Exit* constants of engine/errors.go without importing
-// engine (which imports report): name → value.
+// exitCodes reads the Exit* constants of failure/failure.go without importing
+// the failure table into report's tests: name → value.
 func exitCodes(t *testing.T) map[string]int {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "../engine/errors.go", nil, parser.SkipObjectResolution)
+	f, err := parser.ParseFile(token.NewFileSet(), "../failure/failure.go", nil, parser.SkipObjectResolution)
 	if err != nil {
-		t.Fatalf("parse engine/errors.go: %v", err)
+		t.Fatalf("parse failure/failure.go: %v", err)
 	}
 	codes := map[string]int{}
 	for _, d := range f.Decls {
@@ -176,18 +176,18 @@ func exitCodes(t *testing.T) map[string]int {
 				}
 				lit, ok := vs.Values[i].(*ast.BasicLit)
 				if !ok || lit.Kind != token.INT {
-					t.Fatalf("engine/errors.go: %s is not an integer literal; teach this test to read it", n.Name)
+					t.Fatalf("failure/failure.go: %s is not an integer literal; teach this test to read it", n.Name)
 				}
 				v, ok := constant.Int64Val(constant.MakeFromLiteral(lit.Value, lit.Kind, 0))
 				if !ok {
-					t.Fatalf("engine/errors.go: %s = %s is not a small integer", n.Name, lit.Value)
+					t.Fatalf("failure/failure.go: %s = %s is not a small integer", n.Name, lit.Value)
 				}
 				codes[n.Name] = int(v)
 			}
 		}
 	}
 	if codes["ExitOK"] != 0 || len(codes) < 5 {
-		t.Fatalf("read the exit codes %v from engine/errors.go: not what the CLI defines", codes)
+		t.Fatalf("read the exit codes %v from failure/failure.go: not what the CLI defines", codes)
 	}
 	return codes
 }
@@ -207,6 +207,6 @@ func TestExitCodesDocumented(t *testing.T) {
 		}
 	}
 	if !slices.Equal(got, slices.Compact(want)) {
-		t.Errorf("the exit code table of %s lists %v; engine/errors.go defines %v (%v)", runReportDoc, got, want, codes)
+		t.Errorf("the exit code table of %s lists %v; failure/failure.go defines %v (%v)", runReportDoc, got, want, codes)
 	}
 }

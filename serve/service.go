@@ -12,11 +12,13 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/events"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/unreachable"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/status"
+	"github.com/waldur/waldur-gitops/stop"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -58,7 +60,7 @@ type Service struct {
 func (s *Service) Engine(cfg *config.Loaded) (*engine.Engine, error) {
 	b, err := os.ReadFile(cfg.Path)
 	if err != nil {
-		return nil, engine.Errorf(engine.ClassConfig, "read %s: %w", cfg.Path, err)
+		return nil, failure.Errorf(failure.ClassConfig, "read %s: %w", cfg.Path, err)
 	}
 	if h := sha256.Sum256(b); s.eng == nil || h != s.hash {
 		if s.eng != nil {
@@ -83,7 +85,7 @@ func (s *Service) Run(ctx context.Context) Outcome {
 // become runs on loop.Wake, and health reports its state. The returned
 // function stops it and waits for it.
 func (s *Service) StartEvents(ctx context.Context, cfg *config.Loaded, all bool, window time.Duration, loop *Loop, health *Health) (func(), error) {
-	offs, err := engine.EventOfferings(cfg.Offerings, all, s.log(), s.TuneWaldur)
+	offs, err := events.FromConfig(cfg.Offerings, all, s.log(), s.TuneWaldur)
 	if err != nil || len(offs) == 0 {
 		return func() {}, err
 	}
@@ -158,14 +160,14 @@ func (s *Service) runRequest(ctx context.Context, req engine.Request, trigger st
 	}
 	if err == nil {
 		// One dead endpoint costs one stage of the run (internal/unreachable).
-		runCtx, cancel := engine.WithDeadline(unreachable.Track(ctx), s.timeout(cfg))
+		runCtx, cancel := stop.WithDeadline(unreachable.Track(ctx), s.timeout(cfg))
 		out := eng.Run(runCtx, req)
 		cancel()
 		err, rep = s.Finish(cfg, out), out.Report
 	} else {
 		// The config or the templates could not be loaded: a failed run without stages.
 		rep = report.New("serve", version.String(), false, start)
-		rep.Finish(engine.ExitCode(err), time.Now())
+		rep.Finish(failure.ExitCode(err), time.Now())
 	}
 	result := ResultOf(rep.ExitCode)
 	s.Metrics.Observe(metrics.Run{Report: rep, Result: result, Waldur: tally.Stats()})
@@ -229,9 +231,9 @@ func countsLine(rep *report.Run) string {
 // ResultOf is the result label of an exit code (metrics.ResultOK, …).
 func ResultOf(code int) string {
 	switch code {
-	case engine.ExitOK:
+	case failure.ExitOK:
 		return metrics.ResultOK
-	case engine.ExitPartial:
+	case failure.ExitPartial:
 		return metrics.ResultPartial
 	}
 	return metrics.ResultFailed

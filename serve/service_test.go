@@ -6,7 +6,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/report"
 )
@@ -15,7 +15,7 @@ import (
 // stage by stage in the order they first appear; its deadline is --timeout,
 // else the interval when the config sets no run_timeout.
 func TestServiceRunLabels(t *testing.T) {
-	for code, want := range map[int]string{engine.ExitOK: metrics.ResultOK, engine.ExitPartial: metrics.ResultPartial, engine.ExitWaldur: metrics.ResultFailed} {
+	for code, want := range map[int]string{failure.ExitOK: metrics.ResultOK, failure.ExitPartial: metrics.ResultPartial, failure.ExitWaldur: metrics.ResultFailed} {
 		if got := ResultOf(code); got != want {
 			t.Errorf("exit %d: %s, want %s", code, got, want)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 )
 
@@ -48,7 +49,7 @@ func (o Output) Plan(git config.Git, out *engine.Outcome) error {
 	})
 	files := gitsync.ChangedFiles(pub.Before, pub.After)
 	refused := ""
-	if engine.ClassOf(out.Err) == engine.ClassGuard {
+	if failure.ClassOf(out.Err) == failure.ClassGuard {
 		refused = out.Err.Error()
 	}
 	if o.Data != nil {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/report"
 )
 
@@ -101,8 +101,8 @@ type Request struct {
 }
 
 // Get is the picture req asks for. A config that does not load keeps
-// Load's error; a report that cannot be read is engine.ClassOutput, a serve
-// that cannot be asked engine.ClassConfig.
+// Load's error; a report that cannot be read is failure.ClassOutput, a serve
+// that cannot be asked failure.ClassConfig.
 func Get(ctx context.Context, req Request) (Status, error) {
 	if req.Server == "" {
 		cfg, err := req.Load()
@@ -110,7 +110,7 @@ func Get(ctx context.Context, req Request) (Status, error) {
 			return Status{}, err
 		}
 		s, err := FromReport(cfg, time.Now())
-		return s, engine.Classify(engine.ClassOutput, err)
+		return s, failure.Classify(failure.ClassOutput, err)
 	}
 	tok, err := ReadToken(req.TokenFile)
 	if err == nil {
@@ -120,5 +120,5 @@ func Get(ctx context.Context, req Request) (Status, error) {
 			return s, nil
 		}
 	}
-	return Status{}, engine.Classify(engine.ClassConfig, err)
+	return Status{}, failure.Classify(failure.ClassConfig, err)
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/events"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/report"
 )
@@ -167,8 +167,8 @@ func Build(recs []Record, o Options) Status {
 		OrdersWaiting: []Item{}, ReviewBranches: []Branch{}, QuotaHeld: []Item{}, MembersWaiting: []Item{}, Offboarding: []Item{}, Held: []Item{}}
 	for _, r := range recs {
 		s.Runs = append(s.Runs, runOf(r, o.Names))
-		if s.GuardRefusal == nil && r.Report.ExitCode == engine.ExitGuard {
-			s.GuardRefusal = &Refusal{Run: r.ID, At: r.Report.Finished, Error: scrub(failure(r.Report), o.Names)}
+		if s.GuardRefusal == nil && r.Report.ExitCode == failure.ExitGuard {
+			s.GuardRefusal = &Refusal{Run: r.ID, At: r.Report.Finished, Error: scrub(failedStage(r.Report), o.Names)}
 		}
 	}
 	if len(recs) == 0 {
@@ -271,16 +271,16 @@ func runOf(r Record, names bool) Run {
 // result is the result word of an exit code, as the metrics label it.
 func result(code int) string {
 	switch code {
-	case engine.ExitOK:
+	case failure.ExitOK:
 		return "ok"
-	case engine.ExitPartial:
+	case failure.ExitPartial:
 		return "partial"
 	}
 	return "failed"
 }
 
-// failure is the error of the run's failed stage.
-func failure(rep *report.Run) string {
+// failedStage is the error of the run's failed stage.
+func failedStage(rep *report.Run) string {
 	for _, st := range rep.Stages {
 		if st.Error != "" {
 			return st.Error

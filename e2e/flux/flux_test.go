@@ -44,6 +44,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -189,7 +190,7 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...str
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.engine = engine.New(engine.Seams{Source: memSource{s.state}, Publisher: &engine.GitPublisher{Config: s.cfg.Config}},
+	s.engine = engine.New(engine.Seams{Source: memSource{s.state}, Publisher: &publish.Git{Config: s.cfg.Config}},
 		render.New(s.cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
 	return s
 }
@@ -306,7 +307,7 @@ func (s *site) shardNames() []string {
 
 // expectedShards are the shard Kustomization names the config generates.
 func (s *site) expectedShards() []string {
-	l := engine.Layout(s.cfg.Config)
+	l := gitsync.LayoutFor(s.cfg.Config)
 	var out []string
 	for _, tg := range l.Targets {
 		for n := range l.Shards {
@@ -405,7 +406,7 @@ func (s *site) rendered() (map[string]*unstructured.Unstructured, map[string]str
 			s.t.Fatal(err)
 		}
 	}
-	l := engine.Layout(s.cfg.Config)
+	l := gitsync.LayoutFor(s.cfg.Config)
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	objs, owner := map[string]*unstructured.Unstructured{}, map[string]string{}
 	for _, tg := range l.Targets {
@@ -717,7 +718,7 @@ func TestFluxEndToEnd(t *testing.T) {
 		hand := gittest.Commit(t, repo, branch, map[string]string{file: broken}, "a hand edit")
 		// <git.path>/<offering>/<target>/<tenant>/<file>
 		parts := strings.SplitN(strings.TrimPrefix(file, s.cfg.Git.Path+"/"), "/", 4)
-		l := engine.Layout(s.cfg.Config)
+		l := gitsync.LayoutFor(s.cfg.Config)
 		tree := render.Tree{}
 		for p, c := range gittest.Files(t, repo, branch) {
 			if rel, ok := strings.CutPrefix(p, s.cfg.Git.Path+"/"); ok {

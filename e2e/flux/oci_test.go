@@ -16,6 +16,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
 	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
@@ -66,7 +67,7 @@ func (s *site) syncOCI() (*engine.Outcome, int) {
 // revision of its pushed artifact and its Kustomization has applied it.
 func (s *site) waitOCIApplied(revs map[string]string) {
 	s.t.Helper()
-	names, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	names, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
 	for _, n := range names {
 		if revs[n] == "" {
 			s.t.Fatalf("no revision of shard %s in %v", n, revs)
@@ -174,7 +175,7 @@ func TestFluxOCILayout(t *testing.T) {
 	// without its directory, so it reports its path missing instead of
 	// applying the tenants that moved to the others (docs/gitops.md).
 	uids := s.uids()
-	names, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	names, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
 	orphan := names[len(names)-1]
 	s.cfg.Git.FluxShards = shards - 1
 	out, pushed = s.syncOCI()
@@ -193,9 +194,9 @@ func TestFluxOCILayout(t *testing.T) {
 	// to the new shards, which take the objects over; the old shards report
 	// their path missing, and deleting them (and the orphan of the lowering
 	// above) deletes no tenant object.
-	oldNames, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	oldNames, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
 	s.cfg.Git.FluxShards, s.cfg.Git.FluxShardGeneration = shards+1, 1
-	newNames, _ := engine.Layout(s.cfg.Config).ShardDirs()
+	newNames, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
 	out, pushed = s.syncOCI()
 	if pushed != len(newNames)+len(oldNames) {
 		t.Errorf("a new generation pushed %d artifacts, want %d new shards and %d orphans", pushed, len(newNames), len(oldNames))
@@ -247,7 +248,7 @@ func (s *site) pushNested(tree render.Tree) map[string]string {
 		s.t.Fatal(err)
 	}
 	revs := map[string]string{}
-	names, dirs := engine.Layout(s.cfg.Config).ShardDirs()
+	names, dirs := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
 	for i, n := range names {
 		data, err := ociship.Archive(ociship.ShardFiles(tree, dirs[i]))
 		if err != nil {

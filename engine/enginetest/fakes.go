@@ -12,6 +12,8 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -90,7 +92,7 @@ func (o *Orders) Approve(_ context.Context, st *waldur.State, probe engine.Rende
 }
 
 // Finish records every rendered resource that pub holds and that is not waiting.
-func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *engine.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
+func (o *Orders) Finish(_ context.Context, _ *waldur.State, res *render.Result, pub *publish.Published, waiting map[waldur.UUID]string, dryRun bool) (changeset.Result, error) {
 	o.Log.add("orders.finish", dryRun)
 	if o.FinishErr != nil {
 		return changeset.Result{}, o.FinishErr
@@ -133,15 +135,15 @@ func (p *Publisher) Stage() string {
 }
 
 // Class is ClassGit.
-func (p *Publisher) Class() engine.Class { return engine.ClassGit }
+func (p *Publisher) Class() failure.Class { return failure.ClassGit }
 
 // Publish replaces Tree with the render (not for a dry run).
-func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.PublishOptions) (*engine.Published, changeset.Result, error) {
+func (p *Publisher) Publish(_ context.Context, res *render.Result, o publish.Options) (*publish.Published, changeset.Result, error) {
 	p.Log.add("publish", o.DryRun)
 	before := p.Tree
 	after := res.Tree(before)
 	cs := res.Compare(before, after)
-	pub := &engine.Published{Before: before, After: after, Where: "memory"}
+	pub := &publish.Published{Before: before, After: after, Where: "memory"}
 	if p.Err != nil {
 		if p.PartialWrite && !o.DryRun {
 			half := render.Tree{}

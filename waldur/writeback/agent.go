@@ -235,7 +235,7 @@ func (a *AgentAnnouncer) skip(o *config.Offering, subject, reason string, c chan
 	return e
 }
 
-// Clients opens the Waldur client of an offering (engine.APISource, whose
+// Clients opens the Waldur client of an offering (source.API, whose
 // clients the run shares).
 type Clients interface {
 	Client(o *config.Offering) (*waldur.Client, error)

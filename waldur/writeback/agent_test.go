@@ -14,6 +14,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
@@ -45,7 +46,7 @@ func newAgentFixture(t *testing.T, opts ...waldurtest.Option) *agentFixture {
 	}
 	var buf bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&buf, nil))
-	src := &engine.APISource{Offerings: l.Offerings, Log: log}
+	src := &source.API{Offerings: l.Offerings, Log: log}
 	return &agentFixture{srv: srv, log: &buf, cfg: l.Config,
 		ann: &writeback.AgentAnnouncer{Source: src, Offerings: l.Offerings, Log: log}}
 }

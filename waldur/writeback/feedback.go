@@ -26,7 +26,7 @@ const (
 
 // ResourceFeedback is the feedback stage (the engine's Feedback seam): it tells Waldur what the run found
 // out about every resource of the offerings it read, with the clients of the
-// run's APISource. It writes only what changes something in Waldur:
+// run's source.API. It writes only what changes something in Waldur:
 //
 //   - set_as_ok for an Erred resource whose tenant is published (and whose
 //     Keycloak groups are in place);
@@ -356,7 +356,7 @@ type Options struct {
 }
 
 // Published is what the run's publish did, as feedback reads it
-// (engine.Published).
+// (publish.Published).
 type Published struct {
 	// Before and After are the owned tree before the publish and as the
 	// destination holds it now.

@@ -12,6 +12,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 	"github.com/waldur/waldur-gitops/waldur/writeback"
 )
@@ -22,7 +23,7 @@ import (
 type feedbackRig struct {
 	t   testing.TB
 	srv *waldurtest.Server
-	src *engine.APISource
+	src *source.API
 	fb  *writeback.ResourceFeedback
 	rdr engine.Renderer
 }
@@ -44,7 +45,7 @@ func newFeedbackRig(t testing.TB, srv *waldurtest.Server) *feedbackRig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &engine.APISource{Offerings: l.Offerings}
+	src := &source.API{Offerings: l.Offerings}
 	return &feedbackRig{t: t, srv: srv, src: src, rdr: render.New(l.Config, tpls).Render,
 		fb: &writeback.ResourceFeedback{Source: src, Offerings: l.Offerings, LastSyncInterval: 0}}
 }

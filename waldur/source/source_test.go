@@ -1,4 +1,4 @@
-package engine_test
+package source_test
 
 import (
 	"context"
@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
-	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/source"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
 
@@ -27,7 +27,7 @@ func TestRefreshReadsOnlyTheNamedResources(t *testing.T) {
 			ProjectUUID: waldur.UUID("0aa0000000004000800000000000000" + string(rune('1'+i))), Limits: waldur.Limits{"cpu": "1"}}))
 	}
 	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
-	src := &engine.APISource{Offerings: []config.Offering{o}}
+	src := &source.API{Offerings: []config.Offering{o}}
 	ctx := context.Background()
 	last, err := src.Read(ctx)
 	if err != nil {
@@ -98,7 +98,7 @@ func TestRefreshReadsTheResourcesOfMovedOrders(t *testing.T) {
 	other := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "other", Created: created.Add(time.Hour),
 		ProjectUUID: "0aa00000000040008000000000000002", Limits: waldur.Limits{"cpu": "1"}})
 	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
-	src := &engine.APISource{Offerings: []config.Offering{o}}
+	src := &source.API{Offerings: []config.Offering{o}}
 	ctx := context.Background()
 	last, err := src.Read(ctx)
 	if err != nil {
@@ -143,7 +143,7 @@ func TestClientFollowsTheToken(t *testing.T) {
 	}
 	write("0123456789abcdef0123456789abcdef01234567")
 	o := config.Offering{Name: "Plain", WaldurAPIURL: "https://waldur.example.org/api/", WaldurOfferingUUID: offeringUUID, WaldurAPITokenFile: file}
-	src := &engine.APISource{Offerings: []config.Offering{o}}
+	src := &source.API{Offerings: []config.Offering{o}}
 	a, err := src.Client(&o)
 	if err != nil {
 		t.Fatal(err)
@@ -154,5 +154,30 @@ func TestClientFollowsTheToken(t *testing.T) {
 	write("76543210fedcba9876543210fedcba9876543210")
 	if c, _ := src.Client(&o); c == a {
 		t.Error("a rotated token kept the old client")
+	}
+}
+
+// TestConfirmAgainstWaldur: source.API.Confirm tells a live resource, a
+// terminated one and one Waldur does not know apart.
+func TestConfirmAgainstWaldur(t *testing.T) {
+	srv := waldurtest.New(t)
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	live := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "live", Created: created})
+	done := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "done", Created: created, State: waldur.ResourceTerminated})
+	unknown := waldur.UUID("00000000000040008000000000000bad")
+	src := &source.API{Offerings: []config.Offering{{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}}}
+	gone, err := src.Confirm(context.Background(), "Plain", []waldur.UUID{live, done, unknown})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := gone[live]; ok {
+		t.Errorf("a live resource counts as gone: %v", gone[live])
+	}
+	if g := gone[done]; !g.Terminated {
+		t.Errorf("a terminated resource: %+v", g)
+	}
+	if g, ok := gone[unknown]; !ok || g.Terminated {
+		t.Errorf("an unknown resource: %+v %v", g, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package publish
 
 import (
 	"context"
@@ -7,36 +7,38 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// ClusterPublisher server-side applies the render into the clusters and
+// Cluster server-side applies the render into the clusters and
 // prunes what is no longer rendered (direct mode).
-type ClusterPublisher struct {
+type Cluster struct {
 	Config  *config.Config
 	Options apply.Options // Guard and DryRun are set per publish
 }
 
 // Stage is "apply".
-func (p *ClusterPublisher) Stage() string { return apply.StageApply }
+func (p *Cluster) Stage() string { return apply.StageApply }
 
-// Class is ClassApply.
-func (p *ClusterPublisher) Class() Class { return ClassApply }
+// Class is failure.ClassApply.
+func (p *Cluster) Class() failure.Class { return failure.ClassApply }
 
 // Publish applies and prunes. Objects the API server refused are reported in
 // Published.Failed and make the error contained: the orders and identities of
 // the other tenants still go on. A failure that is not about one object (a
 // cluster unreachable) leaves Published.Incomplete.
-func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error) {
+func (p *Cluster) Publish(ctx context.Context, res *render.Result, o Options) (*Published, changeset.Result, error) {
 	opts := p.Options
 	opts.DryRun, opts.Guard = o.DryRun, o.Guard
 	if o.Confirm != nil {
 		opts.Confirm = func(ctx context.Context, offering string, ids []waldur.UUID) (map[waldur.UUID]string, map[string]string) {
-			return settle(ctx, o.Confirm, offering, ids, res)
+			return confirm.Settle(ctx, o.Confirm, offering, ids, res)
 		}
 	}
-	opts.Explained = explainGone(opts.Explained, res)
+	opts.Explained = confirm.ExplainGone(opts.Explained, res)
 	r, err := apply.Apply(ctx, p.Config, res, opts)
 	if r == nil {
 		return nil, changeset.Result{}, err
@@ -62,7 +64,7 @@ func (p *ClusterPublisher) Publish(ctx context.Context, res *render.Result, o Pu
 	pub.Wrote = !o.DryRun && r.Changes.Changed()
 	if err != nil {
 		if objectsOnly(err) {
-			err = Contained(Classify(ClassApply, err))
+			err = failure.Contained(failure.Classify(failure.ClassApply, err))
 		} else {
 			pub.Incomplete = true
 		}

@@ -1,4 +1,4 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
@@ -13,11 +13,15 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/internal/redact"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -58,10 +62,10 @@ func TestSyncShipsChangedShardArtifacts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := &answers{st: st, drop: map[waldur.UUID]bool{}, direct: map[waldur.UUID]engine.Gone{}}
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
+	src := &answers{st: st, drop: map[waldur.UUID]bool{}, direct: map[waldur.UUID]confirm.Gone{}}
+	e := engine.New(engine.Seams{Source: src, Publisher: &publish.Git{Config: cfg.Config}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), nil)
 	ctx := context.Background()
-	names, _ := engine.Layout(cfg.Config).ShardDirs()
+	names, _ := gitsync.LayoutFor(cfg.Config).ShardDirs()
 
 	out := e.Run(ctx, engine.Request{Command: "sync"})
 	if out.Err != nil || out.Report.Commit == "" {
@@ -78,12 +82,12 @@ func TestSyncShipsChangedShardArtifacts(t *testing.T) {
 	// One tenant goes, while the registry refuses writes.
 	gone := st.Offerings[0].Resources[0]
 	src.drop[gone.UUID] = true
-	src.direct[gone.UUID] = engine.Gone{Why: "Waldur answers 404 for it"}
+	src.direct[gone.UUID] = confirm.Gone{Why: "Waldur answers 404 for it"}
 	refuseWrites.Store(true)
 	out = e.Run(ctx, engine.Request{Command: "sync"})
-	if out.Report.Commit == "" || engine.ClassOf(out.Err) != engine.ClassGit || !strings.Contains(out.Err.Error(), "1 flux shard artifact(s) not pushed") ||
+	if out.Report.Commit == "" || failure.ClassOf(out.Err) != failure.ClassGit || !strings.Contains(out.Err.Error(), "1 flux shard artifact(s) not pushed") ||
 		!strings.Contains(out.Err.Error(), "commit "+out.Report.Commit+" was pushed") {
-		t.Fatalf("refused push: commit %q, %v (class %v)", out.Report.Commit, out.Err, engine.ClassOf(out.Err))
+		t.Fatalf("refused push: commit %q, %v (class %v)", out.Report.Commit, out.Err, failure.ClassOf(out.Err))
 	}
 	got := artifacts(out)
 	if len(got[changeset.Skip]) != 1 || len(got[changeset.Unchanged]) != len(names)-1 {
@@ -147,18 +151,18 @@ func TestSyncOCICredentials(t *testing.T) {
 	}
 	var logs strings.Builder
 	lg := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: redact.ReplaceAttr}))
-	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: lg}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), lg)
+	e := engine.New(engine.Seams{Source: &answers{st: st}, Publisher: &publish.Git{Config: cfg.Config, Log: lg}}, render.New(cfg.Config, tpls).Render, guard.DefaultOptions(), lg)
 	// The password file cannot be read: the commit is pushed, no artifact,
 	// every tenant's order held, a config error naming the key.
 	cfg.Git.FluxOCIPasswordFile = pwFile + ".missing"
 	out := e.Run(context.Background(), engine.Request{Command: "sync"})
-	if engine.ClassOf(out.Err) != engine.ClassConfig || !strings.Contains(out.Err.Error(), "git.flux_oci_password_file") || out.Report.Commit == "" ||
+	if failure.ClassOf(out.Err) != failure.ClassConfig || !strings.Contains(out.Err.Error(), "git.flux_oci_password_file") || out.Report.Commit == "" ||
 		len(out.Published.Held) != len(out.Published.After.ResourceUUIDs()) {
 		t.Fatalf("unreadable password: %v (commit %q, %d of %d held)", out.Err, out.Report.Commit, len(out.Published.Held), len(out.Published.After.ResourceUUIDs()))
 	}
 	cfg.Git.FluxOCIPasswordFile = pwFile
 	out = e.Run(context.Background(), engine.Request{Command: "sync"})
-	if engine.ClassOf(out.Err) != engine.ClassGit || !strings.Contains(out.Err.Error(), "UNAUTHORIZED") {
+	if failure.ClassOf(out.Err) != failure.ClassGit || !strings.Contains(out.Err.Error(), "UNAUTHORIZED") {
 		t.Fatalf("a refused login: %v", out.Err)
 	}
 	js, err := json.Marshal(out.Report)
@@ -175,7 +179,7 @@ func TestSyncOCICredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	out = e.Run(context.Background(), engine.Request{Command: "sync"})
-	names, _ := engine.Layout(cfg.Config).ShardDirs()
+	names, _ := gitsync.LayoutFor(cfg.Config).ShardDirs()
 	if got := artifacts(out); out.Err != nil || len(got[changeset.Create]) != len(names) {
 		t.Fatalf("with the right password: %v, artifacts %v", out.Err, got)
 	}

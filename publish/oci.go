@@ -1,4 +1,4 @@
-package engine
+package publish
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/ociship"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -16,8 +18,8 @@ import (
 // shipShards ships the shard artifacts of the pushed tree (ociship.Ship),
 // records their revisions and the tenants held back in pub, and asks Flux
 // to fetch them. The commit is durable by now, so a failure is contained.
-func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit string) (changeset.Set, error) {
-	s := ociship.Ship(ctx, ociship.Shipment{Git: p.Config.Git, Layout: Layout(p.Config), Before: pub.Before, After: pub.After, Commit: commit, Source: p.repo.URL()})
+func (p *Git) shipShards(ctx context.Context, pub *Published, commit string) (changeset.Set, error) {
+	s := ociship.Ship(ctx, ociship.Shipment{Git: p.Config.Git, Layout: gitsync.LayoutFor(p.Config), Before: pub.Before, After: pub.After, Commit: commit, Source: p.repo.URL()})
 	if len(s.Held) > 0 {
 		if pub.Held == nil {
 			pub.Held = map[waldur.UUID]string{}
@@ -25,14 +27,14 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 		maps.Copy(pub.Held, s.Held)
 	}
 	if s.Config {
-		return s.Changes, Contained(Errorf(ClassConfig, "%w", s.Err))
+		return s.Changes, failure.Contained(failure.Errorf(failure.ClassConfig, "%w", s.Err))
 	}
 	pub.FluxRevisions = s.Revisions
 	if p.Config.Git.FluxReconcile {
 		p.requestOCIReconcile(ctx, pub, s.Results)
 	}
 	if s.Err != nil {
-		return s.Changes, Contained(Errorf(ClassGit, "%w", s.Err))
+		return s.Changes, failure.Contained(failure.Errorf(failure.ClassGit, "%w", s.Err))
 	}
 	return s.Changes, nil
 }
@@ -41,7 +43,7 @@ func (p *GitPublisher) shipShards(ctx context.Context, pub *Published, commit st
 // just pushed (the OCIRepositories of the changed shards only), and the
 // GitRepository when the commit changed the shard objects themselves. A
 // failure only costs the wait for the poll, so it is a warning.
-func (p *GitPublisher) requestOCIReconcile(ctx context.Context, pub *Published, results []ociship.Result) {
+func (p *Git) requestOCIReconcile(ctx context.Context, pub *Published, results []ociship.Result) {
 	g := p.Config.Git
 	if pub.Wrote && ociship.RootChanged(pub.Before, pub.After) {
 		p.requestReconcile(ctx)

@@ -1,18 +1,17 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/waldur"
-	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
 
 // gitEngine is an engine over the bundled example whose Source is answers
@@ -29,7 +28,7 @@ func gitEngine(t *testing.T, g guard.Options) (*engine.Engine, *answers, string)
 type answers struct {
 	st      *waldur.State
 	drop    map[waldur.UUID]bool
-	direct  map[waldur.UUID]engine.Gone // absent: the direct read finds the resource
+	direct  map[waldur.UUID]confirm.Gone // absent: the direct read finds the resource
 	err     error
 	offered []waldur.UUID
 }
@@ -49,9 +48,9 @@ func (a *answers) Read(context.Context) (*waldur.State, error) {
 	return st, nil
 }
 
-func (a *answers) Confirm(_ context.Context, _ string, ids []waldur.UUID) (map[waldur.UUID]engine.Gone, error) {
+func (a *answers) Confirm(_ context.Context, _ string, ids []waldur.UUID) (map[waldur.UUID]confirm.Gone, error) {
 	a.offered = append(a.offered, ids...)
-	gone := map[waldur.UUID]engine.Gone{}
+	gone := map[waldur.UUID]confirm.Gone{}
 	for _, id := range ids {
 		if g, ok := a.direct[id]; ok {
 			gone[id] = g
@@ -90,15 +89,15 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 
 	for _, tc := range []struct {
 		name     string
-		direct   map[waldur.UUID]engine.Gone
+		direct   map[waldur.UUID]confirm.Gone
 		err      error
 		code     int
 		kept     bool
 		reported string
 	}{
-		{"found alive by a direct read", nil, nil, engine.ExitPartial, true, "a direct read finds it"},
-		{"unreadable", nil, errors.New("waldur down"), engine.ExitPartial, true, "reading it failed"},
-		{"terminated", map[waldur.UUID]engine.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, engine.ExitOK, false, ""},
+		{"found alive by a direct read", nil, nil, failure.ExitPartial, true, "a direct read finds it"},
+		{"unreadable", nil, errors.New("waldur down"), failure.ExitPartial, true, "reading it failed"},
+		{"terminated", map[waldur.UUID]confirm.Gone{alive: {Why: "Waldur reports it Terminated", Terminated: true}}, nil, failure.ExitOK, false, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !has(alive) {
@@ -106,8 +105,8 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 			}
 			src.drop, src.direct, src.err = map[waldur.UUID]bool{alive: true}, tc.direct, tc.err
 			out := e.Run(ctx, engine.Request{Command: "sync"})
-			if engine.ExitCode(out.Err) != tc.code || has(alive) != tc.kept {
-				t.Fatalf("exit %d (%v), tenant in Git %v; want %d, %v", engine.ExitCode(out.Err), out.Err, has(alive), tc.code, tc.kept)
+			if failure.ExitCode(out.Err) != tc.code || has(alive) != tc.kept {
+				t.Fatalf("exit %d (%v), tenant in Git %v; want %d, %v", failure.ExitCode(out.Err), out.Err, has(alive), tc.code, tc.kept)
 			}
 			var reason string
 			for _, en := range out.Report.Changes {
@@ -123,41 +122,16 @@ func TestNeverDeleteOnDoubt(t *testing.T) {
 
 	// A 404 lets the tenant leave, but counts for the guard: several at once
 	// (a wrong token answers 404 for everything) are refused.
-	src.drop, src.direct, src.err = map[waldur.UUID]bool{}, map[waldur.UUID]engine.Gone{}, nil
+	src.drop, src.direct, src.err = map[waldur.UUID]bool{}, map[waldur.UUID]confirm.Gone{}, nil
 	for _, o := range st.Offerings {
 		for _, r := range o.Resources {
 			if r.UUID != alive {
 				src.drop[r.UUID] = true
-				src.direct[r.UUID] = engine.Gone{Why: "Waldur answers 404 for it"}
+				src.direct[r.UUID] = confirm.Gone{Why: "Waldur answers 404 for it"}
 			}
 		}
 	}
-	if out := e.Run(ctx, engine.Request{Command: "sync"}); engine.ExitCode(out.Err) != engine.ExitGuard || !has(notFound) {
-		t.Errorf("every resource answering 404: exit %d (%v), want the guard", engine.ExitCode(out.Err), out.Err)
-	}
-}
-
-// TestConfirmAgainstWaldur: APISource.Confirm tells a live resource, a
-// terminated one and one Waldur does not know apart.
-func TestConfirmAgainstWaldur(t *testing.T) {
-	srv := waldurtest.New(t)
-	t.Setenv("WALDUR_API_TOKEN", srv.Token())
-	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	live := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "live", Created: created})
-	done := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "done", Created: created, State: waldur.ResourceTerminated})
-	unknown := waldur.UUID("00000000000040008000000000000bad")
-	src := &engine.APISource{Offerings: []config.Offering{{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}}}
-	gone, err := src.Confirm(context.Background(), "Plain", []waldur.UUID{live, done, unknown})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := gone[live]; ok {
-		t.Errorf("a live resource counts as gone: %v", gone[live])
-	}
-	if g := gone[done]; !g.Terminated {
-		t.Errorf("a terminated resource: %+v", g)
-	}
-	if g, ok := gone[unknown]; !ok || g.Terminated {
-		t.Errorf("an unknown resource: %+v %v", g, ok)
+	if out := e.Run(ctx, engine.Request{Command: "sync"}); failure.ExitCode(out.Err) != failure.ExitGuard || !has(notFound) {
+		t.Errorf("every resource answering 404: exit %d (%v), want the guard", failure.ExitCode(out.Err), out.Err)
 	}
 }

@@ -1,4 +1,4 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
@@ -16,12 +16,16 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/review"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
+
+// offeringUUID is the offering the tests add their resources to.
+const offeringUUID = "0ff00000000040008000000000000042"
 
 // Risky changes wait on a review branch (review.risky: branch), on a real
 // bare repository: a Terminate order's removal goes to
@@ -222,7 +226,7 @@ offerings:
 		t.Fatal(err)
 	}
 	rdr := render.New(l.Config, tpls)
-	e := engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: l.Config},
+	e := engine.New(engine.Seams{Source: src, Publisher: &publish.Git{Config: l.Config},
 		Quotas:   &quotasafe.Stage{Offerings: l.Offerings, CanReview: true, Open: func(kube.Source) (quotasafe.Reader, error) { return live, nil }},
 		Renderer: engine.ConfigRendering(l.Config, rdr)},
 		rdr.Render, guard.Options{MaxFraction: 1, MinCount: 100}, nil)

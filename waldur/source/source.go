@@ -1,4 +1,9 @@
-package engine
+// Package source reads the Waldur state a run works on: from the API of
+// every configured offering (API, which also refreshes a few resources into
+// the last state and confirms a removal with a direct read), or from a
+// recorded snapshot (Snapshot). API keeps one Waldur client per offering,
+// which every stage of a run shares (Client).
+package source
 
 import (
 	"cmp"
@@ -11,30 +16,31 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// SnapshotSource reads a recorded state from a snapshot file.
-type SnapshotSource struct {
+// Snapshot reads a recorded state from a snapshot file.
+type Snapshot struct {
 	Path string
 	Log  *slog.Logger
 }
 
 // Read loads the snapshot; a missing or broken file is a config error.
-func (s *SnapshotSource) Read(context.Context) (*waldur.State, error) {
+func (s *Snapshot) Read(context.Context) (*waldur.State, error) {
 	snap, err := waldur.LoadSnapshot(s.Path)
 	if err != nil {
-		return nil, Classify(ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	logOrDiscard(s.Log).Info("read snapshot", "file", s.Path, "taken_at", snap.TakenAt.Format(time.RFC3339), "offerings", len(snap.Offerings))
 	return &snap.State, nil
 }
 
-// APISource reads the state of every configured offering from its Waldur API.
+// API reads the state of every configured offering from its Waldur API.
 // It keeps one client per offering for every stage and run, and builds it
 // anew when the offering's token changes (a rotated token file is picked up).
-type APISource struct {
+type API struct {
 	Offerings []config.Offering
 	Log       *slog.Logger
 	// Tune adjusts every client's options (tests shorten the retry waits).
@@ -53,7 +59,7 @@ type tokenClient struct {
 // read (Waldur down or refusing, an inconsistent listing, a missing token) is
 // recorded in State.Unread and the others are read: its tenants are kept as
 // they are. Only when no offering can be read does Read fail.
-func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
+func (s *API) Read(ctx context.Context) (*waldur.State, error) {
 	log := logOrDiscard(s.Log)
 	st := &waldur.State{}
 	var first error
@@ -62,9 +68,9 @@ func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 		ost, err := s.readOffering(ctx, o)
 		if err != nil {
 			if ctx.Err() != nil {
-				return nil, Classify(ClassWaldur, err)
+				return nil, failure.Classify(failure.ClassWaldur, err)
 			}
-			first = cmpOr(first, err)
+			first = cmp.Or(first, err)
 			if st.Unread == nil {
 				st.Unread = map[string]string{}
 			}
@@ -80,7 +86,7 @@ func (s *APISource) Read(ctx context.Context) (*waldur.State, error) {
 	return st, nil
 }
 
-func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*waldur.OfferingState, error) {
+func (s *API) readOffering(ctx context.Context, o *config.Offering) (*waldur.OfferingState, error) {
 	c, err := s.Client(o)
 	if err != nil {
 		return nil, err
@@ -88,7 +94,7 @@ func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*wald
 	start := time.Now()
 	ost, err := c.ReadOffering(ctx, o.Name, waldur.UUID(o.WaldurOfferingUUID))
 	if err != nil {
-		return nil, Classify(ClassWaldur, err)
+		return nil, failure.Classify(failure.ClassWaldur, err)
 	}
 	logOrDiscard(s.Log).Info("read Waldur offering", "offering", o.Name, "resources", len(ost.Resources), "orders", len(ost.Orders),
 		"projects", len(ost.Teams), "offering_users", len(ost.OfferingUsers), "terminated", len(ost.Terminated),
@@ -98,10 +104,10 @@ func (s *APISource) readOffering(ctx context.Context, o *config.Offering) (*wald
 
 // Client is the Waldur client of an offering, built anew when its token
 // changed. A missing token or a bad URL is a config error.
-func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
+func (s *API) Client(o *config.Offering) (*waldur.Client, error) {
 	token, err := o.Token()
 	if err != nil {
-		return nil, Classify(ClassConfig, err)
+		return nil, failure.Classify(failure.ClassConfig, err)
 	}
 	if tc, ok := s.clients[o.Name]; ok && tc.token == token {
 		return tc.c, nil
@@ -115,7 +121,7 @@ func (s *APISource) Client(o *config.Offering) (*waldur.Client, error) {
 	}
 	c, err := waldur.NewClient(opts)
 	if err != nil {
-		return nil, Errorf(ClassConfig, "offering %s: %w", o.Name, err)
+		return nil, failure.Errorf(failure.ClassConfig, "offering %s: %w", o.Name, err)
 	}
 	if s.clients == nil {
 		s.clients = map[string]tokenClient{}
@@ -131,10 +137,16 @@ func logOrDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
-// Refresher is a Source that can bring a previous state up to date for a
-// few resources only, instead of reading every offering again.
-type Refresher interface {
-	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
+// Preflight builds the client of every offering, before a run sends a
+// request: its token is read and its URL checked. It returns every failure.
+func (s *API) Preflight() []error {
+	var errs []error
+	for i := range s.Offerings {
+		if _, err := s.Client(&s.Offerings[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // Refresh returns a copy of last in which the named resources, their teams
@@ -142,12 +154,12 @@ type Refresher interface {
 // listing, and one resource and one team read per named resource. A resource
 // now in a state the listing leaves out (Terminated) or answering 404 leaves
 // the state; one of another offering is ignored.
-func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
+func (s *API) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
 	st := &waldur.State{Offerings: make([]waldur.OfferingState, len(last.Offerings)), Unread: maps.Clone(last.Unread)}
 	for i, prev := range last.Offerings {
 		o := s.offering(prev.Name)
 		if o == nil {
-			return nil, Errorf(ClassConfig, "offering %q of the last state is no longer configured", prev.Name)
+			return nil, failure.Errorf(failure.ClassConfig, "offering %q of the last state is no longer configured", prev.Name)
 		}
 		c, err := s.Client(o)
 		if err != nil {
@@ -160,11 +172,11 @@ func (s *APISource) Refresh(ctx context.Context, last *waldur.State, ids []waldu
 			ost.Teams = map[waldur.UUID][]waldur.TeamMember{}
 		}
 		if ost.Orders, err = c.ListOrders(ctx, prev.OfferingUUID); err != nil {
-			return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
+			return nil, failure.Classify(failure.ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 		}
 		for _, id := range withOrderResources(ids, prev.Orders, ost.Orders) {
 			if err := refreshResource(ctx, c, &ost, id); err != nil {
-				return nil, Classify(ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
+				return nil, failure.Classify(failure.ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 			}
 		}
 		st.Offerings[i] = ost
@@ -221,7 +233,7 @@ func refreshResource(ctx context.Context, c *waldur.Client, ost *waldur.Offering
 	return nil
 }
 
-func (s *APISource) offering(name string) *config.Offering {
+func (s *API) offering(name string) *config.Offering {
 	for i := range s.Offerings {
 		if s.Offerings[i].Name == name {
 			return &s.Offerings[i]
@@ -230,8 +242,9 @@ func (s *APISource) offering(name string) *config.Offering {
 	return nil
 }
 
-// unreadEntries reports every offering that could not be read.
-func unreadEntries(st *waldur.State) changeset.Set {
+// Unread is the waldur stage's entries: every offering that could not be
+// read, skipped with why.
+func Unread(st *waldur.State) changeset.Set {
 	var cs changeset.Set
 	if st == nil {
 		return cs

@@ -1,28 +1,29 @@
-package engine
+package publish
 
 import (
 	"context"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/localtree"
 	"github.com/waldur/waldur-gitops/render"
 )
 
-// DirPublisher writes the render into a local directory, replacing it
+// Dir writes the render into a local directory, replacing it
 // atomically (render --out).
-type DirPublisher struct {
+type Dir struct {
 	Dir string
 }
 
 // Stage is "out".
-func (p *DirPublisher) Stage() string { return "out" }
+func (p *Dir) Stage() string { return "out" }
 
-// Class is ClassOutput.
-func (p *DirPublisher) Class() Class { return ClassOutput }
+// Class is failure.ClassOutput.
+func (p *Dir) Class() failure.Class { return failure.ClassOutput }
 
 // Publish compares the render with the directory and writes it when it
 // differs; the directories of skipped resources are carried over.
-func (p *DirPublisher) Publish(_ context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error) {
+func (p *Dir) Publish(_ context.Context, res *render.Result, o Options) (*Published, changeset.Result, error) {
 	prev, err := localtree.Read(p.Dir)
 	if err != nil {
 		return nil, changeset.Result{}, err

@@ -1,4 +1,4 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -48,8 +49,8 @@ func TestAccessGuard(t *testing.T) {
 	src.st = &waldur.State{Offerings: empty}
 	out := e.Run(ctx, engine.Request{Command: "sync"})
 	var ae *guard.AccessError
-	if engine.ExitCode(out.Err) != engine.ExitGuard || !errors.As(out.Err, &ae) || gittest.Head(t, dir, "main") != head {
-		t.Fatalf("every team empty: exit %d (%v), want the guard and no commit", engine.ExitCode(out.Err), out.Err)
+	if failure.ExitCode(out.Err) != failure.ExitGuard || !errors.As(out.Err, &ae) || gittest.Head(t, dir, "main") != head {
+		t.Fatalf("every team empty: exit %d (%v), want the guard and no commit", failure.ExitCode(out.Err), out.Err)
 	}
 	if !strings.Contains(out.Err.Error(), "--allow-mass-prune") || ae.Removed == 0 || ae.Removed > ae.Existing {
 		t.Errorf("refusal: %v", out.Err)

@@ -1,4 +1,4 @@
-package engine
+package publish
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/guard/confirm"
@@ -20,10 +21,10 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// GitPublisher commits the render to git.path of the GitOps repository and
+// Git commits the render to git.path of the GitOps repository and
 // pushes it. It opens the repository once and keeps it, so that in serve every
 // later fetch only brings what is new.
-type GitPublisher struct {
+type Git struct {
 	Config   *config.Config
 	Log      *slog.Logger
 	repo     *gitsync.Repo
@@ -35,12 +36,12 @@ type GitPublisher struct {
 }
 
 // Stage is "git".
-func (p *GitPublisher) Stage() string { return "git" }
+func (p *Git) Stage() string { return "git" }
 
-// Class is ClassGit.
-func (p *GitPublisher) Class() Class { return ClassGit }
+// Class is failure.ClassGit.
+func (p *Git) Class() failure.Class { return failure.ClassGit }
 
-func (p *GitPublisher) open() error {
+func (p *Git) open() error {
 	if p.repo != nil || p.openErr != nil {
 		return p.openErr
 	}
@@ -49,12 +50,12 @@ func (p *GitPublisher) open() error {
 		opts.Log = p.Log
 		p.repo, err = gitsync.Open(opts)
 	}
-	p.openErr = Classify(ClassConfig, err)
+	p.openErr = failure.Classify(failure.ClassConfig, err)
 	return p.openErr
 }
 
 // Prepare starts fetching the branch in the background.
-func (p *GitPublisher) Prepare(ctx context.Context) func() {
+func (p *Git) Prepare(ctx context.Context) func() {
 	if p.open() != nil {
 		return nil
 	}
@@ -71,7 +72,7 @@ func (p *GitPublisher) Prepare(ctx context.Context) func() {
 // re-sync holds one copy of the site's files, not two. The render then
 // starts only once the fetch is done; a fetch runs while Waldur is read, so
 // that costs a run reading the API nothing.
-func (p *GitPublisher) Previous() render.Tree {
+func (p *Git) Previous() render.Tree {
 	if !p.prepared || p.fetched == nil {
 		return nil
 	}
@@ -88,7 +89,7 @@ func (p *GitPublisher) Previous() render.Tree {
 
 // Publish plans the tree on the branch tip and, unless DryRun, commits and
 // pushes it, starting over on the new tip after a lost race.
-func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o PublishOptions) (*Published, changeset.Result, error) {
+func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Published, changeset.Result, error) {
 	if err := p.open(); err != nil {
 		return nil, changeset.Result{}, err
 	}
@@ -104,7 +105,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 	plan := func(cur render.Tree) (render.Tree, string, error) {
 		explained, kept := confirm.Removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
 		res.Share(cur) // one copy of every unchanged file, not two
-		layout := Layout(p.Config)
+		layout := gitsync.LayoutFor(p.Config)
 		layout.Previous = cur
 		next := layout.Apply(res.Tree(cur))
 		gitsync.WarnMoves(p.Log, p.Config.Git.FluxShardGeneration, cur, next)
@@ -180,7 +181,7 @@ func (p *GitPublisher) Publish(ctx context.Context, res *render.Result, o Publis
 // requestReconcile asks Flux to fetch the commit just pushed
 // (git.flux_reconcile). A failure only costs the wait for Flux's poll, so it
 // is a warning, not an error of the run.
-func (p *GitPublisher) requestReconcile(ctx context.Context) {
+func (p *Git) requestReconcile(ctx context.Context) {
 	g := p.Config.Git
 	if p.flux == nil {
 		dyn, err := kube.Source{Path: g.FluxKubeconfigPath, Context: g.FluxKubeconfigContext}.Dynamic()
@@ -199,7 +200,7 @@ func (p *GitPublisher) requestReconcile(ctx context.Context) {
 
 // dryRun fetches the branch and plans the tree on it, committing nothing. A
 // guard refusal is returned with the plan, which is still shown.
-func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, pub *Published, tenants *changeset.Set) (*Published, changeset.Result, error) {
+func (p *Git) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, pub *Published, tenants *changeset.Set) (*Published, changeset.Result, error) {
 	calls := map[string]int{"fetch": 1}
 	if err := w.Fetch(ctx); err != nil {
 		return nil, changeset.Result{Calls: calls}, err
@@ -222,13 +223,10 @@ func (p *GitPublisher) dryRun(ctx context.Context, w gitsync.Writer, plan gitsyn
 	return pub, changeset.Result{Changes: cs, Calls: calls}, guardErr
 }
 
-// Layout is the Flux shard layer the config asks for (gitsync.LayoutFor).
-func Layout(cfg *config.Config) gitsync.FluxLayout { return gitsync.LayoutFor(cfg) }
-
 // InPlace reports the resources that have a tenant on the branch tip, from
 // the fetch the run started; nil when it cannot be read (the publish will
 // say why).
-func (p *GitPublisher) InPlace(ctx context.Context) func(waldur.UUID) bool {
+func (p *Git) InPlace(ctx context.Context) func(waldur.UUID) bool {
 	if p.open() != nil {
 		return nil
 	}
@@ -246,7 +244,7 @@ func (p *GitPublisher) InPlace(ctx context.Context) func(waldur.UUID) bool {
 
 // syncReview syncs the review branches (review.Sync) and, with pub, records
 // those open after it.
-func (p *GitPublisher) syncReview(ctx context.Context, rt *review.Routing, dryRun bool, calls map[string]int, pub *Published) (changeset.Set, error) {
+func (p *Git) syncReview(ctx context.Context, rt *review.Routing, dryRun bool, calls map[string]int, pub *Published) (changeset.Set, error) {
 	cs, err := review.Sync(ctx, p.repo, p.Config, p.Log, rt, dryRun, calls)
 	if pub != nil {
 		for _, b := range p.repo.ReviewBranches() {
@@ -254,4 +252,11 @@ func (p *GitPublisher) syncReview(ctx context.Context, rt *review.Routing, dryRu
 		}
 	}
 	return cs, err
+}
+
+func logOrDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
 }

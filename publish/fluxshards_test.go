@@ -1,4 +1,4 @@
-package engine_test
+package publish_test
 
 import (
 	"context"
@@ -9,10 +9,12 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -56,7 +58,7 @@ func engineOver(t *testing.T, cfg *config.Loaded, src engine.Source, log *slog.L
 	if err != nil {
 		t.Fatal(err)
 	}
-	return engine.New(engine.Seams{Source: src, Publisher: &engine.GitPublisher{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, g, nil)
+	return engine.New(engine.Seams{Source: src, Publisher: &publish.Git{Config: cfg.Config, Log: log}}, render.New(cfg.Config, tpls).Render, g, nil)
 }
 
 // Changing git.flux_shards never moves a tenant between two shards that both
@@ -222,7 +224,7 @@ func TestReviewRoutingKeepsShardPlacement(t *testing.T) {
 	sync := func() map[string]map[string]int {
 		t.Helper()
 		// The removal waiting on review is a skip: exit 3, the rest done.
-		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil && engine.ExitCode(out.Err) != engine.ExitPartial {
+		if out := e.Run(context.Background(), engine.Request{Command: "sync"}); out.Err != nil && failure.ExitCode(out.Err) != failure.ExitPartial {
 			t.Fatal(out.Err)
 		}
 		return placement(t, dir, cfg.Git.Path)
