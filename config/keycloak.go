@@ -14,8 +14,8 @@ import (
 
 // Defaults of the Keycloak connection settings.
 const (
-	DefaultKeycloakRequestsPerSecond = 100
-	DefaultKeycloakConcurrency       = 4
+	DefaultKeycloakRequestsPerSecond = 0
+	DefaultKeycloakConcurrency       = 16
 	DefaultKeycloakPageSize          = 100
 	DefaultKeycloakTimeoutSeconds    = 30
 	DefaultKeycloakMaxRetries        = 5

@@ -16,8 +16,8 @@ func TestKeycloakDefaults(t *testing.T) {
 	l := mustParse(t, oneOffering("rancher", "      cluster_id: c-m-1\n      keycloak_enabled: true\n      keycloak: {keycloak_url: https://sso.example.org}\n", ""))
 	c := l.Offerings[0].Settings.Common()
 	k := c.Keycloak
-	equal(t, "requests_per_second", *k.RequestsPerSecond, 100.0)
-	equal(t, "concurrency", *k.Concurrency, 4)
+	equal(t, "requests_per_second", *k.RequestsPerSecond, 0.0)
+	equal(t, "concurrency", *k.Concurrency, 16)
 	equal(t, "page_size", *k.PageSize, 100)
 	equal(t, "verify_every", k.VerifyInterval(), 12*time.Hour)
 	equal(t, "timeout_seconds", *k.TimeoutSeconds, 30)

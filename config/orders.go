@@ -55,8 +55,50 @@ type Orders struct {
 	// older than this (default 1h), so a run that changes nothing writes
 	// nothing to Waldur.
 	LastSyncInterval string `yaml:"last_sync_interval"`
+	// RunInterval is a duration ("15m"): how often a run starts — the
+	// CronJob's schedule (default 15m, the example's); serve's --interval
+	// replaces it. refresh_last_sync is budgeted by it: a run sends at most
+	// resources × run_interval ÷ last_sync_interval of them.
+	RunInterval string `yaml:"run_interval"`
+	// WriteConcurrency is how many Waldur write-backs of one offering are in
+	// flight at once (default DefaultWriteConcurrency).
+	WriteConcurrency int `yaml:"write_concurrency"`
 
-	applyTimeout, lastSyncInterval time.Duration
+	applyTimeout, lastSyncInterval, runInterval time.Duration
+}
+
+// DefaultRunInterval is orders.run_interval's default: the example
+// CronJob's schedule.
+const DefaultRunInterval = 15 * time.Minute
+
+// DefaultWriteConcurrency is orders.write_concurrency's default
+// (BENCHMARKS.md, "Write-backs").
+const DefaultWriteConcurrency = 16
+
+// MaxWriteConcurrency bounds orders.write_concurrency.
+const MaxWriteConcurrency = 64
+
+// Every is orders.run_interval.
+func (o Orders) Every() time.Duration {
+	if o.runInterval == 0 {
+		return DefaultRunInterval
+	}
+	return o.runInterval
+}
+
+// SetEvery makes d the run interval (serve's --interval); zero keeps it.
+func (o *Orders) SetEvery(d time.Duration) {
+	if d > 0 {
+		o.runInterval, o.RunInterval = d, d.String()
+	}
+}
+
+// Writers is orders.write_concurrency.
+func (o Orders) Writers() int {
+	if o.WriteConcurrency == 0 {
+		return DefaultWriteConcurrency
+	}
+	return o.WriteConcurrency
 }
 
 // DefaultLastSyncInterval is orders.last_sync_interval's default.
@@ -92,6 +134,10 @@ func (o *Orders) applyDefaults() {
 		o.LastSyncInterval = DefaultLastSyncInterval.String()
 	}
 	o.lastSyncInterval, _ = time.ParseDuration(o.LastSyncInterval)
+	if o.RunInterval == "" {
+		o.RunInterval = DefaultRunInterval.String()
+	}
+	o.runInterval, _ = time.ParseDuration(o.RunInterval)
 }
 
 // validate checks the orders keys.
@@ -102,6 +148,12 @@ func (o *Orders) validate(r *report) {
 	}
 	if d, err := time.ParseDuration(o.LastSyncInterval); err != nil || d <= 0 {
 		r.addf("orders.last_sync_interval", nil, "must be a positive duration such as 1h or 30m, got %q", o.LastSyncInterval)
+	}
+	if d, err := time.ParseDuration(o.RunInterval); err != nil || d <= 0 {
+		r.addf("orders.run_interval", nil, "must be a positive duration such as 15m or 1h (the CronJob's schedule), got %q", o.RunInterval)
+	}
+	if o.WriteConcurrency < 0 || o.WriteConcurrency > MaxWriteConcurrency {
+		r.addf("orders.write_concurrency", nil, "must be between 1 and %d, got %d", MaxWriteConcurrency, o.WriteConcurrency)
 	}
 }
 

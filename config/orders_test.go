@@ -3,6 +3,7 @@ package config_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/config"
 )
@@ -127,5 +128,36 @@ func TestStompKeys(t *testing.T) {
 		if p := findProblem(t, problems, path); !strings.Contains(p.Message, want) {
 			t.Errorf("%s: %q, want %q", path, p.Message, want)
 		}
+	}
+}
+
+// TestWriteBackKeys: orders.run_interval defaults to the example CronJob's
+// 15m and serve's interval replaces it; orders.write_concurrency defaults
+// to 16; values out of range are refused under their key.
+func TestWriteBackKeys(t *testing.T) {
+	l := mustParse(t, oneOffering("namespace", "", ""))
+	if l.Orders.Every() != 15*time.Minute || l.Orders.Writers() != config.DefaultWriteConcurrency || config.DefaultWriteConcurrency != 16 {
+		t.Errorf("defaults: every %s, writers %d", l.Orders.Every(), l.Orders.Writers())
+	}
+	l = mustParse(t, "orders:\n  run_interval: 5m\n  write_concurrency: 3\n"+oneOffering("namespace", "", ""))
+	if l.Orders.Every() != 5*time.Minute || l.Orders.Writers() != 3 {
+		t.Errorf("set: every %s, writers %d", l.Orders.Every(), l.Orders.Writers())
+	}
+	l.Orders.SetEvery(time.Minute)
+	if l.Orders.Every() != time.Minute {
+		t.Errorf("serve's interval: %s", l.Orders.Every())
+	}
+	for _, tc := range []struct{ key, text, want string }{
+		{"orders.run_interval", "orders:\n  run_interval: often\n", "must be a positive duration"},
+		{"orders.run_interval", "orders:\n  run_interval: 0s\n", "must be a positive duration"},
+		{"orders.write_concurrency", "orders:\n  write_concurrency: 65\n", "between 1 and 64"},
+		{"orders.write_concurrency", "orders:\n  write_concurrency: -2\n", "between 1 and 64"},
+	} {
+		t.Run(tc.key+" "+tc.text, func(t *testing.T) {
+			_, problems := mustFail(t, tc.text+oneOffering("namespace", "", ""))
+			if p := findProblem(t, problems, tc.key); !strings.Contains(p.Message, tc.want) {
+				t.Errorf("%s: %q", tc.key, p.Message)
+			}
+		})
 	}
 }

@@ -88,7 +88,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if o.Snapshot != "" {
 		s.Source = &source.Snapshot{Path: o.Snapshot, Log: o.Log}
 	} else {
-		src := &source.API{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur}
+		src := &source.API{Offerings: cfg.Offerings, Log: o.Log, Tune: o.TuneWaldur, Writers: cfg.Orders.Writers()}
 		s.Source, api = src, src
 		if o.Announce {
 			s.Announcer = &writeback.AgentAnnouncer{Source: src, Offerings: cfg.Offerings, Log: o.Log}
@@ -130,7 +130,8 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {
-		fb := &writeback.ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(), Log: o.Log}
+		fb := &writeback.ResourceFeedback{Source: api, Offerings: cfg.Offerings, LastSyncInterval: cfg.Orders.LastSync(),
+			RunInterval: cfg.Orders.Every(), Writers: cfg.Orders.Writers(), Log: o.Log}
 		if k, ok := s.Identities.(*KeycloakStage); ok {
 			fb.Missing, fb.Failed = k.MissingUsers, k.FailedUsers
 		}

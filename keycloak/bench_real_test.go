@@ -176,3 +176,41 @@ func benchRealConfig(b *testing.B, kc *keycloaktest.Server, realm, keys string) 
 	}
 	return l.Config
 }
+
+// BenchmarkKeycloakRealFirstContact (BENCHMARKS.md, "Keycloak: first
+// contact"): the first pass of 1,000 tenants into a fresh realm of the real
+// Keycloak, each setting on a realm of its own, in one run: the defaults
+// (no fixed rate, the adaptive window up to 16 calls), a window allowed up
+// to 64 with no rate (as near to no limit as the client goes), and the
+// former defaults (100 calls/s, 4 in flight). The defaults are to stay
+// within 2× of the unlimited pass.
+//
+//	go test ./keycloak -run '^$' -bench BenchmarkKeycloakRealFirstContact -benchtime 1x -timeout 30m
+func BenchmarkKeycloakRealFirstContact(b *testing.B) {
+	const n = 1000
+	kc := realKC.Need(b)
+	settings := []struct{ name, keys string }{
+		{"defaults", ""},
+		{"unlimited", "requests_per_second: 0, concurrency: 64"},
+		{"former-defaults", "requests_per_second: 100, concurrency: 4"},
+	}
+	for range b.N {
+		secs := map[string]float64{}
+		for _, s := range settings {
+			realm := fmt.Sprintf("first%d-%s-%d", n, s.name, time.Now().UnixNano()%1e6)
+			users := benchRealm(b, kc, realm, n)
+			res := benchRealWorld(n, users)
+			cfg := benchRealConfig(b, kc, realm, s.keys)
+			start := time.Now()
+			r, err := keycloak.Reconcile(context.Background(), cfg, res, keycloak.Options{})
+			secs[s.name] = time.Since(start).Seconds()
+			deleteRealm(kc, realm)
+			if err != nil {
+				b.Fatalf("%s: %v", s.name, err)
+			}
+			b.ReportMetric(secs[s.name], s.name+"-s")
+			b.Logf("%s (%s): %.1f s, %d requests", s.name, s.keys, secs[s.name], keycloak.Total(r.Calls))
+		}
+		b.ReportMetric(secs["defaults"]/secs["unlimited"], "defaults-vs-unlimited")
+	}
+}

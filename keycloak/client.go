@@ -135,7 +135,8 @@ type Client struct {
 	backoff  time.Duration
 	maxWait  time.Duration
 	limit    *limiter
-	sem      chan struct{}
+	// window bounds the calls in flight, adapting to how Keycloak answers.
+	window *window
 
 	tokMu    sync.Mutex
 	jwt      *gocloak.JWT
@@ -191,7 +192,7 @@ func NewClient(t Target, o ClientOptions) (*Client, error) {
 		backoff:  cmpOr(o.Backoff, defaultBackoff),
 		maxWait:  cmpOr(o.MaxBackoff, defaultMaxBackoff),
 		limit:    newLimiter(deref(k.RequestsPerSecond, config.DefaultKeycloakRequestsPerSecond), deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
-		sem:      make(chan struct{}, deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
+		window:   newWindow(deref(k.Concurrency, config.DefaultKeycloakConcurrency)),
 		calls:    map[string]int{},
 	}
 	rc.GetClient().CheckRedirect = c.checkRedirect
@@ -423,14 +424,14 @@ func (c *Client) once(ctx context.Context, kind string, fn func() error) error {
 	if err := c.limit.wait(ctx); err != nil {
 		return err
 	}
-	select {
-	case c.sem <- struct{}{}:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := c.window.acquire(ctx); err != nil {
+		return err
 	}
-	defer func() { <-c.sem }()
 	c.count(kind)
-	return fn()
+	start := time.Now()
+	err := fn()
+	c.window.release(time.Since(start), err)
+	return err
 }
 
 // connectionError is a gocloak transport failure (status 0: no HTTP answer

@@ -83,7 +83,7 @@ func execute(ctx context.Context, c *Client, p *Plan) (*execution, error) {
 func (x *execution) run(ctx context.Context, ops []Op) {
 	next := make(chan Op)
 	var wg sync.WaitGroup
-	for range min(cap(x.c.sem), len(ops)) {
+	for range min(x.c.window.ceiling(), len(ops)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

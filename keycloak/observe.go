@@ -210,7 +210,7 @@ func each(ctx context.Context, c *Client, n int, fn func(i int) error) error {
 		first error
 		next  = make(chan int)
 	)
-	for range min(cap(c.sem), n) {
+	for range min(c.window.ceiling(), n) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -66,6 +66,9 @@ func (s *Service) Engine(cfg *config.Loaded) (*engine.Engine, error) {
 		if s.eng != nil {
 			s.log().Info("config changed: building the engine anew", "file", cfg.Path)
 		}
+		// serve starts a run every Interval: that, not orders.run_interval,
+		// is what refresh_last_sync is budgeted by.
+		cfg.Orders.SetEvery(s.Interval)
 		if s.eng, err = s.Build(cfg, s.Options); err != nil {
 			return nil, err
 		}

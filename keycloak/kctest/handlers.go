@@ -84,6 +84,14 @@ func (s *Server) wrap(route string, perm permission, h handler) http.HandlerFunc
 		}
 		f, faulted := s.takeFault(r)
 		s.mu.Unlock()
+		if admin {
+			release, ok := s.admit(r)
+			if !ok {
+				writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": "overloaded"})
+				return
+			}
+			defer release()
+		}
 		if latency > 0 {
 			time.Sleep(latency)
 		}

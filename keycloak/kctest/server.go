@@ -83,6 +83,77 @@ type Server struct {
 	requests     int
 	// expireIn counts requests down to the moment every access token expires.
 	expireIn int
+	// capacity, when set, makes the server a Keycloak of limited capacity
+	// (SetCapacity).
+	capacity *capacity
+}
+
+// capacity models a Keycloak that serves workers admin requests at a time,
+// each taking service; the others queue (their answers slow down), and
+// beyond queue waiting ones it answers 503 at once.
+type capacity struct {
+	workers          chan struct{}
+	service          time.Duration
+	queue            int
+	waiting, peak    int
+	overloaded, seen int
+}
+
+// SetCapacity makes the server serve at most workers admin requests at a
+// time, each taking service, queueing up to queue more and answering 503
+// beyond that: a Keycloak that slows down, then refuses, under load.
+// workers 0 removes the limit.
+func (s *Server) SetCapacity(workers int, service time.Duration, queue int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if workers == 0 {
+		s.capacity = nil
+		return
+	}
+	s.capacity = &capacity{workers: make(chan struct{}, workers), service: service, queue: queue}
+}
+
+// CapacityStats are what SetCapacity's model saw: the most requests in
+// the server at once (served and queued), and the 503s it answered.
+func (s *Server) CapacityStats() (peak, overloaded, requests int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.capacity == nil {
+		return 0, 0, 0
+	}
+	return s.capacity.peak, s.capacity.overloaded, s.capacity.seen
+}
+
+// admit waits for a worker of the capacity model; false: answer 503.
+func (s *Server) admit(r *http.Request) (release func(), ok bool) {
+	s.mu.Lock()
+	c := s.capacity
+	if c == nil {
+		s.mu.Unlock()
+		return func() {}, true
+	}
+	c.seen++
+	if c.waiting >= cap(c.workers)+c.queue {
+		c.overloaded++
+		s.mu.Unlock()
+		return nil, false
+	}
+	c.waiting++
+	c.peak = max(c.peak, c.waiting)
+	s.mu.Unlock()
+	done := func() {
+		s.mu.Lock()
+		c.waiting--
+		s.mu.Unlock()
+	}
+	select {
+	case c.workers <- struct{}{}:
+	case <-r.Context().Done():
+		done()
+		return nil, false
+	}
+	time.Sleep(c.service)
+	return func() { <-c.workers; done() }, true
 }
 
 // realm holds one realm's users, groups, admins and clients.

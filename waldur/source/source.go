@@ -45,6 +45,9 @@ type API struct {
 	Log       *slog.Logger
 	// Tune adjusts every client's options (tests shorten the retry waits).
 	Tune func(*waldur.ClientOptions)
+	// Writers, when above the client's default concurrency, raises it so
+	// that orders.write_concurrency write-backs can be in flight at once.
+	Writers int
 
 	clients map[string]tokenClient // by offering name
 }
@@ -116,6 +119,7 @@ func (s *API) Client(o *config.Offering) (*waldur.Client, error) {
 	opts.BaseURL, opts.Token, opts.VerifySSL = o.WaldurAPIURL, token.Reveal(), o.VerifiesSSL()
 	opts.TokenSource = o.TokenSource()
 	opts.UserAgent, opts.Logger = version.UserAgent(), logOrDiscard(s.Log).With("offering", o.Name)
+	opts.Concurrency = max(opts.Concurrency, s.Writers)
 	if s.Tune != nil {
 		s.Tune(&opts)
 	}

@@ -44,6 +44,12 @@ type ResourceFeedback struct {
 	Offerings []config.Offering
 	// LastSyncInterval is orders.last_sync_interval.
 	LastSyncInterval time.Duration
+	// RunInterval is how often a run starts (orders.run_interval, or
+	// serve's --interval): refresh_last_sync is budgeted by it.
+	RunInterval time.Duration
+	// Writers bounds the writes of an offering in flight at once
+	// (orders.write_concurrency; zero: config.DefaultWriteConcurrency).
+	Writers int
 	// Missing, when set, returns the members the identity stage did not find
 	// in the identity provider in this run: offering username → why.
 	Missing func() map[string]string
@@ -58,34 +64,28 @@ type ResourceFeedback struct {
 }
 
 // Report sends the write-backs of one run; with opts.DryRun it sends nothing
-// and its entries say what would be sent.
+// and its entries say what would be sent. The writes of an offering go out
+// Writers at a time; refresh_last_sync is spread (lastSyncPlan). Entries
+// come in the order of the offerings and resources, however the writes
+// interleave.
 func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *Published, waiting map[waldur.UUID]string, opts Options) (changeset.Result, error) {
-	dryRun := opts.DryRun
 	var cs changeset.Set
 	calls := map[string]int{}
 	if st == nil || res == nil || pub == nil {
 		return changeset.Result{Changes: cs, Calls: calls}, nil
 	}
-	now := time.Now
-	if f.Now != nil {
-		now = f.Now
-	}
-	tenants := map[waldur.UUID]*render.Tenant{}
+	run := &feedbackRun{f: f, st: st, pub: pub, waiting: waiting, dryRun: opts.DryRun, now: f.clock()(),
+		tenants: map[waldur.UUID]*render.Tenant{}, changed: changedDirs(pub)}
 	for _, t := range res.Tenants {
-		tenants[t.Resource] = t
+		run.tenants[t.Resource] = t
 	}
-	changed := changedDirs(pub)
-	missing, failed := f.identityTrouble()
-	toErr, refused := f.erring(st, res, pub, opts.Guard)
+	run.missing, run.failed = f.identityTrouble()
+	var refused *changeset.Entry
+	run.toErr, refused = f.erring(st, res, pub, opts.Guard)
 	if refused != nil {
 		cs.Add(*refused)
 	}
 	var firstErr error
-	note := func(err error) {
-		if err != nil && firstErr == nil {
-			firstErr = err
-		}
-	}
 	for i := range f.Offerings {
 		o := &f.Offerings[i]
 		os, ok := st.Offering(o.Name)
@@ -99,61 +99,90 @@ func (f *ResourceFeedback) Report(ctx context.Context, st *waldur.State, res *re
 		if !c.Supports(ctx, waldur.FeatureResourceFeedback) {
 			continue
 		}
-		statuses := c.Supports(ctx, waldur.FeatureMembershipSyncStatus)
-		var byUser map[waldur.UUID]string // offering usernames, made once per offering
-		members := func(r *waldur.Resource, state, why string) {
-			if byUser == nil {
-				byUser = offeringUsernames(os)
-			}
-			f.memberStatuses(ctx, c, o, os, byUser, r, state, why, missing, failed, dryRun, &cs, calls, note)
-		}
-		write := func(kind, subjectKind string, r *waldur.Resource, action, reason string, send func() error) {
-			e := changeset.Entry{Stage: "feedback", Kind: subjectKind, Subject: r.Name + " " + action, Action: changeset.Update,
-				Offering: o.Name, Resource: string(r.UUID), Reason: reason}
-			if !dryRun {
-				calls[kind]++
-				if err := send(); err != nil {
-					e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseFeedbackFailed
-					note(fmt.Errorf("feedback for resource %s: %w", r.UUID, err))
-				}
-			}
-			cs.Add(e)
-		}
-		for j := range os.Resources {
-			r := &os.Resources[j]
-			if why, ok := toErr[r]; ok {
-				write(waldur.KindResourceErred, KindResourceState, r, "set_as_erred", why, func() error { return c.SetResourceErred(ctx, r.UUID, why) })
-				continue
-			}
-			t := tenants[r.UUID]
-			if t == nil || !pub.Has(r.UUID) {
-				continue
-			}
-			if _, refused := pub.Failed[r.UUID]; refused {
-				continue
-			}
-			if why, wait := waiting[r.UUID]; wait {
-				if statuses && bool(pluginOn(r)) {
-					members(r, waldur.MemberPending, why)
-				}
-				continue
-			}
-			if r.State == waldur.ResourceErred {
-				write(waldur.KindResourceOK, KindResourceState, r, "set_as_ok", "its tenant is published", func() error { return c.SetResourceOK(ctx, r.UUID) })
-			}
-			meta := metadata(t, render.ClusterKey(o, path.Base(path.Dir(t.Dir))), pub, changed[t.Dir], r.BackendMetadata)
-			if !sameMetadata(meta, r.BackendMetadata) {
-				write(waldur.KindResourceMetadata, KindResourceState, r, "set_backend_metadata", metadataText(meta), func() error { return c.SetResourceBackendMetadata(ctx, r.UUID, meta) })
-			}
-			if stale(r.LastSync, now(), f.LastSyncInterval) {
-				write(waldur.KindResourceLastSync, KindResourceState, r, "refresh_last_sync", "", func() error { return c.RefreshResourceLastSync(ctx, r.UUID) })
-			}
-			if statuses && bool(pluginOn(r)) {
-				members(r, waldur.MemberSynced, "")
-			}
+		ws := run.offering(ctx, c, o, os)
+		if err := f.send(ctx, ws, run.dryRun, &cs, calls); err != nil && firstErr == nil {
+			firstErr = err
 		}
 	}
 	return changeset.Result{Changes: cs, Calls: calls}, firstErr
+}
+
+func (f *ResourceFeedback) clock() func() time.Time {
+	if f.Now != nil {
+		return f.Now
+	}
+	return time.Now
+}
+
+// feedbackRun is what one Report decides from: the state, the render and
+// the publish, read once.
+type feedbackRun struct {
+	f               *ResourceFeedback
+	st              *waldur.State
+	pub             *Published
+	waiting         map[waldur.UUID]string
+	dryRun          bool
+	now             time.Time
+	tenants         map[waldur.UUID]*render.Tenant
+	changed         map[string]bool
+	missing, failed map[string]string
+	toErr           map[*waldur.Resource]string
+}
+
+// offering lists the writes one offering's resources need, in order.
+func (run *feedbackRun) offering(ctx context.Context, c *waldur.Client, o *config.Offering, os *waldur.OfferingState) []*write {
+	statuses := c.Supports(ctx, waldur.FeatureMembershipSyncStatus)
+	var byUser map[waldur.UUID]string // offering usernames, made once per offering
+	var ws []*write
+	members := func(r *waldur.Resource, state, why string) {
+		if byUser == nil {
+			byUser = offeringUsernames(os)
+		}
+		if w := run.f.memberStatuses(ctx, c, o, os, byUser, r, state, why, run.missing, run.failed); w != nil {
+			ws = append(ws, w)
+		}
+	}
+	add := func(kind string, r *waldur.Resource, action, reason string, send func() error) {
+		ws = append(ws, &write{kind: kind, send: send, what: "feedback for resource " + string(r.UUID),
+			entry: changeset.Entry{Stage: "feedback", Kind: KindResourceState, Subject: r.Name + " " + action, Action: changeset.Update,
+				Offering: o.Name, Resource: string(r.UUID), Reason: reason}})
+	}
+	var lastSync []lastSyncDue
+	for j := range os.Resources {
+		r := &os.Resources[j]
+		if why, ok := run.toErr[r]; ok {
+			add(waldur.KindResourceErred, r, "set_as_erred", why, func() error { return c.SetResourceErred(ctx, r.UUID, why) })
+			continue
+		}
+		t := run.tenants[r.UUID]
+		if t == nil || !run.pub.Has(r.UUID) {
+			continue
+		}
+		if _, refused := run.pub.Failed[r.UUID]; refused {
+			continue
+		}
+		if why, wait := run.waiting[r.UUID]; wait {
+			if statuses && bool(pluginOn(r)) {
+				members(r, waldur.MemberPending, why)
+			}
+			continue
+		}
+		if r.State == waldur.ResourceErred {
+			add(waldur.KindResourceOK, r, "set_as_ok", "its tenant is published", func() error { return c.SetResourceOK(ctx, r.UUID) })
+		}
+		meta := metadata(t, render.ClusterKey(o, path.Base(path.Dir(t.Dir))), run.pub, run.changed[t.Dir], r.BackendMetadata)
+		if !sameMetadata(meta, r.BackendMetadata) {
+			add(waldur.KindResourceMetadata, r, "set_backend_metadata", metadataText(meta), func() error { return c.SetResourceBackendMetadata(ctx, r.UUID, meta) })
+		}
+		if over, due := run.f.lastSyncDue(r, run.now); due {
+			add(waldur.KindResourceLastSync, r, "refresh_last_sync", "", func() error { return c.RefreshResourceLastSync(ctx, r.UUID) })
+			lastSync = append(lastSync, lastSyncDue{w: ws[len(ws)-1], over: over})
+		}
+		if statuses && bool(pluginOn(r)) {
+			members(r, waldur.MemberSynced, "")
+		}
+	}
+	return run.f.budgetLastSync(ws, lastSync, len(os.Resources))
 }
 
 func pluginOn(r *waldur.Resource) waldur.Flag {
@@ -175,13 +204,14 @@ func offeringUsernames(os *waldur.OfferingState) map[waldur.UUID]string {
 	return byUser
 }
 
-// memberStatuses reports the state of every team member of r: state (synced
-// or pending with why) unless the member has no offering user yet (pending),
-// was not found in the identity provider (missing_in_idp), or its membership
-// could not be written (error, with the message). byUser is
+// memberStatuses is the write that reports the state of every team member
+// of r: state (synced or pending with why) unless the member has no offering
+// user yet (pending), was not found in the identity provider
+// (missing_in_idp), or its membership could not be written (error, with the
+// message); nil when those statuses were sent already. byUser is
 // offeringUsernames of os.
 func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client, o *config.Offering, os *waldur.OfferingState, byUser map[waldur.UUID]string, r *waldur.Resource,
-	state, why string, missing, failed map[string]string, dryRun bool, cs *changeset.Set, calls map[string]int, note func(error)) {
+	state, why string, missing, failed map[string]string) *write {
 	var list []waldur.MemberSyncStatus
 	for _, m := range os.Teams[r.ProjectUUID] {
 		s := waldur.MemberSyncStatus{ScopeType: "resource", RoleName: m.Role, Username: m.Username, UserUUID: m.UUID, State: state, Message: why}
@@ -204,7 +234,7 @@ func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client,
 	})
 	key := fmt.Sprint(list)
 	if f.sent[r.UUID] == key {
-		return
+		return nil
 	}
 	counts := map[string]int{}
 	for _, s := range list {
@@ -214,21 +244,16 @@ func (f *ResourceFeedback) memberStatuses(ctx context.Context, c *waldur.Client,
 	for _, k := range slices.Sorted(maps.Keys(counts)) {
 		parts = append(parts, fmt.Sprintf("%d %s", counts[k], k))
 	}
-	e := changeset.Entry{Stage: "feedback", Kind: KindMembershipStatus, Subject: r.Name, Action: changeset.Update,
-		Offering: o.Name, Resource: string(r.UUID), Reason: strings.Join(parts, ", ")}
-	if !dryRun {
-		calls[waldur.KindMembershipStatus]++
-		if err := c.SetMembershipSyncStatuses(ctx, r.UUID, list); err != nil {
-			e.Action, e.Reason, e.Cause = changeset.Skip, "failed: "+err.Error(), changeset.CauseFeedbackFailed
-			note(fmt.Errorf("membership statuses of resource %s: %w", r.UUID, err))
-		} else {
+	return &write{kind: waldur.KindMembershipStatus, what: "membership statuses of resource " + string(r.UUID),
+		entry: changeset.Entry{Stage: "feedback", Kind: KindMembershipStatus, Subject: r.Name, Action: changeset.Update,
+			Offering: o.Name, Resource: string(r.UUID), Reason: strings.Join(parts, ", ")},
+		send: func() error { return c.SetMembershipSyncStatuses(ctx, r.UUID, list) },
+		sent: func() {
 			if f.sent == nil {
 				f.sent = map[waldur.UUID]string{}
 			}
 			f.sent[r.UUID] = key
-		}
-	}
-	cs.Add(e)
+		}}
 }
 
 // identityTrouble returns the members the identity stage did not find, and
@@ -336,15 +361,6 @@ func metadataText(m map[string]any) string {
 		parts = append(parts, fmt.Sprintf("%s=%v", k, m[k]))
 	}
 	return strings.Join(parts, " ")
-}
-
-// stale reports whether a last_sync is missing or older than interval.
-func stale(lastSync string, now time.Time, interval time.Duration) bool {
-	if interval <= 0 {
-		interval = config.DefaultLastSyncInterval
-	}
-	t, err := time.Parse(time.RFC3339Nano, lastSync)
-	return err != nil || now.Sub(t) >= interval
 }
 
 // Options are the switches of the feedback stage.

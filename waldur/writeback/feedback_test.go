@@ -2,9 +2,11 @@ package writeback_test
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -186,8 +188,10 @@ func TestFeedbackMembershipStatuses(t *testing.T) {
 	}
 }
 
-// TestFeedbackNoOpWritesAt1000: a run that changes nothing over 1,000
-// resources sends no write to Waldur.
+// TestFeedbackNoOpWritesAt1000: the first contact with 1,000 resources sends
+// every backend_metadata at once but spreads refresh_last_sync over the runs
+// of one last_sync_interval (a quarter each, runs every 15m against 1h);
+// after that, a run that changes nothing sends no write to Waldur.
 func TestFeedbackNoOpWritesAt1000(t *testing.T) {
 	if testing.Short() {
 		t.Skip("1,000 resources")
@@ -197,12 +201,51 @@ func TestFeedbackNoOpWritesAt1000(t *testing.T) {
 		srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "r" + strconv.Itoa(i), State: waldur.ResourceOK, Limits: waldur.Limits{"cpu": "1"}})
 	}
 	r := newFeedbackRig(t, srv)
-	if _, calls := r.run(false); calls[waldur.KindResourceMetadata] != 1000 {
+	r.fb.RunInterval = 15 * time.Minute
+	if _, calls := r.run(false); calls[waldur.KindResourceMetadata] != 1000 || calls[waldur.KindResourceLastSync] != 250 {
 		t.Fatalf("first run: %v", calls)
+	}
+	for run := 2; run <= 4; run++ {
+		if _, calls := r.run(false); writes(calls) != 250 || calls[waldur.KindResourceLastSync] != 250 {
+			t.Fatalf("run %d: %v, want the next 250 refresh_last_sync and nothing else", run, calls)
+		}
 	}
 	_, calls := r.run(false)
 	if writes(calls) != 0 {
 		t.Errorf("no-op run wrote %v", calls)
 	}
 	t.Logf("no-op run at 1,000 resources: %d writes", writes(calls))
+}
+
+// BenchmarkFirstPass10k is the feedback of a first sync of 10,000 resources
+// — the listing read, the render and every write-back it sends — against the
+// in-repo Waldur with 30 ms added to every request, as a real Waldur might
+// answer, for several orders.write_concurrency (BENCHMARKS.md,
+// "Write-backs"). writes/s and the writes themselves are reported.
+func BenchmarkFirstPass10k(b *testing.B) {
+	for _, writers := range []int{4, 8, 16, 32} {
+		b.Run(fmt.Sprintf("writers=%d", writers), func(b *testing.B) {
+			var total time.Duration
+			var sent int
+			for range b.N {
+				b.StopTimer()
+				srv := waldurtest.New(b)
+				for i := range 10000 {
+					srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "r" + strconv.Itoa(i), State: waldur.ResourceOK, Limits: waldur.Limits{"cpu": "1"}})
+				}
+				srv.SetDelay("/", 30*time.Millisecond)
+				r := newFeedbackRig(b, srv)
+				r.fb.Writers, r.fb.RunInterval = writers, 15*time.Minute
+				r.src.Writers = writers
+				b.StartTimer()
+				start := time.Now()
+				_, calls := r.run(false)
+				total += time.Since(start)
+				sent += writes(calls)
+			}
+			b.ReportMetric(total.Seconds()/float64(b.N), "pass-s")
+			b.ReportMetric(float64(sent)/float64(b.N), "writes")
+			b.ReportMetric(float64(sent)/total.Seconds(), "writes/s")
+		})
+	}
 }
