@@ -120,6 +120,8 @@ type Config struct {
 	// DefaultRunTimeout for one-shot commands, serve's interval for serve).
 	RunTimeout string `yaml:"run_timeout"`
 	runTimeout time.Duration
+	// Serve holds what only serve reads: its leader election.
+	Serve Serve `yaml:"serve"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`

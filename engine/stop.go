@@ -20,6 +20,9 @@ const (
 	StopDeadline StopKind = iota + 1
 	// StopInterrupt: the process got SIGINT or SIGTERM.
 	StopInterrupt
+	// StopLease: serve's replica lost its leader Lease, or the time left on
+	// it fell below the renew deadline (the write permit).
+	StopLease
 )
 
 // Stopped is the cause a run's context carries when the run was stopped
@@ -34,28 +37,34 @@ type Stopped struct {
 }
 
 func (s *Stopped) Error() string {
-	if s.Kind == StopInterrupt {
+	switch s.Kind {
+	case StopInterrupt:
 		return fmt.Sprintf("interrupted by %s", signalName(s.Signal))
+	case StopLease:
+		return "this replica lost the leader lease"
 	}
 	return fmt.Sprintf("the run's deadline of %s expired", s.Timeout)
 }
 
-// Word is the report's name of the stop: "deadline" or "interrupt".
+// Word is the report's name of the stop: "deadline", "interrupt" or "lease".
 func (s *Stopped) Word() string {
-	if s.Kind == StopInterrupt {
+	switch s.Kind {
+	case StopInterrupt:
 		return "interrupt"
+	case StopLease:
+		return "lease"
 	}
 	return "deadline"
 }
 
 // exitCode is the process exit code of the stop: ExitDeadline, or 128 plus
 // the signal's number as shells report a death by signal (130 for SIGINT,
-// 143 for SIGTERM).
+// 143 for SIGTERM, and for a lost lease, a stop from outside as SIGTERM is).
 func (s *Stopped) exitCode() int {
-	if s.Kind != StopInterrupt {
+	if s.Kind == StopDeadline {
 		return ExitDeadline
 	}
-	if s.Signal == syscall.SIGTERM {
+	if s.Signal == syscall.SIGTERM || s.Kind == StopLease {
 		return ExitTerminated
 	}
 	return ExitInterrupted
@@ -159,7 +168,7 @@ func (c *Cut) Err(rep *report.Run, pub *Published) error {
 	rs := &report.Stop{By: c.stop.Word(), During: c.during, Done: doneSoFar(pub), Pending: c.pending}
 	if c.stop.Kind == StopInterrupt {
 		rs.Signal = signalName(c.stop.Signal)
-	} else {
+	} else if c.stop.Kind == StopDeadline {
 		rs.TimeoutSeconds = c.stop.Timeout.Seconds()
 	}
 	if rs.Pending == nil {
