@@ -90,6 +90,11 @@ func (l *LeaderElection) validate(r *report) {
 		return
 	}
 	d := l.durations
+	if d.LeaseDuration%time.Second != 0 {
+		// The Lease holds whole seconds: a fraction would be cut off there,
+		// and standbys would take the lease before the leader's permit ends.
+		r.addf(at+"lease_duration", nil, "must be whole seconds (the Lease stores seconds), got %s", d.LeaseDuration)
+	}
 	if d.LeaseDuration <= d.RenewDeadline {
 		r.addf(at+"lease_duration", nil, "%s must be longer than renew_deadline (%s): standbys would take the lease while the leader still renews it", d.LeaseDuration, d.RenewDeadline)
 	}
