@@ -105,15 +105,21 @@ func (e *Election) permit() (time.Time, <-chan struct{}) {
 // context, so this one check reaches them all.
 func (e *Election) Bind(ctx context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancelCause(ctx)
+	lapsed := func() (bool, *time.Timer, <-chan struct{}) {
+		until, changed := e.permit()
+		left := time.Until(until)
+		if left <= 0 {
+			cancel(&engine.Stopped{Kind: engine.StopLease})
+			return true, nil, nil
+		}
+		return false, time.NewTimer(left), changed
+	}
+	over, t, changed := lapsed() // a run without a permit does not start
+	if over {
+		return ctx, func() { cancel(context.Canceled) }
+	}
 	go func() {
 		for {
-			until, changed := e.permit()
-			left := time.Until(until)
-			if left <= 0 {
-				cancel(&engine.Stopped{Kind: engine.StopLease})
-				return
-			}
-			t := time.NewTimer(left)
 			select {
 			case <-ctx.Done():
 				t.Stop()
@@ -121,6 +127,9 @@ func (e *Election) Bind(ctx context.Context) (context.Context, context.CancelFun
 			case <-changed:
 				t.Stop()
 			case <-t.C:
+			}
+			if over, t, changed = lapsed(); over {
+				return
 			}
 		}
 	}()
