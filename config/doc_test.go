@@ -136,6 +136,8 @@ offerings:
 		{"git", l.Git},
 		{"metrics", l.Metrics},
 		{"usage", l.Usage},
+		{"serve", l.Serve},
+		{"serve.leader_election", l.Serve.LeaderElection},
 		{"offerings", o[1]},
 		{"backend_components", o[0].BackendComponents["cpu"]},
 		{"Keys of every backend type", *o[0].Settings.Common()},

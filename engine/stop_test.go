@@ -20,6 +20,7 @@ func TestStoppedRun(t *testing.T) {
 	deadline := &engine.Stopped{Kind: engine.StopDeadline, Timeout: 9 * time.Minute}
 	sigint := &engine.Stopped{Kind: engine.StopInterrupt, Signal: os.Interrupt}
 	sigterm := &engine.Stopped{Kind: engine.StopInterrupt, Signal: syscall.SIGTERM}
+	lease := &engine.Stopped{Kind: engine.StopLease}
 	for _, tc := range []struct {
 		name    string
 		at      string // the fake call during which the stop comes
@@ -39,6 +40,9 @@ func TestStoppedRun(t *testing.T) {
 			"fake", "commit commit-1 pushed", []string{"fake", "keycloak", "orders"}, 1},
 		{"SIGTERM in Keycloak after the push", "identities.reconcile", sigterm, engine.ExitTerminated,
 			"source.read → orders.approve → publish → identities.reconcile", "keycloak", "commit commit-1 pushed", []string{"keycloak", "orders"}, 1},
+		// serve's replica lost its Lease (serve.Election.Bind): no later stage writes.
+		{"lease lost while publishing", "publish", lease, engine.ExitTerminated, "source.read → orders.approve → publish",
+			"fake", "commit commit-1 pushed", []string{"fake", "keycloak", "orders"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakes(t)
