@@ -65,9 +65,43 @@ func (s *electionSite) replica(t *testing.T, name, lease, kubeconfig string, del
 // Git server, recording every write each sends (through proxies of its
 // own). The API server is started once for both cases.
 func TestServeLeaderElection(t *testing.T) {
-	cluster := startCluster(t)
+	cluster := kubetest.StartForTest(t, kubetest.Options{Users: []string{"lease-user", "nobody"}})
 	t.Run("failover after SIGKILL", func(t *testing.T) { testFailover(t, cluster) })
 	t.Run("lost lease", func(t *testing.T) { testLostLease(t, cluster) })
+	t.Run("lease RBAC", func(t *testing.T) { testLeaseRBAC(t, cluster) })
+}
+
+// testLeaseRBAC: the Role of examples/deploy/overlays/serve-ha is all a
+// replica needs to lead; a replica the API server gives no access to the
+// Lease does not stand by for ever but exits 2 naming the verbs.
+func testLeaseRBAC(t *testing.T, cluster *kubetest.Cluster) {
+	ctx := context.Background()
+	ns := filepath.Join(t.TempDir(), "namespace.yaml")
+	writeFile(t, ns, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: waldur-gitops\n")
+	bind := filepath.Join(t.TempDir(), "bind.yaml")
+	writeFile(t, bind, `apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: lease-user, namespace: waldur-gitops}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: waldur-gitops-leader-election}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: lease-user}]
+`)
+	if _, err := cluster.ApplyFiles(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.ApplyFiles(ctx, "../examples/deploy/overlays/serve-ha/role.yaml", bind); err != nil {
+		t.Fatal(err)
+	}
+	site := newElectionSite(t)
+	cfg := electionConfig(t, site.base, "rbac", site.wURL, site.gitURL, site.log, "replica-a", 0)
+	writeFile(t, cfg, strings.Replace(string(mustRead(t, cfg)), "namespace: default", "namespace: waldur-gitops", 1))
+	a := startReplica(t, "replica-a", cfg, cluster.KubeconfigPath("lease-user"))
+	a.waitRole(true, "replica-a", 20*time.Second)
+	waitWrites(t, site.log, "replica-a", time.Time{})
+
+	code, _, stderr := run(t, "serve", "--config", cfg, "--leader-elect", "--kubeconfig", cluster.KubeconfigPath("nobody"), "--listen", "127.0.0.1:0")
+	if code != ExitUsage || !strings.Contains(stderr, "denies get, create, update on the Lease waldur-gitops/rbac") {
+		t.Errorf("a replica without access to the Lease: exit %d\n%s", code, stderr)
+	}
 }
 
 // testFailover: one replica leads and writes, the other stands by (healthy,

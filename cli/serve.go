@@ -143,7 +143,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		return &serve.Loop{Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log, Run: svc.Run}
 	}
 	if elect {
-		el, err := newElection(cfg.Serve.LeaderElection, f.kubeconfig, health, leaderMetrics, log)
+		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, health, leaderMetrics, log)
 		if err != nil {
 			return err
 		}
