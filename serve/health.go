@@ -134,10 +134,11 @@ func (h *Health) End(o Outcome) {
 	}
 }
 
-// Status is what /healthz and /livez answer.
+// Status is what /healthz, /livez and /readyz answer.
 type Status struct {
 	// Status is ok, starting (no run ended yet), failing (the last run
-	// failed) or stale (no run ended for longer than StaleAfterSeconds).
+	// failed), stale (no run ended for longer than StaleAfterSeconds) or,
+	// with leader election, standby (another replica leads).
 	Status string `json:"status"`
 	// Healthy decides /healthz: 200 when true, else 503.
 	Healthy bool `json:"healthy"`
