@@ -40,7 +40,8 @@ type writeLog struct {
 }
 
 // proxy starts a proxy for replica in front of target (a base URL) and
-// returns target's URL through it. Each request waits delay first.
+// returns target's URL through it. Each request is recorded as it arrives,
+// then waits delay before it is passed on.
 func (l *writeLog) proxy(t *testing.T, replica, target string, delay time.Duration) string {
 	t.Helper()
 	u, err := url.Parse(target)
@@ -50,13 +51,13 @@ func (l *writeLog) proxy(t *testing.T, replica, target string, delay time.Durati
 	rp := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
 	rp.ErrorLog = log.New(io.Discard, "", 0) // a killed replica's requests end half-way
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		time.Sleep(delay)
 		// A fetch is a POST to git-upload-pack; a push's refs are a GET.
 		if r.Method != http.MethodGet && r.Method != http.MethodHead && !strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			l.mu.Lock()
 			l.writes = append(l.writes, write{replica: replica, what: r.Method + " " + r.URL.Path, at: time.Now()})
 			l.mu.Unlock()
 		}
+		time.Sleep(delay)
 		rp.ServeHTTP(w, r)
 	}))
 	t.Cleanup(srv.Close)

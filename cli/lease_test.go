@@ -155,6 +155,26 @@ func testFailover(t *testing.T, cluster *kubetest.Cluster) {
 		t.Errorf("the new leader's transitions to leader: %v", got)
 	}
 	waitOrderDone(t, site, b)
+
+	// A leader stopped by SIGTERM (a rolling update) releases the Lease once
+	// its run ended: the next replica leads well within the lease duration.
+	c := site.replica(t, "replica-c", "failover", kc, 0)
+	c.waitRole(false, "replica-b", 10*time.Second)
+	termed := time.Now()
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if took := c.waitRole(true, "replica-c", 10*time.Second).Sub(termed); took >= testLease {
+		t.Errorf("after a SIGTERM of the leader the standby took over in %s, not before the lease ran out (%s)", took, testLease)
+	}
+	<-b.exited
+	if code := b.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Errorf("the stopped leader exited %d", code)
+	}
+	w := waitWrites(t, site.log, "replica-c", termed)
+	if last := lastWrite(site.log.of("replica-b")); !last.at.Before(w.at) {
+		t.Errorf("the stopped leader wrote %s at %s, after the next leader's first write at %s:\n%s", last.what, last.at, w.at, site.log)
+	}
 }
 
 // testLostLease cuts the leader off the API server (a TCP proxy between
