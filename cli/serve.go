@@ -142,33 +142,32 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	newLoop := func() *serve.Loop {
 		return &serve.Loop{Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log, Run: svc.Run}
 	}
+	var run func(context.Context) error
+	logArgs := []any{"listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
+		"shutdown_grace", f.grace.String(), "stale_after", stale.String()}
 	if elect {
+		// The loop and the events run only while this replica leads.
 		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, health, leaderMetrics, log)
 		if err != nil {
 			return err
 		}
 		svc.Fence = el.Bind
-		run := func(ctx context.Context) error { return el.Run(ctx, a.leaderTerm(f, svc, newLoop, health)) }
-		log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
-			"shutdown_grace", f.grace.String(), "stale_after", stale.String(), "leader_election", el.Lock.Describe(), "identity", el.Lock.Identity())
-		if err := serve.ServeWhile(ctx, ln, serve.Handler(health, rec.Registry()), run, httpShutdown); err != nil {
-			log.Warn("stopping", "error", err.Error())
+		run = func(ctx context.Context) error { return el.Run(ctx, a.leaderTerm(f, svc, newLoop, health)) }
+		logArgs = append(logArgs, "leader_election", el.Lock.Describe(), "identity", el.Lock.Identity())
+	} else {
+		loop := newLoop()
+		if f.snapshot == "" {
+			stopEvents, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health)
+			if err != nil {
+				return err
+			}
+			defer stopEvents()
 		}
-		log.Info("stopped")
-		return nil
+		tuneServeLoop(loop)
+		run = loop.Start
 	}
-	loop := newLoop()
-	if f.snapshot == "" {
-		stopEvents, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health)
-		if err != nil {
-			return err
-		}
-		defer stopEvents()
-	}
-	tuneServeLoop(loop)
-	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
-		"shutdown_grace", f.grace.String(), "stale_after", stale.String())
-	if err := serve.Serve(ctx, ln, serve.Handler(health, rec.Registry()), loop, httpShutdown); err != nil {
+	log.Info("serving", logArgs...)
+	if err := serve.ServeWhile(ctx, ln, serve.Handler(health, rec.Registry()), run, httpShutdown); err != nil {
 		// The runs are over; an HTTP server slow to close changes nothing.
 		log.Warn("stopping", "error", err.Error())
 	}
