@@ -252,11 +252,10 @@ func waitWrites(t *testing.T, log *writeLog, replica string, since time.Time) wr
 // waitOrderDone waits until an order made now is done: the new leader works.
 func waitOrderDone(t *testing.T, site *electionSite, leader *replica) {
 	t.Helper()
-	var ord waldur.UUID
 	for len(site.orders) > 0 {
-		ord = <-site.orders
+		<-site.orders // made before now
 	}
-	ord = <-site.orders
+	ord := <-site.orders
 	waitOrder(t, site.wsrv, ord, 15*time.Second, leader.stderr)
 	if !strings.Contains(leader.stderr.String(), `"msg":"pushed"`) {
 		t.Errorf("%s pushed nothing", leader.name)

@@ -175,8 +175,6 @@ func (e *Election) Run(ctx context.Context, lead func(context.Context)) error {
 		}
 		le.Run(electCtx)
 	}
-	e.termMu.Lock() // a term still ending
-	e.termMu.Unlock()
 	return nil
 }
 
@@ -185,6 +183,9 @@ func (e *Election) Run(ctx context.Context, lead func(context.Context)) error {
 func (e *Election) term(ctx, lctx context.Context, lead func(context.Context)) {
 	e.termMu.Lock()
 	defer e.termMu.Unlock()
+	if ctx.Err() != nil {
+		return // the process is stopping: a term won just now runs nothing
+	}
 	e.setLeading(true)
 	tctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -63,10 +63,9 @@ func (l *memLock) Update(_ context.Context, r resourcelock.LeaderElectionRecord)
 	return nil
 }
 
-func (l *memLock) RecordEvent(string)  {}
-func (l *memLock) Identity() string    { return l.id }
-func (l *memLock) Describe() string    { return "default/test" }
-func (l *memLock) holder() (id string) { return l.lease.holder() }
+func (l *memLock) RecordEvent(string) {}
+func (l *memLock) Identity() string   { return l.id }
+func (l *memLock) Describe() string   { return "default/test" }
 
 func (m *memLease) holder() string {
 	m.mu.Lock()
