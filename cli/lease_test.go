@@ -138,6 +138,7 @@ func testFailover(t *testing.T, cluster *kubetest.Cluster) {
 		}
 	}
 
+	before := b.metric("waldur_gitops_leader_transitions_total", nil)
 	killed := time.Now()
 	if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
@@ -151,8 +152,11 @@ func testFailover(t *testing.T, cluster *kubetest.Cluster) {
 	if last := lastWrite(site.log.of("replica-a")); !last.at.Before(first.at) {
 		t.Errorf("the old leader wrote %s at %s, after the new leader's first write at %s:\n%s", last.what, last.at, first.at, site.log)
 	}
-	if got := b.metric("waldur_gitops_leader_transitions_total", map[string]string{"to": "leader"}); got != 1 {
-		t.Errorf("the new leader's transitions to leader: %v", got)
+	if got := b.metric("waldur_gitops_leader", nil); got != 1 {
+		t.Errorf("the new leader: waldur_gitops_leader %v", got)
+	}
+	if got := b.metric("waldur_gitops_leader_transitions_total", nil); got != before+1 {
+		t.Errorf("the new leader's transitions: %v, before the takeover %v", got, before)
 	}
 	waitOrderDone(t, site, b)
 
@@ -197,6 +201,7 @@ func testLostLease(t *testing.T, cluster *kubetest.Cluster) {
 	waitWrites(t, site.log, "replica-a", time.Time{})
 	a.waitRunning()
 
+	before := a.metric("waldur_gitops_leader_transitions_total", nil)
 	cut := time.Now()
 	proxy.Cut()
 	a.waitRole(false, "", 10*time.Second)
@@ -220,8 +225,8 @@ func testLostLease(t *testing.T, cluster *kubetest.Cluster) {
 	if code, st := a.get("/readyz"); code != http.StatusOK || st.Status != "standby" {
 		t.Errorf("the cut-off replica's /readyz: %d %+v", code, st)
 	}
-	if got := a.metric("waldur_gitops_leader_transitions_total", map[string]string{"to": "standby"}); got != 1 {
-		t.Errorf("the cut-off replica's transitions to standby: %v", got)
+	if got, gauge := a.metric("waldur_gitops_leader_transitions_total", nil), a.metric("waldur_gitops_leader", nil); got != before+1 || gauge != 0 {
+		t.Errorf("the cut-off replica: transitions %v (before the cut %v), waldur_gitops_leader %v", got, before, gauge)
 	}
 	waitOrderDone(t, site, b)
 }

@@ -135,7 +135,6 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	context.AfterFunc(ctx, health.Stopping)
 	log := a.log
 	elect := f.leaderElect || cfg.Serve.LeaderElection.Enabled
-	leaderMetrics := serve.NewLeaderMetrics(rec.Registry(), !elect)
 	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: f.validateServer, Feedback: true}
 	w.Apply.Kubeconfig = f.kubeconfig
 	svc := a.serveService(w, rec, f.timeout, f.interval)
@@ -147,7 +146,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		"shutdown_grace", f.grace.String(), "stale_after", stale.String()}
 	if elect {
 		// The loop and the events run only while this replica leads.
-		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, health, leaderMetrics, log)
+		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, health, rec, log)
 		if err != nil {
 			return err
 		}

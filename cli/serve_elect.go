@@ -19,6 +19,7 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/kube"
+	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/serve"
 )
 
@@ -29,7 +30,7 @@ const podNamespaceEnv = "POD_NAMESPACE"
 // newElection builds serve's election on the Lease of le, reaching the API
 // server through kubeconfig with the rules every command uses ("": the
 // default rules, in a pod its service account), bound to that server's host.
-func newElection(ctx context.Context, le config.LeaderElection, kubeconfig string, health *serve.Health, m *serve.LeaderMetrics, log *slog.Logger) (*serve.Election, error) {
+func newElection(ctx context.Context, le config.LeaderElection, kubeconfig string, health *serve.Health, rec *metrics.Recorder, log *slog.Logger) (*serve.Election, error) {
 	src := kube.Source{Path: kubeconfig}
 	rc, err := src.RESTConfig()
 	if err != nil {
@@ -63,7 +64,7 @@ func newElection(ctx context.Context, le config.LeaderElection, kubeconfig strin
 	}
 	health.Elect(lock.Identity())
 	return &serve.Election{Lock: lock, LeaseDuration: d.LeaseDuration, RenewDeadline: d.RenewDeadline, RetryPeriod: d.RetryPeriod,
-		Health: health, Metrics: m, Log: log}, nil
+		Health: health, Metrics: rec, Log: log}, nil
 }
 
 // leaderTerm is what the leader runs: the loop of runs and, unless serve

@@ -65,6 +65,7 @@ type Recorder struct {
 	apiErrors     *prometheus.CounterVec
 	kcWrites      *prometheus.CounterVec
 	review        *prometheus.GaugeVec
+	lead          *leadership
 }
 
 // New builds a Recorder for a build of version and registers its collectors.
@@ -114,6 +115,7 @@ func New(version string) *Recorder {
 	}
 	r.reg.MustRegister(build, r.lastSuccess, r.lastRun, r.lastStart, r.lastExit, r.lastDuration, r.inProgress, r.runs,
 		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites, r.review)
+	r.lead = newLeadership(r.reg)
 	return r
 }
 

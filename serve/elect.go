@@ -10,12 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 
 	"github.com/waldur/waldur-gitops/engine"
-	"github.com/waldur/waldur-gitops/metrics"
 )
 
 // PodNameEnv is the environment variable a replica's identity is read from
@@ -51,8 +49,9 @@ type Election struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// Health, when set, is told of every change of role and leader.
 	Health *Health
-	// Metrics, when set, counts the terms.
-	Metrics *LeaderMetrics
+	// Metrics, when set, is told of every change of role
+	// (metrics.Recorder.SetLeader); Run starts it as a standby.
+	Metrics interface{ SetLeader(leading bool) }
 	Log     *slog.Logger
 
 	termMu  sync.Mutex // held by a term while it runs
@@ -151,6 +150,9 @@ func (e *Election) Leading() (bool, string) {
 // After a lost lease the replica stands by again. The lease is released
 // only after lead returned, so a standby takes over a stopped leader at once.
 func (e *Election) Run(ctx context.Context, lead func(context.Context)) error {
+	if e.Metrics != nil {
+		e.Metrics.SetLeader(false) // standing by until the Lease is won
+	}
 	electCtx, stopElect := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopElect()
 	go func() {
@@ -216,7 +218,9 @@ func (e *Election) setLeading(on bool) {
 	} else {
 		e.log().Warn("standing by: this replica no longer holds the lease", "identity", e.Lock.Identity(), "lease", e.Lock.Describe())
 	}
-	e.Metrics.set(on, true)
+	if e.Metrics != nil {
+		e.Metrics.SetLeader(on)
+	}
 	e.Health.SetRole(on, leader)
 }
 
@@ -264,46 +268,4 @@ func (l *permitLock) Update(ctx context.Context, r resourcelock.LeaderElectionRe
 		l.e.renewed(sent, r.HolderIdentity)
 	}
 	return err
-}
-
-// LeaderMetrics are serve's election metrics: waldur_gitops_leader (1 while
-// this replica leads, 0 while it stands by) and
-// waldur_gitops_leader_transitions_total{to} (terms begun, "leader", and
-// ended, "standby"), both present from the start.
-type LeaderMetrics struct {
-	leader      prometheus.Gauge
-	transitions *prometheus.CounterVec
-}
-
-// NewLeaderMetrics registers the election metrics on reg; leading is the
-// starting value (true for a serve without election, which always leads).
-func NewLeaderMetrics(reg prometheus.Registerer, leading bool) *LeaderMetrics {
-	m := &LeaderMetrics{
-		leader: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: metrics.Namespace, Name: "leader",
-			Help: "1 while this replica leads (runs the cycles), 0 while it stands by."}),
-		transitions: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: metrics.Namespace, Name: "leader_transitions_total",
-			Help: "Changes of this replica's role: to=leader when it took the lease, to=standby when it lost or released it."}, []string{"to"}),
-	}
-	reg.MustRegister(m.leader, m.transitions)
-	m.transitions.WithLabelValues("leader")
-	m.transitions.WithLabelValues("standby")
-	m.set(leading, false)
-	return m
-}
-
-// set records the role; count says whether it is a transition.
-func (m *LeaderMetrics) set(leading, count bool) {
-	if m == nil {
-		return
-	}
-	to := "standby"
-	if leading {
-		to = "leader"
-		m.leader.Set(1)
-	} else {
-		m.leader.Set(0)
-	}
-	if count {
-		m.transitions.WithLabelValues(to).Inc()
-	}
 }

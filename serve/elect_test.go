@@ -3,6 +3,7 @@ package serve
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
@@ -76,12 +76,30 @@ func (m *memLease) holder() string {
 	return m.record.HolderIdentity
 }
 
+// roles records what an Election tells its metrics.
+type roles struct {
+	mu  sync.Mutex
+	got []bool
+}
+
+func (r *roles) SetLeader(leading bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, leading)
+}
+
+func (r *roles) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return fmt.Sprint(r.got)
+}
+
 // elected is one replica of TestElectionFence.
 type elected struct {
 	e      *Election
 	lock   *memLock
 	health *Health
-	reg    *prometheus.Registry
+	roles  *roles
 	terms  chan context.Context // each term's context, as it begins
 }
 
@@ -89,10 +107,10 @@ func newElected(lease *memLease, id string) *elected {
 	lock := &memLock{lease: lease, id: id}
 	h := NewHealth(time.Now(), time.Hour, nil)
 	h.Elect(id)
-	reg := prometheus.NewRegistry()
+	r := &roles{}
 	e := &Election{Lock: lock, LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 200 * time.Millisecond,
-		Health: h, Metrics: NewLeaderMetrics(reg, false)}
-	return &elected{e: e, lock: lock, health: h, reg: reg, terms: make(chan context.Context, 4)}
+		Health: h, Metrics: r}
+	return &elected{e: e, lock: lock, health: h, roles: r, terms: make(chan context.Context, 4)}
 }
 
 // start runs the election until the test ends; each term waits for its end.
@@ -127,8 +145,11 @@ func TestElectionFence(t *testing.T) {
 	if st := b.health.Check(); st.Status != "standby" || !st.Healthy || !st.Live || !st.Ready {
 		t.Errorf("standby's status: %+v", st)
 	}
-	if got := testutil.ToFloat64(a.e.Metrics.leader); got != 1 {
-		t.Errorf("a's leader gauge %v", got)
+	if got, want := a.roles.String(), "[false true]"; got != want {
+		t.Errorf("a's roles told to the metrics: %s, want %s", got, want)
+	}
+	if got, want := b.roles.String(), "[false]"; got != want {
+		t.Errorf("b's roles told to the metrics: %s, want %s", got, want)
 	}
 	run, stop := a.e.Bind(term)
 	defer stop()
@@ -163,8 +184,8 @@ func TestElectionFence(t *testing.T) {
 	if st := a.health.Check(); st.Status != "standby" || st.LeaderElection.Leader {
 		t.Errorf("a after losing the lease: %+v", st)
 	}
-	if got := testutil.ToFloat64(a.e.Metrics.transitions.WithLabelValues("standby")); got != 1 {
-		t.Errorf("a's transitions to standby: %v", got)
+	if got, want := a.roles.String(), "[false true false]"; got != want {
+		t.Errorf("a's roles told to the metrics: %s, want %s", got, want)
 	}
 	if run, _ := a.e.Bind(context.Background()); run.Err() == nil {
 		t.Error("a standby may write")
