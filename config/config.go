@@ -115,13 +115,13 @@ type Config struct {
 	Usage Usage `yaml:"usage"`
 	// Review routes each class of change to git.branch or a review branch.
 	Review Review `yaml:"review"`
+	// Serve holds what only serve reads: its leader election.
+	Serve Serve `yaml:"serve"`
 	// RunTimeout is a duration ("9m"): how long one run may take before the
 	// stage in progress is cancelled and the run ends with exit 12 (default
 	// DefaultRunTimeout for one-shot commands, serve's interval for serve).
 	RunTimeout string `yaml:"run_timeout"`
 	runTimeout time.Duration
-	// Serve holds what only serve reads: its leader election.
-	Serve Serve `yaml:"serve"`
 
 	SentryDSN                 Ignored `yaml:"sentry_dsn"`
 	ElasticAPMServerURL       Ignored `yaml:"elastic_apm_server_url"`
