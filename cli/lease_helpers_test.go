@@ -299,3 +299,52 @@ func lastWrite(writes []write) write {
 	}
 	return slices.MaxFunc(writes, func(a, b write) int { return a.at.Compare(b.at) })
 }
+
+// replicaRun is one run of a replica, as its "run finished" line tells it.
+type replicaRun struct {
+	start, end time.Time
+	exitCode   int
+}
+
+// runs returns the replica's finished runs, in the order they ended.
+func (r *replica) runs() []replicaRun {
+	r.t.Helper()
+	var out []replicaRun
+	for _, line := range strings.Split(r.stderr.String(), "\n") {
+		if !strings.Contains(line, `"msg":"run finished"`) {
+			continue
+		}
+		var l struct {
+			Time     time.Time `json:"time"`
+			Duration string    `json:"duration"`
+			ExitCode int       `json:"exit_code"`
+		}
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			r.t.Fatalf("%s: %v: %s", r.name, err, line)
+		}
+		d, err := time.ParseDuration(l.Duration)
+		if err != nil {
+			r.t.Fatalf("%s: %v: %s", r.name, err, line)
+		}
+		out = append(out, replicaRun{start: l.Time.Add(-d), end: l.Time, exitCode: l.ExitCode})
+	}
+	return out
+}
+
+// handedOver checks that every run of from ended before the first run of
+// to started: the two replicas never ran at once.
+func handedOver(t *testing.T, from, to *replica) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); len(to.runs()) == 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // the first run of the new leader is still going on
+	}
+	fromRuns, toRuns := from.runs(), to.runs()
+	if len(fromRuns) == 0 || len(toRuns) == 0 {
+		t.Fatalf("runs: %s %d, %s %d", from.name, len(fromRuns), to.name, len(toRuns))
+	}
+	last, first := fromRuns[len(fromRuns)-1], toRuns[0]
+	if !last.end.Before(first.start) {
+		t.Errorf("%s's last run (%s to %s, exit %d) ended after %s's first run started (%s)", from.name,
+			last.start.Format("15:04:05.000"), last.end.Format("15:04:05.000"), last.exitCode, to.name, first.start.Format("15:04:05.000"))
+	}
+}

@@ -176,6 +176,7 @@ func testFailover(t *testing.T, cluster *kubetest.Cluster) {
 		t.Errorf("the stopped leader exited %d", code)
 	}
 	w := waitWrites(t, site.log, "replica-c", termed)
+	handedOver(t, b, c)
 	if last := lastWrite(site.log.of("replica-b")); !last.at.Before(w.at) {
 		t.Errorf("the stopped leader wrote %s at %s, after the next leader's first write at %s:\n%s", last.what, last.at, w.at, site.log)
 	}
@@ -222,6 +223,7 @@ func testLostLease(t *testing.T, cluster *kubetest.Cluster) {
 		t.Errorf("the cut run's report: exit %d, stopped %+v", rep.ExitCode, rep.Stopped)
 	}
 	a.waitLog(regexp.MustCompile(`"msg":"run finished".*leader lease lost`), 5*time.Second)
+	handedOver(t, a, b)
 	if code, st := a.get("/readyz"); code != http.StatusOK || st.Status != "standby" {
 		t.Errorf("the cut-off replica's /readyz: %d %+v", code, st)
 	}
