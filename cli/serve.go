@@ -31,6 +31,7 @@ type serveFlags struct {
 	events         bool
 	eventsWindow   time.Duration
 	timeout        time.Duration
+	leaderElect    bool
 }
 
 // tuneServeLoop adjusts the loop runServe built before it starts; tests gate
@@ -60,7 +61,13 @@ push is atomic), stops the HTTP server and exits 0.
 With --events (or stomp_enabled on an offering) it also consumes Waldur's
 marketplace events over STOMP (RabbitMQ web-STOMP) and runs a sync of the
 named resources within seconds of an order; the interval runs stay the
-safety net. See docs/serve.md.`,
+safety net.
+
+With --leader-elect (or serve.leader_election.enabled) several replicas
+share one installation: the one holding a coordination.k8s.io/v1 Lease runs
+the cycles and consumes the events, the others stand by (healthy, live and
+ready) and take over when it dies. A replica starts a write only while its
+lease has at least the renew deadline left. See docs/serve.md.`,
 		Example: `  # sync every 15 minutes, health and metrics on :9090
   waldur-gitops serve --config site.yaml
 
@@ -78,7 +85,8 @@ safety net. See docs/serve.md.`,
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "health fails when no run ended for this long (default 2×interval×(1+jitter)+shutdown-grace)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
 	fl.BoolVar(&f.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
-	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server")
+	fl.StringVar(&f.kubeconfig, "kubeconfig", "", "kubeconfig for --validate-server and --leader-elect (default: $KUBECONFIG, ~/.kube/config, in a pod its service account)")
+	fl.BoolVar(&f.leaderElect, "leader-elect", false, "elect a leader on a Lease (serve.leader_election): only the leader runs, the other replicas stand by")
 	fl.BoolVar(&f.events, "events", false, "consume Waldur's events (STOMP over WebSocket) for every offering and sync within seconds; offerings with stomp_enabled do without it (docs/serve.md)")
 	fl.DurationVar(&f.eventsWindow, "events-window", events.DefaultWindow, "gather a burst of events this long into one sync")
 	return cmd
@@ -125,25 +133,41 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	}
 	rec := metrics.New(version.String())
 	health := serve.NewHealth(time.Now(), stale, nil)
+	context.AfterFunc(ctx, health.Stopping)
 	log := a.log
+	elect := f.leaderElect || cfg.Serve.LeaderElection.Enabled
 	w := engine.Options{Snapshot: f.snapshot, Publish: engine.Git, Orders: true, Announce: true, Identities: true, ValidateServer: f.validateServer, Feedback: true}
 	w.Apply.Kubeconfig = f.kubeconfig
 	svc := a.serveService(w, rec, f.timeout, f.interval)
-	loop := &serve.Loop{
-		Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log,
-		Run: svc.Run,
+	newLoop := func() *serve.Loop {
+		return &serve.Loop{Interval: f.interval, Jitter: f.jitter, Grace: f.grace, Health: health, Log: log, Run: svc.Run}
 	}
-	if f.snapshot == "" {
-		stopEvents, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health)
+	var run func(context.Context) error
+	logArgs := []any{"listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
+		"shutdown_grace", f.grace.String(), "stale_after", stale.String()}
+	if elect {
+		// The loop and the events run only while this replica leads.
+		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, health, rec, log)
 		if err != nil {
 			return err
 		}
-		defer stopEvents()
+		svc.Fence, svc.Leadership = el.Bind, el.Leadership
+		run = func(ctx context.Context) error { return el.Run(ctx, a.leaderTerm(f, svc, newLoop, health)) }
+		logArgs = append(logArgs, "leader_election", el.Lock.Describe(), "identity", el.Lock.Identity())
+	} else {
+		loop := newLoop()
+		if f.snapshot == "" {
+			stopEvents, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health)
+			if err != nil {
+				return err
+			}
+			defer stopEvents()
+		}
+		tuneServeLoop(loop)
+		run = loop.Start
 	}
-	tuneServeLoop(loop)
-	log.Info("serving", "listen", ln.Addr().String(), "interval", f.interval.String(), "jitter", f.jitter,
-		"shutdown_grace", f.grace.String(), "stale_after", stale.String())
-	if err := serve.Serve(ctx, ln, svc.WithStatusPage(serve.Handler(health, rec.Registry()), health, cfg), loop, httpShutdown); err != nil {
+	log.Info("serving", logArgs...)
+	if err := serve.ServeWhile(ctx, ln, svc.WithStatusPage(serve.Handler(health, rec.Registry()), health, cfg), run, httpShutdown); err != nil {
 		// The runs are over; an HTTP server slow to close changes nothing.
 		log.Warn("stopping", "error", err.Error())
 	}

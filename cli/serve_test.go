@@ -278,6 +278,8 @@ func TestServeRunsAndMetrics(t *testing.T) {
 		{"waldur_gitops_last_run_objects", map[string]string{"stage": "git", "kind": "Commit", "action": "create"}, 1},
 		{"waldur_gitops_run_in_progress", nil, 0},
 		{"waldur_gitops_build_info", nil, 1},
+		{"waldur_gitops_leader", nil, 1}, // without --leader-elect the one replica leads
+		{"waldur_gitops_leader_transitions_total", nil, 0},
 	}
 	for _, c := range checks {
 		if got := mustValue(t, m, c.name, c.labels); got != c.want {

@@ -115,7 +115,8 @@ type Config struct {
 	Usage Usage `yaml:"usage"`
 	// Review routes each class of change to git.branch or a review branch.
 	Review Review `yaml:"review"`
-	// Serve configures serve's status page.
+	// Serve holds what only serve reads: its status page and its leader
+	// election.
 	Serve Serve `yaml:"serve"`
 	// RunTimeout is a duration ("9m"): how long one run may take before the
 	// stage in progress is cancelled and the run ends with exit 12 (default

@@ -60,3 +60,37 @@ func TestServeKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaderElectionKeys: serve.leader_election defaults to controller-
+// runtime's durations on the Lease waldur-gitops, and every key that cannot
+// work is refused under its own path.
+func TestLeaderElectionKeys(t *testing.T) {
+	l := mustParse(t, oneOffering("namespace", "", ""))
+	le := l.Serve.LeaderElection
+	if le.Enabled || le.LeaseName != config.DefaultLeaseName || le.Namespace != "" ||
+		le.Durations() != (config.ElectionDurations{LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}) {
+		t.Errorf("defaults: %+v %+v", le, le.Durations())
+	}
+	l = mustParse(t, "serve:\n  leader_election: {enabled: true, lease_name: gitops-a, namespace: tools, lease_duration: 3s, renew_deadline: 2s, retry_period: 500ms}\n"+
+		oneOffering("namespace", "", ""))
+	if le := l.Serve.LeaderElection; !le.Enabled || le.LeaseName != "gitops-a" || le.Namespace != "tools" || le.Durations().RetryPeriod != 500*time.Millisecond {
+		t.Errorf("set: %+v %+v", le, le.Durations())
+	}
+	for _, tc := range []struct{ name, keys, key, msg string }{
+		{"not a duration", "lease_duration: long", "serve.leader_election.lease_duration", "must be a positive duration"},
+		{"negative", "retry_period: -2s", "serve.leader_election.retry_period", "must be a positive duration"},
+		{"zero", "renew_deadline: 0s", "serve.leader_election.renew_deadline", "must be a positive duration"},
+		{"fraction of a second", "lease_duration: 15500ms", "serve.leader_election.lease_duration", "whole seconds"},
+		{"lease not above renew", "lease_duration: 10s", "serve.leader_election.lease_duration", "longer than renew_deadline"},
+		{"renew within a retry", "renew_deadline: 2s", "serve.leader_election.renew_deadline", "retry_period"},
+		{"bad lease name", "lease_name: Gitops_A", "serve.leader_election.lease_name", "not a valid object name"},
+		{"bad namespace", "namespace: a.b", "serve.leader_election.namespace", "not a valid namespace name"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, problems := mustFail(t, "serve:\n  leader_election: {"+tc.keys+"}\n"+oneOffering("namespace", "", ""))
+			if p := findProblem(t, problems, tc.key); !strings.Contains(p.Message, tc.msg) {
+				t.Errorf("%s: %q", tc.key, p.Message)
+			}
+		})
+	}
+}

@@ -137,6 +137,8 @@ offerings:
 		{"metrics", l.Metrics},
 		{"serve", l.Serve},
 		{"usage", l.Usage},
+		{"serve", l.Serve},
+		{"serve.leader_election", l.Serve.LeaderElection},
 		{"offerings", o[1]},
 		{"backend_components", o[0].BackendComponents["cpu"]},
 		{"Keys of every backend type", *o[0].Settings.Common()},

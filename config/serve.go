@@ -8,7 +8,8 @@ import (
 // CommitPlaceholder is what serve.commit_url replaces with a commit's SHA.
 const CommitPlaceholder = "{commit}"
 
-// Serve holds what only serve reads: its status page.
+// Serve holds what only serve reads: its status page and its leader
+// election.
 type Serve struct {
 	// CommitURL builds the link of a commit on the status page: a URL with
 	// {commit} where the SHA goes, such as
@@ -18,6 +19,9 @@ type Serve struct {
 	// config file). A status page request that carries it sees names (users,
 	// reasons); without it the page shows counts and causes only.
 	StatusTokenFile string `yaml:"status_token_file"`
+	// LeaderElection lets several serve replicas share one installation:
+	// the one holding a Lease runs, the others stand by.
+	LeaderElection LeaderElection `yaml:"leader_election"`
 }
 
 // CommitLink is the link of commit by CommitURL, "" without a template or commit.

@@ -75,6 +75,7 @@ func (c *Config) applyDefaults(file string) {
 	c.Orders.applyDefaults()
 	c.Review.applyDefaults(dir)
 	c.applyDeadlineDefaults()
+	c.Serve.LeaderElection.applyDefaults()
 	for i := range c.Offerings {
 		o := &c.Offerings[i]
 		o.configDir = dir
@@ -108,6 +109,7 @@ func (c *Config) validate(r *report) {
 	c.Orders.validate(r)
 	c.Review.validate(r)
 	c.validateDeadlines(r)
+	c.Serve.LeaderElection.validate(r)
 	if st, err := os.Stat(c.KeycloakState); c.KeycloakState != "" && err == nil && !st.Mode().IsRegular() {
 		r.addf("keycloak_state", nil, "%s is not a regular file; name a file the Keycloak stage may replace", c.KeycloakState)
 	}

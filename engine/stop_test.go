@@ -22,6 +22,7 @@ func TestStoppedRun(t *testing.T) {
 	deadline := &stop.Stopped{Kind: stop.ByDeadline, Timeout: 9 * time.Minute}
 	sigint := &stop.Stopped{Kind: stop.BySignal, Signal: os.Interrupt}
 	sigterm := &stop.Stopped{Kind: stop.BySignal, Signal: syscall.SIGTERM}
+	lease := &stop.Stopped{Kind: stop.ByLease}
 	for _, tc := range []struct {
 		name    string
 		at      string // the fake call during which the stop comes
@@ -41,6 +42,9 @@ func TestStoppedRun(t *testing.T) {
 			"fake", "commit commit-1 pushed", []string{"fake", "keycloak", "orders"}, 1},
 		{"SIGTERM in Keycloak after the push", "identities.reconcile", sigterm, failure.ExitTerminated,
 			"source.read → orders.approve → publish → identities.reconcile", "keycloak", "commit commit-1 pushed", []string{"keycloak", "orders"}, 1},
+		// serve's replica lost its Lease (serve.Election.Bind): no later stage writes.
+		{"lease lost while publishing", "publish", lease, failure.ExitTerminated, "source.read → orders.approve → publish",
+			"fake", "commit commit-1 pushed", []string{"fake", "keycloak", "orders"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFakes(t)

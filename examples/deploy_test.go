@@ -82,13 +82,18 @@ func TestExampleDeployOverlays(t *testing.T) {
 		// secretKeys are config keys that must be set, each to a file in a
 		// mounted Secret.
 		secretKeys []string
+		// replicas and strategy of a Deployment.
+		replicas int64
+		strategy string
 	}{
 		{overlay: "gitops", workload: "CronJob", command: "sync", automount: false, rbac: false,
 			secretKeys: []string{"waldur_api_token_file", "git.token_file", "keycloak_password_file"}},
 		{overlay: "direct", workload: "CronJob", command: "apply", automount: true, rbac: true,
 			secretKeys: []string{"waldur_api_token_file"}},
 		{overlay: "serve", workload: "Deployment", command: "serve", automount: false, rbac: false,
-			secretKeys: []string{"waldur_api_token_file", "git.token_file", "keycloak_password_file"}},
+			secretKeys: []string{"waldur_api_token_file", "git.token_file", "keycloak_password_file"}, replicas: 1, strategy: "Recreate"},
+		{overlay: "serve-ha", workload: "Deployment", command: "serve", automount: true, rbac: true,
+			secretKeys: []string{"waldur_api_token_file", "git.token_file", "keycloak_password_file"}, replicas: 2, strategy: "RollingUpdate"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.overlay, func(t *testing.T) {
@@ -134,8 +139,8 @@ func TestExampleDeployOverlays(t *testing.T) {
 				jobDeadline = n
 				pod = field(t, spec, "jobTemplate", "spec", "template", "spec").(map[string]any)
 			} else {
-				if spec["replicas"] != int64(1) || field(t, spec, "strategy", "type") != "Recreate" {
-					t.Errorf("Deployment: replicas %v, strategy %v; want one replica, Recreate", spec["replicas"], spec["strategy"])
+				if spec["replicas"] != tc.replicas || field(t, spec, "strategy", "type") != tc.strategy {
+					t.Errorf("Deployment: replicas %v, strategy %v; want %d, %s", spec["replicas"], spec["strategy"], tc.replicas, tc.strategy)
 				}
 				for _, o := range objs {
 					if o.GetKind() == "CronJob" {
@@ -326,6 +331,11 @@ func TestExampleDeployOverlays(t *testing.T) {
 				}
 				return
 			}
+			if tc.command == "serve" {
+				checkLeaseRBAC(t, objs, rbac, saName, ns)
+				checkHA(t, objs, pod, args)
+				return
+			}
 			role := one(t, objs, "ClusterRole")
 			if !reflect.DeepEqual(role.Object["rules"], wantRules) {
 				t.Errorf("ClusterRole %s rules differ from rbac/apply.yaml:\n%v\n%v", role.GetName(), role.Object["rules"], wantRules)
@@ -360,7 +370,11 @@ func checkServe(t *testing.T, objs []*unstructured.Unstructured, c map[string]an
 		t.Fatalf("container ports %v, want 9090", ports)
 	}
 	portName := field(t, ports[0].(map[string]any), "name")
-	for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": "/livez"} {
+	ready := "/livez"
+	if slices.Contains(args, any("--leader-elect")) {
+		ready = "/readyz" // a standby is ready; a stopping pod is not
+	}
+	for probe, path := range map[string]string{"livenessProbe": "/livez", "readinessProbe": ready} {
 		if field(t, c, probe, "httpGet", "path") != path || field(t, c, probe, "httpGet", "port") != portName {
 			t.Errorf("%s %v, want GET %s on port %v", probe, c[probe], path, portName)
 		}
@@ -369,5 +383,55 @@ func checkServe(t *testing.T, objs []*unstructured.Unstructured, c map[string]an
 	svcPorts := field(t, svc.Object, "spec", "ports").([]any)
 	if len(svcPorts) != 1 || field(t, svcPorts[0].(map[string]any), "targetPort") != portName {
 		t.Errorf("Service ports %v, want one targeting %v", svcPorts, portName)
+	}
+}
+
+// checkLeaseRBAC: serve --leader-elect may get, create and update Leases in
+// its own namespace, and nothing else anywhere.
+func checkLeaseRBAC(t *testing.T, objs []*unstructured.Unstructured, rbac []string, saName, ns string) {
+	t.Helper()
+	role := one(t, objs, "Role")
+	want := []any{map[string]any{"apiGroups": []any{"coordination.k8s.io"}, "resources": []any{"leases"}, "verbs": []any{"get", "create", "update"}}}
+	if role.GetNamespace() != ns || !reflect.DeepEqual(role.Object["rules"], want) {
+		t.Errorf("Role %s/%s rules %v, want %v", role.GetNamespace(), role.GetName(), role.Object["rules"], want)
+	}
+	rb := one(t, objs, "RoleBinding")
+	if rb.GetNamespace() != ns || field(t, rb.Object, "roleRef", "kind") != "Role" || field(t, rb.Object, "roleRef", "name") != role.GetName() {
+		t.Errorf("RoleBinding %s refers to %v, want Role %s", rb.GetName(), rb.Object["roleRef"], role.GetName())
+	}
+	subjects := field(t, rb.Object, "subjects").([]any)
+	if s := map[string]any{"kind": "ServiceAccount", "name": saName, "namespace": ns}; len(subjects) != 1 || !reflect.DeepEqual(subjects[0], s) {
+		t.Errorf("RoleBinding subjects %v, want only %v", subjects, s)
+	}
+	if len(rbac) != 2 {
+		t.Errorf("serve-ha grants %v, want only the Lease Role and its binding", rbac)
+	}
+}
+
+// checkHA: the replicas elect a leader, know their pod name and namespace
+// from the downward API, prefer different nodes, and a drain leaves one.
+func checkHA(t *testing.T, objs []*unstructured.Unstructured, pod map[string]any, args []any) {
+	t.Helper()
+	if !slices.Contains(args, any("--leader-elect")) {
+		t.Errorf("args %v lack --leader-elect", args)
+	}
+	c := field(t, pod, "containers").([]any)[0].(map[string]any)
+	env := map[string]any{}
+	for _, e := range field(t, c, "env").([]any) {
+		em := e.(map[string]any)
+		env[em["name"].(string)] = em["valueFrom"]
+	}
+	for name, path := range map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"} {
+		if vf, _ := env[name].(map[string]any); vf == nil || field(t, vf, "fieldRef", "fieldPath") != path {
+			t.Errorf("env %s is %v, want the downward API's %s", name, env[name], path)
+		}
+	}
+	terms := field(t, pod, "affinity", "podAntiAffinity", "preferredDuringSchedulingIgnoredDuringExecution").([]any)
+	if len(terms) != 1 || field(t, terms[0].(map[string]any), "podAffinityTerm", "topologyKey") != "kubernetes.io/hostname" {
+		t.Errorf("pod anti-affinity %v, want one term by host name", terms)
+	}
+	pdb := one(t, objs, "PodDisruptionBudget")
+	if field(t, pdb.Object, "spec", "minAvailable") != int64(1) {
+		t.Errorf("PodDisruptionBudget %v, want minAvailable 1", pdb.Object["spec"])
 	}
 }

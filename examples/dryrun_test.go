@@ -298,7 +298,7 @@ func checkPodSecurity(ctx context.Context, t *testing.T, r *dryRunner, find func
 	if err := r.create(ctx, sa, false); err != nil {
 		t.Fatalf("create ServiceAccount %s: %v", sa.GetName(), err)
 	}
-	for _, w := range []struct{ overlay, kind string }{{"gitops", "CronJob"}, {"direct", "CronJob"}, {"serve", "Deployment"}} {
+	for _, w := range []struct{ overlay, kind string }{{"gitops", "CronJob"}, {"direct", "CronJob"}, {"serve", "Deployment"}, {"serve-ha", "Deployment"}} {
 		t.Run(w.overlay, func(t *testing.T) {
 			obj := find("deploy/overlays/"+w.overlay+" (kustomize build)", w.kind)
 			path := []string{"spec", "template", "spec"}

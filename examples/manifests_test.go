@@ -392,7 +392,7 @@ func TestExampleKustomizationsBuild(t *testing.T) {
 	if !slices.Equal(components, []string{"deploy/components/image"}) {
 		t.Errorf("components %v, want deploy/components/image", components)
 	}
-	for _, want := range []string{"deploy/base", "deploy/overlays/direct", "deploy/overlays/gitops", "deploy/overlays/serve", "flux", "rbac"} {
+	for _, want := range []string{"deploy/base", "deploy/overlays/direct", "deploy/overlays/gitops", "deploy/overlays/serve", "deploy/overlays/serve-ha", "flux", "rbac"} {
 		if !slices.Contains(dirs, want) {
 			t.Errorf("kustomization %s not found; found %v", want, dirs)
 		}

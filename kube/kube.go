@@ -70,6 +70,18 @@ func (s Source) RESTConfig() (*rest.Config, error) {
 	return cfg, nil
 }
 
+// Namespace is the namespace of the source's context, or of the in-cluster
+// service account ("default" when neither names one).
+func (s Source) Namespace() (string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = s.Path
+	ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: s.Context}).Namespace()
+	if err != nil {
+		return "", fmt.Errorf("namespace of kubeconfig %s: %w", s, err)
+	}
+	return ns, nil
+}
+
 // ServerKey names the API server's URL of the source in messages.
 func (s Source) ServerKey() string {
 	if s.Path == "" {

@@ -62,7 +62,8 @@ type ReviewBranch struct {
 // Stop says why and where a run was cut short, what it had finished and
 // what it left for the next run.
 type Stop struct {
-	// By is "deadline" or "interrupt".
+	// By is "deadline", "interrupt" or "lease" (serve's replica lost its
+	// leader Lease).
 	By string `json:"by"`
 	// Signal names the signal of an interrupt (SIGINT, SIGTERM).
 	Signal string `json:"signal,omitempty"`
@@ -81,8 +82,11 @@ type Stop struct {
 // during keycloak: commit 1a2b pushed; pending: keycloak, orders".
 func (s *Stop) Line() string {
 	what := "interrupted"
-	if s.By == "deadline" {
+	switch s.By {
+	case "deadline":
 		what = fmt.Sprintf("deadline of %s reached", time.Duration(s.TimeoutSeconds*float64(time.Second)))
+	case "lease":
+		what = "leader lease lost"
 	}
 	if s.During != "" {
 		what += " during " + s.During

@@ -1,6 +1,7 @@
 // Package serve runs the sync cycle as a long-lived process: a Loop that
 // starts one run at a time on a jittered interval and stops gracefully, the
-// Health state that /healthz and /livez report, and the HTTP handler that
+// Election that lets one of several replicas lead on a Lease, the Health
+// state that /healthz, /livez and /readyz report, and the HTTP handler that
 // also serves the Prometheus metrics.
 package serve
 
@@ -45,6 +46,55 @@ type Health struct {
 	last        *Outcome
 	lastSuccess time.Time
 	events      func() any
+	role        *Role
+	stopping    bool
+}
+
+// Role is a replica's place in the leader election, as the status reports it.
+type Role struct {
+	// Identity is this replica's.
+	Identity string `json:"identity"`
+	// Leader is true while this replica leads.
+	Leader bool `json:"leader"`
+	// LeaderIdentity is the leader's identity, "" while none is known.
+	LeaderIdentity string `json:"leader_identity,omitempty"`
+	// Since is when this replica last became the leader or a standby.
+	Since time.Time `json:"since"`
+}
+
+// Elect makes the status carry the election's role, starting as a standby
+// named identity: /healthz then answers "standby" (200) until SetRole makes
+// it the leader.
+func (h *Health) Elect(identity string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.role = &Role{Identity: identity, Since: h.now()}
+}
+
+// SetRole records whether this replica leads and who does. A replica that
+// becomes the leader counts its staleness from then, however long it stood
+// by. Without Elect (and on a nil Health) it does nothing.
+func (h *Health) SetRole(leader bool, leaderIdentity string) {
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.role == nil {
+		return
+	}
+	if h.role.Leader != leader {
+		h.role.Since = h.now()
+	}
+	h.role.Leader, h.role.LeaderIdentity = leader, leaderIdentity
+}
+
+// Stopping records that the process is stopping: /readyz answers 503 from
+// then on.
+func (h *Health) Stopping() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.stopping = true
 }
 
 // ReportEvents makes the status carry f's answer as "events" (the event
@@ -84,15 +134,18 @@ func (h *Health) End(o Outcome) {
 	}
 }
 
-// Status is what /healthz and /livez answer.
+// Status is what /healthz, /livez and /readyz answer.
 type Status struct {
 	// Status is ok, starting (no run ended yet), failing (the last run
-	// failed) or stale (no run ended for longer than StaleAfterSeconds).
+	// failed), stale (no run ended for longer than StaleAfterSeconds) or,
+	// with leader election, standby (another replica leads).
 	Status string `json:"status"`
 	// Healthy decides /healthz: 200 when true, else 503.
 	Healthy bool `json:"healthy"`
 	// Live decides /livez: false only when stale.
-	Live              bool       `json:"live"`
+	Live bool `json:"live"`
+	// Ready decides /readyz: live and not stopping.
+	Ready             bool       `json:"ready"`
 	Since             time.Time  `json:"serving_since"`
 	StaleAfterSeconds float64    `json:"stale_after_seconds"`
 	Running           bool       `json:"running"`
@@ -101,6 +154,8 @@ type Status struct {
 	LastSuccess       *time.Time `json:"last_success,omitempty"`
 	// Events is the event consumer's state, when serve consumes events.
 	Events any `json:"events,omitempty"`
+	// LeaderElection is this replica's role, with --leader-elect.
+	LeaderElection *Role `json:"leader_election,omitempty"`
 }
 
 // LastRun describes the last run that ended.
@@ -136,8 +191,21 @@ func (h *Health) Check() Status {
 	if h.events != nil {
 		s.Events = h.events()
 	}
-	s.Live = now.Sub(ref) <= h.staleAfter
+	standby := false
+	if h.role != nil {
+		r := *h.role
+		r.Since = r.Since.UTC()
+		s.LeaderElection = &r
+		standby = !r.Leader
+		if r.Since.After(ref) {
+			ref = r.Since // a term's first run gets stale-after, as the first run after a start does
+		}
+	}
+	s.Live = standby || now.Sub(ref) <= h.staleAfter
+	s.Ready = s.Live && !h.stopping
 	switch {
+	case standby:
+		s.Status, s.Healthy = "standby", true
 	case !s.Live:
 		s.Status = "stale"
 	case h.last == nil:
@@ -151,8 +219,9 @@ func (h *Health) Check() Status {
 }
 
 // Handler serves /healthz (200 when healthy, else 503), /livez (200 unless
-// stale, else 503), both as JSON, and /metrics from g in the Prometheus text
-// format.
+// stale, else 503), /readyz (200 unless stale or stopping, else 503), all as
+// JSON, and /metrics from g in the Prometheus text format. A standby
+// replica is healthy, live and ready.
 func Handler(h *Health, g prometheus.Gatherer) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -162,6 +231,10 @@ func Handler(h *Health, g prometheus.Gatherer) http.Handler {
 	mux.HandleFunc("GET /livez", func(w http.ResponseWriter, _ *http.Request) {
 		s := h.Check()
 		writeStatus(w, s, s.Live)
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		s := h.Check()
+		writeStatus(w, s, s.Ready)
 	})
 	mux.Handle("GET /metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{}))
 	return mux

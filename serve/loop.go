@@ -134,10 +134,16 @@ func (l *Loop) runOnce(ctx context.Context, start time.Time, run func(context.Co
 // the Loop has stopped, giving open requests up to shutdown to finish. It
 // returns nil after a clean stop.
 func Serve(ctx context.Context, ln net.Listener, h http.Handler, l *Loop, shutdown time.Duration) error {
+	return ServeWhile(ctx, ln, h, l.Start, shutdown)
+}
+
+// ServeWhile is Serve with any run in place of a Loop's Start: an
+// Election's, which starts a Loop while the replica leads.
+func ServeWhile(ctx context.Context, ln net.Listener, h http.Handler, run func(context.Context) error, shutdown time.Duration) error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
-	loopErr := l.Start(ctx)
+	loopErr := run(ctx)
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), shutdown)
 	defer cancel()
 	err := srv.Shutdown(sctx)

@@ -49,7 +49,10 @@ type Service struct {
 	Leadership func() status.Leadership
 	// TuneWaldur adjusts the Waldur clients of the event consumer (tests).
 	TuneWaldur func(*waldur.ClientOptions)
-	Log        *slog.Logger
+	// Fence, when set, bounds every run by the write permit
+	// (Election.Bind): the run is stopped the moment it may no longer write.
+	Fence func(context.Context) (context.Context, context.CancelFunc)
+	Log   *slog.Logger
 
 	eng  *engine.Engine
 	hash [sha256.Size]byte // of the config file eng was built from
@@ -94,7 +97,9 @@ func (s *Service) StartEvents(ctx context.Context, cfg *config.Loaded, all bool,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	sink := &events.Coalescer{Window: window}
-	s.ev = events.NewMetrics(metrics.Namespace, s.Metrics.Registry())
+	if s.ev == nil { // a leader's second term starts the consumer again
+		s.ev = events.NewMetrics(metrics.Namespace, s.Metrics.Registry())
+	}
 	consumer := &events.Consumer{Offerings: offs, Sink: sink, Metrics: s.ev, Log: s.log()}
 	health.ReportEvents(func() any { return consumer.State() })
 	wake := make(chan func(context.Context) Outcome)
@@ -154,6 +159,11 @@ func (s *Service) timeout(cfg *config.Loaded) time.Duration {
 func (s *Service) runRequest(ctx context.Context, req engine.Request, trigger string, nEvents int) Outcome {
 	s.Metrics.Started()
 	start := time.Now()
+	if s.Fence != nil {
+		var unfence context.CancelFunc
+		ctx, unfence = s.Fence(ctx)
+		defer unfence()
+	}
 	ctx, tally := waldur.WithTally(ctx)
 	var rep *report.Run
 	cfg, err := s.Load()
@@ -163,6 +173,8 @@ func (s *Service) runRequest(ctx context.Context, req engine.Request, trigger st
 	}
 	if err == nil {
 		// One dead endpoint costs one stage of the run (internal/unreachable).
+		// The deadline's context is a child of the fence's: a lost lease is
+		// the stop the run reports.
 		runCtx, cancel := stop.WithDeadline(unreachable.Track(ctx), s.timeout(cfg))
 		out := eng.Run(runCtx, req)
 		cancel()

@@ -55,7 +55,7 @@ func (c *Cut) Err(rep *report.Run, done string) error {
 	rs := &report.Stop{By: c.stop.Word(), During: c.during, Done: done, Pending: c.pending}
 	if c.stop.Kind == BySignal {
 		rs.Signal = signalName(c.stop.Signal)
-	} else {
+	} else if c.stop.Kind == ByDeadline {
 		rs.TimeoutSeconds = c.stop.Timeout.Seconds()
 	}
 	if rs.Pending == nil {

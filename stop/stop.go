@@ -1,5 +1,6 @@
 // Package stop holds what stops a run from outside its stages — its
-// deadline (--timeout, run_timeout), SIGINT and SIGTERM — as the cause its
+// deadline (--timeout, run_timeout), SIGINT and SIGTERM, serve's lost
+// leader lease — as the cause its
 // context carries (Stopped), and the bookkeeping of a run cut short (Cut):
 // the stage the stop came in, the stages it left undone, and the report's
 // line for it.
@@ -25,6 +26,9 @@ const (
 	ByDeadline Kind = iota + 1
 	// BySignal: the process got SIGINT or SIGTERM.
 	BySignal
+	// ByLease: serve's replica lost its leader Lease, or the time left on
+	// it fell below the renew deadline (the write permit).
+	ByLease
 )
 
 // Stopped is the cause a run's context carries when the run was stopped
@@ -39,28 +43,35 @@ type Stopped struct {
 }
 
 func (s *Stopped) Error() string {
-	if s.Kind == BySignal {
+	switch s.Kind {
+	case BySignal:
 		return fmt.Sprintf("interrupted by %s", signalName(s.Signal))
+	case ByLease:
+		return "this replica lost the leader lease"
 	}
 	return fmt.Sprintf("the run's deadline of %s expired", s.Timeout)
 }
 
-// Word is the report's name of the stop: "deadline" or "interrupt".
+// Word is the report's name of the stop: "deadline", "interrupt" or "lease".
 func (s *Stopped) Word() string {
-	if s.Kind == BySignal {
+	switch s.Kind {
+	case BySignal:
 		return "interrupt"
+	case ByLease:
+		return "lease"
 	}
 	return "deadline"
 }
 
 // StopExitCode is the process exit code of the stop (failure.ExitCode
 // reads it): failure.ExitDeadline, or 128 plus the signal's number as
-// shells report a death by signal (130 for SIGINT, 143 for SIGTERM).
+// shells report a death by signal (130 for SIGINT, 143 for SIGTERM, and
+// for a lost lease, a stop from outside as SIGTERM is).
 func (s *Stopped) StopExitCode() int {
-	if s.Kind != BySignal {
+	if s.Kind == ByDeadline {
 		return failure.ExitDeadline
 	}
-	if s.Signal == syscall.SIGTERM {
+	if s.Signal == syscall.SIGTERM || s.Kind == ByLease {
 		return failure.ExitTerminated
 	}
 	return failure.ExitInterrupted
