@@ -11,22 +11,30 @@ import (
 // window is the adaptive bound on the calls in flight to one Keycloak. It
 // starts at startWindow and, like TCP's congestion window, grows by about
 // one call per window of answers that come back as fast as the fastest
-// seen, shrinks by one when answers slow to more than twice that (Keycloak
-// is queueing), and halves on a 429, a 5xx or a call that got no answer
-// (Keycloak is overloaded) — at most once per round trip, so that one burst
-// of failures counts once. It never leaves [1, max], max being the
+// seen for their kind of call, shrinks by one when answers slow to more
+// than twice that (Keycloak is queueing), and halves on a 429, a 5xx or a
+// call that got no answer (Keycloak is overloaded) — at most once per round
+// trip, so that one burst of failures counts once. It never leaves [1, max], max being the
 // keycloak.concurrency setting.
 type window struct {
 	mu       sync.Mutex
 	limit    float64
 	max      float64
 	inFlight int
-	// fastest is the quickest answer of the current sample period; floor
-	// the one before, the baseline that a slowed answer is measured against.
+	// base holds, per kind of call, how fast Keycloak answers it at best: a
+	// group creation takes longer than a user lookup, so each is measured
+	// against its own kind.
+	base    map[string]*baseline
+	lastCut time.Time
+	changed chan struct{}
+}
+
+// baseline is the quickest answer of one kind of call: fastest over the
+// current sample period, floor over the one before, so that it follows a
+// Keycloak that got faster or slower for good.
+type baseline struct {
 	fastest, floor time.Duration
 	samples        int
-	lastCut        time.Time
-	changed        chan struct{}
 }
 
 // startWindow is the calls in flight at first contact.
@@ -39,7 +47,7 @@ const floorSamples = 256
 
 func newWindow(ceiling int) *window {
 	ceiling = max(ceiling, 1)
-	return &window{limit: float64(min(startWindow, ceiling)), max: float64(ceiling), changed: make(chan struct{})}
+	return &window{limit: float64(min(startWindow, ceiling)), max: float64(ceiling), base: map[string]*baseline{}, changed: make(chan struct{})}
 }
 
 // acquire blocks until a call may start.
@@ -61,56 +69,61 @@ func (w *window) acquire(ctx context.Context) error {
 	}
 }
 
-// release ends a call that took took and failed with err (nil: answered
-// well), adjusting the window.
-func (w *window) release(took time.Duration, err error) {
+// release ends a call of kind that took took and failed with err (nil:
+// answered well), adjusting the window.
+func (w *window) release(kind string, took time.Duration, err error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.inFlight--
+	b := w.base[kind]
+	if b == nil {
+		b = &baseline{}
+		w.base[kind] = b
+	}
 	now := time.Now()
 	switch {
 	case overloaded(err):
-		if now.Sub(w.lastCut) >= w.roundTrip() {
+		if now.Sub(w.lastCut) >= b.roundTrip() {
 			w.limit, w.lastCut = max(1, w.limit/2), now
 		}
-	case w.slowed(took):
-		if now.Sub(w.lastCut) >= w.roundTrip() {
+	case b.slowed(took):
+		if now.Sub(w.lastCut) >= b.roundTrip() {
 			w.limit, w.lastCut = max(1, w.limit-1), now
 		}
 	default:
 		w.limit = min(w.max, w.limit+1/w.limit)
 	}
-	w.sample(took)
+	b.sample(took)
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
 
 // slowed reports whether an answer took more than twice the baseline, and
 // at least 5 ms more, so that a fast local Keycloak's jitter is no signal.
-func (w *window) slowed(took time.Duration) bool {
-	base := w.baseline()
+func (b *baseline) slowed(took time.Duration) bool {
+	base := b.best()
 	return base > 0 && took > max(2*base, base+5*time.Millisecond)
 }
 
-func (w *window) baseline() time.Duration {
-	if w.floor > 0 && (w.fastest == 0 || w.floor < w.fastest) {
-		return w.floor
+func (b *baseline) best() time.Duration {
+	if b.floor > 0 && (b.fastest == 0 || b.floor < b.fastest) {
+		return b.floor
 	}
-	return w.fastest
+	return b.fastest
 }
 
 // roundTrip is how long one call takes at best: the least time between two
 // cuts of the window.
-func (w *window) roundTrip() time.Duration {
-	return max(w.baseline(), time.Millisecond)
+func (b *baseline) roundTrip() time.Duration {
+	return max(b.best(), time.Millisecond)
 }
 
-func (w *window) sample(took time.Duration) {
-	if w.fastest == 0 || took < w.fastest {
-		w.fastest = took
+func (b *baseline) sample(took time.Duration) {
+	if b.fastest == 0 || took < b.fastest {
+		b.fastest = took
 	}
-	if w.samples++; w.samples >= floorSamples {
-		w.floor, w.fastest, w.samples = w.fastest, 0, 0
+	if b.samples++; b.samples >= floorSamples {
+		b.floor, b.fastest, b.samples = b.fastest, 0, 0
 	}
 }
 

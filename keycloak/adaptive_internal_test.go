@@ -21,7 +21,7 @@ func TestWindow(t *testing.T) {
 			if e := w.acquire(context.Background()); e != nil {
 				t.Fatal(e)
 			}
-			w.release(took, err)
+			w.release("groups.get", took, err)
 		}
 	}
 	w := newWindow(16)
@@ -82,7 +82,7 @@ func TestWindowBlocks(t *testing.T) {
 		t.Fatal("a second call started in a window of 1")
 	case <-time.After(50 * time.Millisecond):
 	}
-	w.release(time.Millisecond, nil)
+	w.release("groups.get", time.Millisecond, nil)
 	<-started
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()

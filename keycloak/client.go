@@ -430,7 +430,7 @@ func (c *Client) once(ctx context.Context, kind string, fn func() error) error {
 	c.count(kind)
 	start := time.Now()
 	err := fn()
-	c.window.release(time.Since(start), err)
+	c.window.release(kind, time.Since(start), err)
 	return err
 }
 
