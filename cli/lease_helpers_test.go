@@ -184,13 +184,14 @@ type replica struct {
 }
 
 // startReplica starts serve --leader-elect as a process of its own (the
-// test binary running Main), named name through POD_NAME.
+// test binary running Main), named name through POD_NAME, at the address
+// POD_IP says.
 func startReplica(t *testing.T, name, cfg, kubeconfig string) *replica {
 	t.Helper()
 	args, _ := json.Marshal([]string{"serve", "--config", cfg, "--leader-elect", "--kubeconfig", kubeconfig,
 		"--listen", "127.0.0.1:0", "--interval", "300ms", "--jitter", "0", "--timeout", "30s", "--shutdown-grace", "1s"})
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), mainArgsEnv+"="+string(args), serve.PodNameEnv+"="+name)
+	cmd.Env = append(os.Environ(), mainArgsEnv+"="+string(args), serve.PodNameEnv+"="+name, serve.PodIPEnv+"=127.0.0.1")
 	r := &replica{t: t, name: name, cfg: cfg, cmd: cmd, stderr: &syncBuffer{}, exited: make(chan struct{})}
 	cmd.Stderr, cmd.Stdout = r.stderr, r.stderr
 	if err := cmd.Start(); err != nil {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/status"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
 )
@@ -125,6 +127,20 @@ func testFailover(t *testing.T, cluster *kubetest.Cluster) {
 	}
 	if _, st := b.get("/healthz"); st.LastRun != nil || st.Running {
 		t.Errorf("the standby ran: %+v", st)
+	}
+	// The standby's status page names the leader and links to its page,
+	// which the leader advertised on the Lease.
+	var page struct {
+		Leadership *status.Leadership `json:"leadership"`
+	}
+	resp, err := http.Get(b.base + "/status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&page)
+	resp.Body.Close()
+	if l := page.Leadership; err != nil || l == nil || l.Leader || l.LeaderIdentity != "replica-a" || l.LeaderURL != a.base+"/" {
+		t.Errorf("the standby's status page: %+v (%v), want a link to %s/", l, err, a.base)
 	}
 	if len(site.log.of("replica-b")) != 0 {
 		t.Errorf("the standby wrote:\n%s", site.log)

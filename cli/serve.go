@@ -147,7 +147,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		"shutdown_grace", f.grace.String(), "stale_after", stale.String()}
 	if elect {
 		// The loop and the events run only while this replica leads.
-		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, health, rec, log)
+		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, serve.AdvertisedURL(ln.Addr()), health, rec, log)
 		if err != nil {
 			return err
 		}

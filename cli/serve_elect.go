@@ -13,7 +13,6 @@ import (
 	authorizationv1 "k8s.io/client-go/kubernetes/typed/authorization/v1"
 	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 
 	"github.com/waldur/waldur-gitops/config"
@@ -30,7 +29,9 @@ const podNamespaceEnv = "POD_NAMESPACE"
 // newElection builds serve's election on the Lease of le, reaching the API
 // server through kubeconfig with the rules every command uses ("": the
 // default rules, in a pod its service account), bound to that server's host.
-func newElection(ctx context.Context, le config.LeaderElection, kubeconfig string, health *serve.Health, rec *metrics.Recorder, log *slog.Logger) (*serve.Election, error) {
+// statusURL is this replica's status page, which it advertises on the
+// Lease while it leads ("": none).
+func newElection(ctx context.Context, le config.LeaderElection, kubeconfig, statusURL string, health *serve.Health, rec *metrics.Recorder, log *slog.Logger) (*serve.Election, error) {
 	src := kube.Source{Path: kubeconfig}
 	rc, err := src.RESTConfig()
 	if err != nil {
@@ -57,11 +58,7 @@ func newElection(ctx context.Context, le config.LeaderElection, kubeconfig strin
 	}
 	// client-go's election logs through klog: into the service's log.
 	klog.SetSlogLogger(log.With("component", "leader-election"))
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Namespace: ns, Name: le.LeaseName},
-		Client:     client,
-		LockConfig: resourcelock.ResourceLockConfig{Identity: serve.Identity()},
-	}
+	lock := &serve.LeaseLock{Namespace: ns, Name: le.LeaseName, Client: client, ID: serve.Identity(), StatusURL: statusURL}
 	health.Elect(lock.Identity())
 	return &serve.Election{Lock: lock, LeaseDuration: d.LeaseDuration, RenewDeadline: d.RenewDeadline, RetryPeriod: d.RetryPeriod,
 		Health: health, Metrics: rec, Log: log}, nil

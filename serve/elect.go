@@ -6,7 +6,9 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
+	"strconv"
 	"sync"
 	"time"
 
@@ -35,6 +37,21 @@ func Identity() string {
 	b := make([]byte, 4)
 	_, _ = rand.Read(b) // crypto/rand.Read does not fail
 	return host + "-" + hex.EncodeToString(b)
+}
+
+// PodIPEnv is the environment variable a replica's address is read from
+// (the downward API's status.podIP), for the status page it advertises.
+const PodIPEnv = "POD_IP"
+
+// AdvertisedURL is the status page this replica advertises to the others:
+// http://$POD_IP:<the port serve listens on>/, "" without POD_IP.
+func AdvertisedURL(listen net.Addr) string {
+	ip := os.Getenv(PodIPEnv)
+	tcp, ok := listen.(*net.TCPAddr)
+	if ip == "" || !ok {
+		return ""
+	}
+	return "http://" + net.JoinHostPort(ip, strconv.Itoa(tcp.Port)) + "/"
 }
 
 // Election runs serve's replicas on a Lease: the one holding it leads and
@@ -144,12 +161,15 @@ func (e *Election) Leading() (bool, string) {
 	return e.leading, e.leader
 }
 
-// Leadership is this replica's role for the status page. The Lease holds
-// only the leader's identity, not its address, so a standby names the
-// leader without a link to it.
+// Leadership is this replica's role for the status page; a standby whose
+// lock reads the leader's advertised page (LeaseLock) links to it.
 func (e *Election) Leadership() status.Leadership {
 	leading, who := e.Leading()
-	return status.Leadership{Leader: leading, Elected: true, Identity: e.Lock.Identity(), LeaderIdentity: who}
+	l := status.Leadership{Leader: leading, Elected: true, Identity: e.Lock.Identity(), LeaderIdentity: who}
+	if a, ok := e.Lock.(interface{ LeaderURL() string }); ok && !leading && who != "" {
+		l.LeaderURL = a.LeaderURL()
+	}
+	return l
 }
 
 // Run stands for election until ctx ends. Each time this replica becomes
