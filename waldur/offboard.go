@@ -54,4 +54,6 @@ func (c *Client) SetOfferingUserErrorDeleting(ctx context.Context, user UUID) er
 // IsRefusedClaim reports whether err is Waldur refusing a state transition of
 // an offering user (400: the user is not in a state it starts from; for a
 // claim, the user was granted access again or another agent claimed it).
-func IsRefusedClaim(err error) bool { return HasStatus(err, http.StatusBadRequest, http.StatusConflict) }
+func IsRefusedClaim(err error) bool {
+	return HasStatus(err, http.StatusBadRequest, http.StatusConflict)
+}
