@@ -284,7 +284,7 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 		removed[id] = true
 		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
 	}
-	p.account(d, have, wantIDs, removed)
+	p.account(d, have, wantIDs, removed, want)
 }
 
 // resolve finds the desired members of d in the realm: user id → offering
@@ -316,19 +316,27 @@ func (p *planner) resolve(d *DesiredGroup) (map[string]string, []string) {
 }
 
 // account records, for the access guard, who has access to the tenants of
-// d through it: the members read (before), and those left once the plan's
-// removals and additions are made (after).
-func (p *planner) account(d *DesiredGroup, have map[string]User, added []string, removed map[string]bool) {
+// d through it, by user name (so that an offboarded user's loss is
+// recognised): the members read (before), and those left once the plan's
+// removals and additions are made (after). names maps the added ids to
+// their user names.
+func (p *planner) account(d *DesiredGroup, have map[string]User, added []string, removed map[string]bool, names map[string]string) {
+	name := func(id string) string {
+		if u, ok := have[id]; ok && u.Username != "" {
+			return u.Username
+		}
+		return cmp.Or(names[id], id)
+	}
 	for _, t := range groupTenants(d) {
 		p.after.Tenant(t)
 		for id := range have {
-			p.before.Add(t, id)
+			p.before.Add(t, name(id))
 			if !removed[id] {
-				p.after.Add(t, id)
+				p.after.Add(t, name(id))
 			}
 		}
 		for _, id := range added {
-			p.after.Add(t, id)
+			p.after.Add(t, name(id))
 		}
 	}
 }
