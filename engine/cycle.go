@@ -29,7 +29,7 @@ type Engine struct {
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
 //
-//	waldur → agent → approve → render → quota → validate → publish → keycloak → orders → feedback
+//	waldur → agent → approve → offboard → render → quota → validate → publish → keycloak → proof → orders → feedback
 //
 // A new stage goes here, with a seam in seams.go.
 func (e *Engine) stages(req Request) []stage {
@@ -58,6 +58,12 @@ func (e *Engine) stages(req Request) []stage {
 	if s.Orders != nil {
 		list = append(list, stage{name: "approve", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Orders.Approve(ctx, o.State, e.renderer(o), req.DryRun)
+		}})
+	}
+	if s.Offboarding != nil {
+		list = append(list, stage{name: "offboard", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
+			r, g.Offboarded, err = s.Offboarding.Claim(ctx, o.State, req.DryRun)
+			return r, err
 		}})
 	}
 	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
@@ -100,6 +106,12 @@ func (e *Engine) stages(req Request) []stage {
 			}
 			o.Waiting = r.Waiting
 			return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
+		}})
+	}
+	if s.Offboarding != nil {
+		list = append(list, stage{name: "proof", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
+			r, o.Report.Offboarding, err = s.Offboarding.Prove(ctx, o.Result, o.Published, req.DryRun)
+			return r, err
 		}})
 	}
 	if s.Orders != nil {

@@ -28,8 +28,12 @@ type KeycloakStage struct {
 	// nil: every pass reads every group.
 	Memory *keycloak.Memory
 
-	missing, failed map[string]string
+	missing, failed, refused map[string]string
 }
+
+// RefusedUsers returns the members whose removal from a group the last
+// Reconcile could not make because Keycloak refused it.
+func (k *KeycloakStage) RefusedUsers() map[string]string { return k.refused }
 
 // MissingUsers returns the members the last Reconcile did not find in
 // Keycloak: offering username → why.
@@ -63,7 +67,7 @@ func (k *KeycloakStage) Reconcile(ctx context.Context, res *render.Result, prese
 		err = Classify(ClassConfig, err)
 	}
 	out.Changes.Merge(unread)
-	k.missing, k.failed = out.MissingUsers, out.FailedUsers
+	k.missing, k.failed, k.refused = out.MissingUsers, out.FailedUsers, out.RefusedUsers
 	return &IdentityResult{Changes: out.Changes, Calls: out.Calls, Waiting: waiting(cfg, res, out.Changes)}, err
 }
 

@@ -6,7 +6,9 @@ import (
 	"github.com/waldur/waldur-gitops/apply"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/offboard"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
@@ -132,6 +134,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		}
 		s.Feedback = feedbackStage{fb}
 	}
+	s.Offboarding = offboarding(cfg, o, api, s.Identities)
 	r := render.New(cfg, tpls)
 	if filesOnly(o) {
 		r = r.WithoutObjects()
@@ -178,3 +181,24 @@ func (e *Engine) Last() *Outcome { return e.last }
 // Seams returns the stages the engine runs (tests, and verbs that print what
 // a stage found).
 func (e *Engine) Seams() Seams { return e.seams }
+
+// offboarding wires the deletion workflow: claims and reports are sent
+// only by a run that moves orders and publishes (sync, serve, apply), the
+// others make the claims in their state only, so that the render shows
+// the users leaving.
+func offboarding(cfg *config.Config, o Options, api *APISource, ids Identities) Offboarding {
+	w := &offboard.Workflow{Config: cfg, Log: o.Log}
+	if api != nil && o.Orders && o.Publish != Nowhere {
+		w.Source = api
+	}
+	if k, ok := ids.(*KeycloakStage); ok {
+		w.Refused = k.RefusedUsers
+		w.Keycloak = &keycloak.Options{ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()}, Connect: func(t keycloak.Target) (*keycloak.Client, error) {
+			if k.Connect != nil {
+				return k.Connect(t)
+			}
+			return keycloak.NewClient(t, keycloak.ClientOptions{UserAgent: version.UserAgent()})
+		}}
+	}
+	return offboardStage{Workflow: w, applied: o.Publish == Cluster}
+}

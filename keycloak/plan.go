@@ -65,6 +65,10 @@ type Plan struct {
 	// realm to why; FailedUsers, after the plan is carried out, those whose
 	// membership write failed to the error.
 	MissingUsers, FailedUsers map[string]string
+	// RefusedUsers are those of FailedUsers whose removal from a group
+	// Keycloak refused (an answer, not an outage): a refusal that the next
+	// attempt meets again.
+	RefusedUsers map[string]string
 }
 
 // PlanInput is everything MakePlan decides from.

@@ -313,9 +313,14 @@ func (in *offeringInput) accountMembers(d *TenantData, r *waldur.Resource, team 
 	return out
 }
 
-// inactiveUserStates are offering-user states whose account is going or gone.
+// inactiveUserStates are offering-user states whose account is going or
+// gone: claimed for deletion (Deleting, and Error deleting, a removal
+// attempted before) or deleted. A user in Requested deletion keeps their
+// access until the request is claimed (package offboard claims it before
+// the render and marks the user Deleting); a claim Waldur refuses means the
+// user was granted again.
 var inactiveUserStates = map[string]bool{
-	"Requested deletion": true, "Deleting": true, "Deleted": true, "Error deleting": true,
+	waldur.OfferingUserDeleting: true, waldur.OfferingUserDeleted: true, waldur.OfferingUserErrorDeleting: true,
 }
 
 // identity returns the attribute of a member named by field, "" when unknown.

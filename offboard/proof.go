@@ -1,0 +1,298 @@
+package offboard
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Where a removal was seen in effect (report.Offboard.Verified).
+const (
+	// VerifiedApplied: the clusters accepted every object of the
+	// offering's tenants as rendered (apply).
+	VerifiedApplied = "applied"
+	// VerifiedBranch: the commit holding the removal is on the branch; the
+	// cluster was not read.
+	VerifiedBranch = "branch"
+)
+
+// Published is what the publish left at its destination, in the words of
+// the proof (the engine's Published).
+type Published struct {
+	// After is the owned tree as the destination holds it now; for the
+	// clusters, the files of the tenants whose every object was applied.
+	After render.Tree
+	// Ref is the commit this run pushed; Base the branch tip before it.
+	Ref, Base string
+	// Applied is set when the destination is the clusters (apply).
+	Applied bool
+	// Incomplete: the publish failed somewhere as a whole.
+	Incomplete bool
+}
+
+// Prove decides, for every user the run's Claim found leaving, whether
+// Waldur may hear "deleted": the destination holds every tenant of the
+// offering that named the user as rendered (pub; nil: nothing published)
+// and, for an offering with keycloak_enabled, Keycloak read back lists the
+// user in no managed group. Then set_deleted is sent and the time access
+// ended recorded (now plus the realm's access-token lifespan). A removal
+// Keycloak refused sends set_error_deleting; anything else not yet in effect
+// leaves the user Deleting with the reason (removal_pending). With dryRun
+// nothing is sent and the entries say what would be. It returns the entries
+// and the report's offboarding records.
+func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published, dryRun bool) (changeset.Result, []report.Offboard, error) {
+	out := changeset.Result{Calls: map[string]int{}}
+	if w.Source == nil && !dryRun {
+		return out, w.records(), nil // a run that sends nothing has nothing to prove
+	}
+	users := map[string][]string{}
+	for _, x := range w.run {
+		if x.leaving && x.u.Username != "" && x.o.Settings.Common().KeycloakEnabled {
+			users[x.o.Name] = append(users[x.o.Name], x.u.Username)
+		}
+	}
+	views, kcErr := w.readBack(ctx, res, users, out.Calls)
+	refused := map[string]string{}
+	if w.Refused != nil {
+		refused = w.Refused()
+	}
+	for _, x := range w.run {
+		if !x.leaving {
+			continue
+		}
+		p := w.proof(x, res, pub, views, kcErr)
+		if why, ok := refused[x.u.Username]; ok && x.u.Username != "" {
+			p = proof{failed: "Keycloak refused to remove the user from a managed group: " + why}
+		}
+		out.Changes.Add(w.conclude(ctx, x, p, dryRun, out.Calls))
+	}
+	return out, w.records(), nil
+}
+
+// records are the report's entries of the run's users, sorted by offering
+// and user; nil when there are none.
+func (w *Workflow) records() []report.Offboard {
+	var recs []report.Offboard
+	for _, x := range w.run {
+		recs = append(recs, x.rec)
+	}
+	slices.SortFunc(recs, func(a, b report.Offboard) int {
+		return cmp.Or(cmp.Compare(a.Offering, b.Offering), cmp.Compare(a.OfferingUser, b.OfferingUser))
+	})
+	return recs
+}
+
+// proof is what the run could prove of one user's removal.
+type proof struct {
+	// pending says why the removal is not seen in effect yet; failed why
+	// it failed for good; both empty: proved.
+	pending, failed string
+	commit, where   string
+	lifespan        time.Duration
+	lifespanNote    string
+}
+
+// proof checks one user's removal at the destination and in Keycloak.
+func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error) proof {
+	var p proof
+	if why := blocked(x, res, pub); why != "" {
+		return proof{pending: why}
+	}
+	p.where, p.commit = VerifiedApplied, ""
+	if !pub.Applied {
+		p.where, p.commit = VerifiedBranch, cmp.Or(pub.Ref, pub.Base)
+	}
+	if !x.o.Settings.Common().KeycloakEnabled {
+		p.lifespanNote = "no Keycloak: the lifespan of tokens issued elsewhere is not known"
+		return p
+	}
+	v := views[x.o.Name]
+	switch {
+	case w.Keycloak == nil:
+		return proof{pending: "Keycloak is not read back in this run (no Keycloak pass)"}
+	case kcErr != nil:
+		return proof{pending: "Keycloak could not be read back: " + kcErr.Error()}
+	case v == nil:
+		return proof{pending: "Keycloak was not read back"}
+	case len(v.Groups[x.u.Username]) > 0:
+		return proof{pending: fmt.Sprintf("Keycloak %s still lists the user in %s", v.Realm, strings.Join(v.Groups[x.u.Username], ", "))}
+	}
+	p.lifespan = v.TokenLifespan
+	if !v.LifespanRead {
+		p.lifespanNote = "the realm's accessTokenLifespan was not readable, Keycloak's default taken"
+	}
+	return p
+}
+
+// readBack reads Keycloak back for the leaving users, when the run has a
+// Keycloak pass.
+func (w *Workflow) readBack(ctx context.Context, res *render.Result, users map[string][]string, calls map[string]int) (map[string]*keycloak.Leftover, error) {
+	if w.Keycloak == nil || len(users) == 0 || res == nil {
+		return nil, nil
+	}
+	views, c, err := keycloak.ReadBack(ctx, w.Config, res, users, *w.Keycloak)
+	for k, v := range c {
+		calls["keycloak."+k] += v
+	}
+	return views, err
+}
+
+// conclude sends what the proof allows (set_deleted, set_error_deleting, or
+// nothing) and records it.
+func (w *Workflow) conclude(ctx context.Context, x *user, p proof, dryRun bool, calls map[string]int) changeset.Entry {
+	e := changeset.Entry{Stage: ProofStage, Kind: KindOfferingUser, Subject: subject(x), Offering: x.o.Name}
+	x.rec.Commit, x.rec.Verified = p.commit, p.where
+	switch {
+	case p.pending != "":
+		e.Action, e.Cause, e.Reason = changeset.Skip, changeset.CauseRemovalPending, "stays Deleting: "+p.pending
+		x.rec.Cause, x.rec.Reason = e.Cause, e.Reason
+		return e
+	case p.failed != "":
+		return w.send(ctx, x, e, waldur.OfferingUserErrorDeleting, p.failed, dryRun, calls)
+	}
+	note := "removal in effect: applied to the clusters"
+	if p.where == VerifiedBranch {
+		note = "removal in effect: commit " + p.commit + " is on the branch (not verified at the cluster)"
+	}
+	if p.lifespanNote != "" {
+		note += "; " + p.lifespanNote
+	}
+	e = w.send(ctx, x, e, waldur.OfferingUserDeleted, note, dryRun, calls)
+	if x.rec.State == waldur.OfferingUserDeleted {
+		x.rec.AccessEndedAt = w.now().Add(p.lifespan)
+	}
+	return e
+}
+
+// send moves the user to state (Deleted or Error deleting) with why.
+func (w *Workflow) send(ctx context.Context, x *user, e changeset.Entry, state, why string, dryRun bool, calls map[string]int) changeset.Entry {
+	e.Action, e.Reason = changeset.Update, "→ "+state+": "+why
+	if state == waldur.OfferingUserErrorDeleting {
+		e.Cause = changeset.CauseRemovalFailed
+		x.rec.Cause, x.rec.Reason = e.Cause, why
+	}
+	if dryRun || w.Source == nil {
+		e.Reason = "would move " + e.Reason
+		x.rec.State = state
+		return e
+	}
+	c, err := w.Source.Client(x.o)
+	if err == nil {
+		if state == waldur.OfferingUserDeleted {
+			calls[waldur.KindOfferingUserDeleted]++
+			err = c.SetOfferingUserDeleted(ctx, x.u.UUID)
+		} else {
+			calls[waldur.KindOfferingUserErrorDeleting]++
+			err = c.SetOfferingUserErrorDeleting(ctx, x.u.UUID)
+		}
+	}
+	if err != nil {
+		e.Action, e.Cause, e.Reason = changeset.Skip, changeset.CauseAPIFailure, "stays Deleting: "+err.Error()
+		x.rec.Cause, x.rec.Reason = e.Cause, e.Reason
+		return e
+	}
+	x.rec.State = state
+	w.log().Info("offboarding reported", "offering", x.o.Name, "offering_user", x.u.UUID, "username", x.u.Username, "state", state)
+	return e
+}
+
+// blocked says why the removal of x from the tenants of its offering is not
+// in effect at pub; "" when it is. A tenant directory the destination holds
+// otherwise than rendered blocks it when its files there still name the
+// user, or, in the clusters, when it was rendered but not applied.
+func blocked(x *user, res *render.Result, pub *Published) string {
+	switch {
+	case pub == nil || res == nil:
+		return "nothing was published in this run"
+	case pub.Incomplete:
+		return "the publish did not complete"
+	}
+	ids := map[string]bool{}
+	for _, n := range names(x.o, x.u) {
+		ids[n] = true
+	}
+	prefix := x.o.DirName() + "/"
+	rendered := render.Tree{}
+	for _, t := range res.Tenants {
+		if t.Offering == x.o.Name {
+			for _, f := range t.Files {
+				rendered[t.Dir+"/"+f.Name] = f.Data
+			}
+		}
+	}
+	dirs := map[string]bool{}
+	for _, tr := range []render.Tree{rendered, pub.After} {
+		for p := range tr {
+			if strings.HasPrefix(p, prefix) {
+				dirs[tenantDir(p)] = true
+			}
+		}
+	}
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		have, want := under(pub.After, d), under(rendered, d)
+		if equal(have, want) {
+			continue
+		}
+		for _, p := range slices.Sorted(maps.Keys(have)) {
+			if mentions(have[p], ids) {
+				return "tenant " + d + " still grants the user access at the destination (" + p + ")"
+			}
+		}
+		if pub.Applied && len(want) > 0 && len(have) == 0 {
+			return "tenant " + d + " was not applied"
+		}
+	}
+	return ""
+}
+
+// tenantDir is the tenant directory (offering/target/tenant) of a path.
+func tenantDir(p string) string {
+	parts := strings.SplitN(p, "/", 4)
+	if len(parts) < 4 {
+		return path.Dir(p)
+	}
+	return strings.Join(parts[:3], "/")
+}
+
+// under is the part of t in directory d.
+func under(t render.Tree, d string) map[string][]byte {
+	out := map[string][]byte{}
+	for p, data := range t {
+		if strings.HasPrefix(p, d+"/") {
+			out[p] = data
+		}
+	}
+	return out
+}
+
+func equal(a, b map[string][]byte) bool {
+	return maps.EqualFunc(a, b, bytes.Equal)
+}
+
+// mentions reports whether a rendered YAML file names one of ids as a
+// scalar: a subject's name, an item of a user list.
+func mentions(data []byte, ids map[string]bool) bool {
+	for line := range strings.Lines(string(data)) {
+		t := strings.TrimSpace(line)
+		t = strings.TrimPrefix(t, "- ")
+		if _, v, ok := strings.Cut(t, ": "); ok {
+			t = v
+		}
+		if ids[strings.Trim(t, `"'`)] {
+			return true
+		}
+	}
+	return false
+}
