@@ -1,0 +1,193 @@
+package cli
+
+import (
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/keycloak/kctest"
+	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
+	"github.com/waldur/waldur-gitops/waldur/waldurtest"
+)
+
+// utOffering is the UT namespaces offering of the example.
+const utOffering = waldur.UUID("41e0012c52dd79ad2bebfde833ef9fe7")
+
+// offboardSite is the example served by the in-repo Waldur, with Keycloak
+// and a Git server, and a project of three UT namespaces whose team is ute,
+// max, zoe and wim, each an offering user of the offering.
+type offboardSite struct {
+	wsrv  *waldurtest.Server
+	kc    *kctest.Server
+	cfg   string
+	repo  string
+	users map[string]waldur.UUID // offering username → offering user
+}
+
+func newOffboardSite(t *testing.T) *offboardSite {
+	t.Helper()
+	wsrv, waldurCfg := serveExample(t)
+	kc := kctest.NewServer()
+	t.Cleanup(kc.Close)
+	gsrv, repo, url := gitRepo(t)
+	s := &offboardSite{wsrv: wsrv, kc: kc, repo: repo, users: map[string]waldur.UUID{}}
+	s.cfg = withGit(t, keycloakConfigFrom(t, waldurCfg, kc.URL, "", true), gsrv, url)
+	addExampleUsers(t, kc, s.cfg)
+	kc.SetTokenLifespan("hpc", 600)
+	for _, m := range teamEditProject(t, wsrv, kc) {
+		s.users[m.OfferingUserUsername] = wsrv.AddOfferingUser(utOffering, waldur.OfferingUser{
+			Username: m.OfferingUserUsername, UserUsername: m.Username, UserEmail: m.OfferingUserUsername + "@example.edu", State: "OK",
+		})
+	}
+	return s
+}
+
+// sync runs sync and returns its report.
+func (s *offboardSite) sync(t *testing.T, what string, want int) report.Run {
+	t.Helper()
+	code, _, stderr := run(t, "sync", "--config", s.cfg)
+	if code != want {
+		t.Fatalf("%s: exit %d, want %d\n%s", what, code, want, stderr)
+	}
+	return readReport(t, mustRead(t, filepath.Join(filepath.Dir(s.cfg), "report.json")))
+}
+
+// granted counts the three team-edit tenants in whose Keycloak groups name
+// is a member, and those whose ManagedNamespace on the branch lists the
+// user (by e-mail, the example's cr_user_identity_field).
+func (s *offboardSite) granted(t *testing.T, name string) (groups, lists int) {
+	t.Helper()
+	files := strings.Fields(gittest.Git(t, s.repo, "ls-tree", "-r", "--name-only", "main"))
+	for i := range 3 {
+		slug := fmt.Sprintf("team-edit-%d", i)
+		for _, role := range []string{"admin", "readwrite", "readonly"} {
+			if slices.Contains(members(s.kc, "/ns_"+slug+"_"+role), name) {
+				groups++
+				break
+			}
+		}
+		for _, f := range files {
+			if strings.Contains(f, slug) && strings.Contains(f, "managednamespace-") {
+				if strings.Contains(gittest.Git(t, s.repo, "show", "main:"+f), "- "+name+"@example.edu\n") {
+					lists++
+				}
+			}
+		}
+	}
+	return groups, lists
+}
+
+// offboarded returns the report's record of an offering user.
+func offboarded(t *testing.T, r report.Run, id waldur.UUID) report.Offboard {
+	t.Helper()
+	for _, o := range r.Offboarding {
+		if o.OfferingUser == string(id) {
+			return o
+		}
+	}
+	t.Fatalf("no offboarding record of %s in %+v", id, r.Offboarding)
+	return report.Offboard{}
+}
+
+// TestOffboardingEndToEnd: wim, one of a team, is requested for deletion in
+// Waldur. sync claims him, renders him out of the project's three
+// tenants and their Keycloak groups (ute stays everywhere), and sets him
+// Deleted only once Keycloak, read back, lists him in no managed group:
+// while Keycloak is unavailable he stays Deleting with the reason. A claim
+// Waldur refuses leaves the user alone; a removal Keycloak refuses sends
+// set_error_deleting, and the next run claims again and finishes.
+func TestOffboardingEndToEnd(t *testing.T) {
+	s := newOffboardSite(t)
+	s.sync(t, "first sync", ExitOK)
+	for _, name := range []string{"ute", "wim"} {
+		if g, l := s.granted(t, name); g != 3 || l != 3 {
+			t.Fatalf("%s after the first sync: in %d tenants' groups and %d user lists, want 3 and 3", name, g, l)
+		}
+	}
+
+	// Keycloak is down for removals: the claim and the commit happen, the
+	// groups still list wim, so Waldur does not hear "deleted".
+	s.wsrv.SetOfferingUserState(s.users["wim"], waldur.OfferingUserRequestedDeletion)
+	s.kc.Inject(kctest.Fault{Method: http.MethodDelete, Path: "/groups/", Status: http.StatusServiceUnavailable, Times: 1000})
+	r := s.sync(t, "keycloak down", ExitKeycloak)
+	s.kc.ClearFaults()
+	rec := offboarded(t, r, s.users["wim"])
+	if rec.State != waldur.OfferingUserDeleting || rec.Cause != changeset.CauseRemovalPending || !strings.Contains(rec.Reason, "still lists the user") || rec.ClaimedAt.IsZero() {
+		t.Errorf("keycloak down: record %+v, want Deleting, removal_pending, still listed, claimed", rec)
+	}
+	if got := s.wsrv.OfferingUserState(s.users["wim"]); got != waldur.OfferingUserDeleting {
+		t.Errorf("keycloak down: wim is %q in Waldur, want Deleting", got)
+	}
+	if g, l := s.granted(t, "wim"); g != 3 || l != 0 {
+		t.Errorf("keycloak down: wim in %d tenants' groups (want 3: the removals failed) and %d user lists on the branch (want 0)", g, l)
+	}
+
+	// Keycloak back: the removal finishes and is proved.
+	before := time.Now()
+	r = s.sync(t, "keycloak back", ExitOK)
+	rec = offboarded(t, r, s.users["wim"])
+	head := strings.TrimSpace(gittest.Git(t, s.repo, "rev-parse", "main"))
+	if rec.State != waldur.OfferingUserDeleted || rec.Verified != "branch" || rec.Commit != head {
+		t.Errorf("keycloak back: record %+v, want Deleted, verified on the branch at %s", rec, head)
+	}
+	if lo, hi := before.Add(600*time.Second), time.Now().Add(600*time.Second); rec.AccessEndedAt.Before(lo) || rec.AccessEndedAt.After(hi) {
+		t.Errorf("access ended at %v, want the proof's time plus the realm's 600 s token lifespan (%v … %v)", rec.AccessEndedAt, lo, hi)
+	}
+	if got := s.wsrv.OfferingUserState(s.users["wim"]); got != waldur.OfferingUserDeleted {
+		t.Errorf("wim is %q in Waldur, want Deleted", got)
+	}
+	if g, l := s.granted(t, "wim"); g != 0 || l != 0 {
+		t.Errorf("wim still in %d tenants' groups and %d user lists", g, l)
+	}
+	if g, l := s.granted(t, "ute"); g != 3 || l != 3 {
+		t.Errorf("ute in %d tenants' groups and %d user lists, want 3 and 3", g, l)
+	}
+	r = s.sync(t, "deleted is final", ExitOK)
+	if len(r.Offboarding) != 0 {
+		t.Errorf("a Deleted user is worked on again: %+v", r.Offboarding)
+	}
+
+	// max is granted again while the tool claims him: Waldur refuses the
+	// claim, max is left alone and keeps his access.
+	s.wsrv.SetOfferingUserState(s.users["max"], waldur.OfferingUserRequestedDeletion)
+	claimPath := "/api/marketplace-offering-users/" + string(s.users["max"]) + "/set_deleting/"
+	s.wsrv.OnRequest(func(req *http.Request, _ []byte) {
+		if req.URL.Path == claimPath {
+			s.wsrv.SetOfferingUserState(s.users["max"], "OK")
+		}
+	})
+	r = s.sync(t, "refused claim", ExitOK)
+	if rec := offboarded(t, r, s.users["max"]); rec.Cause != changeset.CauseClaimRefused || rec.State != waldur.OfferingUserRequestedDeletion {
+		t.Errorf("refused claim: record %+v", rec)
+	}
+	if g, l := s.granted(t, "max"); g != 3 || l != 3 {
+		t.Errorf("max after a refused claim: in %d tenants' groups and %d user lists, want 3 and 3", g, l)
+	}
+
+	// Keycloak refuses to take zoe out of her groups: set_error_deleting;
+	// the next run claims her again and finishes.
+	s.wsrv.SetOfferingUserState(s.users["zoe"], waldur.OfferingUserRequestedDeletion)
+	s.kc.Inject(kctest.Fault{Method: http.MethodDelete, Path: "/groups/", Status: http.StatusForbidden, Times: 1000})
+	r = s.sync(t, "keycloak refuses", ExitKeycloak)
+	s.kc.ClearFaults()
+	if rec := offboarded(t, r, s.users["zoe"]); rec.State != waldur.OfferingUserErrorDeleting || rec.Cause != changeset.CauseRemovalFailed {
+		t.Errorf("keycloak refuses: record %+v, want Error deleting, removal_failed", rec)
+	}
+	if got := s.wsrv.OfferingUserState(s.users["zoe"]); got != waldur.OfferingUserErrorDeleting {
+		t.Errorf("keycloak refuses: zoe is %q in Waldur, want Error deleting", got)
+	}
+	r = s.sync(t, "retry", ExitOK)
+	if rec := offboarded(t, r, s.users["zoe"]); rec.State != waldur.OfferingUserDeleted {
+		t.Errorf("retry: record %+v, want Deleted", rec)
+	}
+	if g, l := s.granted(t, "zoe"); g != 0 || l != 0 {
+		t.Errorf("zoe still in %d tenants' groups and %d user lists", g, l)
+	}
+}
