@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -189,5 +190,63 @@ func TestOffboardingEndToEnd(t *testing.T) {
 	}
 	if g, l := s.granted(t, "zoe"); g != 0 || l != 0 {
 		t.Errorf("zoe still in %d tenants' groups and %d user lists", g, l)
+	}
+}
+
+// TestOffboardingMassDryRunAndGuard: three of a team of four requested for
+// deletion at once take nine (user, tenant) pairs of 24 memberships, which
+// the access guard refuses when a team shrinks so (TestTeamEditPassesTheAccessGuard).
+// render --dry-run shows every claim and every would-be Deleted user, with
+// the time their access would end, and sends nothing; sync is not refused
+// by the guard and sets all three Deleted.
+func TestOffboardingMassDryRunAndGuard(t *testing.T) {
+	s := newOffboardSite(t)
+	s.sync(t, "first sync", ExitOK)
+	leaving := []string{"max", "wim", "zoe"}
+	for _, name := range leaving {
+		s.wsrv.SetOfferingUserState(s.users[name], waldur.OfferingUserRequestedDeletion)
+	}
+	code, stdout, stderr := run(t, "render", "--config", s.cfg, "--dry-run", "-o", "json")
+	if code != ExitDiff {
+		t.Fatalf("render --dry-run: exit %d, want %d\n%s", code, ExitDiff, stderr)
+	}
+	var plan struct {
+		Guard       string
+		Changes     []changeset.Entry
+		Offboarding []report.Offboard
+	}
+	if err := json.Unmarshal([]byte(stdout), &plan); err != nil {
+		t.Fatalf("plan: %v\n%s", err, stdout)
+	}
+	if plan.Guard != "" {
+		t.Errorf("the dry run says the guard would refuse: %s", plan.Guard)
+	}
+	claims := 0
+	for _, e := range plan.Changes {
+		if e.Stage == "offboard" && strings.HasPrefix(e.Reason, "would claim") {
+			claims++
+		}
+	}
+	if claims != len(leaving) || len(plan.Offboarding) != len(leaving) {
+		t.Errorf("dry run: %d claims and %d records, want %d each:\n%s", claims, len(plan.Offboarding), len(leaving), stdout)
+	}
+	for _, rec := range plan.Offboarding {
+		if rec.State != waldur.OfferingUserDeleted || rec.AccessEndedAt.IsZero() || rec.Commit != "" {
+			t.Errorf("dry-run record %+v: want would-be Deleted, an access-ended time, no commit yet", rec)
+		}
+	}
+	for _, name := range leaving {
+		if got := s.wsrv.OfferingUserState(s.users[name]); got != waldur.OfferingUserRequestedDeletion {
+			t.Errorf("the dry run moved %s to %q", name, got)
+		}
+	}
+	r := s.sync(t, "three leave", ExitOK)
+	for _, name := range leaving {
+		if rec := offboarded(t, r, s.users[name]); rec.State != waldur.OfferingUserDeleted {
+			t.Errorf("%s: %+v, want Deleted", name, rec)
+		}
+		if g, l := s.granted(t, name); g != 0 || l != 0 {
+			t.Errorf("%s still in %d tenants' groups and %d user lists", name, g, l)
+		}
 	}
 }

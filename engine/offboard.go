@@ -19,7 +19,7 @@ type offboardStage struct {
 func (s offboardStage) Prove(ctx context.Context, res *render.Result, pub *Published, dryRun bool) (changeset.Result, []report.Offboard, error) {
 	var p *offboard.Published
 	if pub != nil {
-		p = &offboard.Published{After: pub.After, Ref: pub.Ref, Base: pub.Base, Applied: s.applied, Incomplete: pub.Incomplete}
+		p = &offboard.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Base: pub.Base, Applied: s.applied, Incomplete: pub.Incomplete}
 	}
 	r, recs, err := s.Workflow.Prove(ctx, res, p, dryRun)
 	return r, recs, Classify(ClassWaldur, err)

@@ -31,9 +31,11 @@ const (
 // Published is what the publish left at its destination, in the words of
 // the proof (the engine's Published).
 type Published struct {
-	// After is the owned tree as the destination holds it now; for the
-	// clusters, the files of the tenants whose every object was applied.
-	After render.Tree
+	// Before and After are the owned tree before the publish and as the
+	// destination holds it now (a dry run: would hold it); for the
+	// clusters, After holds the files of the tenants whose every object
+	// was applied.
+	Before, After render.Tree
 	// Ref is the commit this run pushed; Base the branch tip before it.
 	Ref, Base string
 	// Applied is set when the destination is the clusters (apply).
@@ -72,7 +74,7 @@ func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published
 		if !x.leaving {
 			continue
 		}
-		p := w.proof(x, res, pub, views, kcErr)
+		p := w.proof(x, res, pub, views, kcErr, dryRun)
 		if why, ok := refused[x.u.Username]; ok && x.u.Username != "" {
 			p = proof{failed: "Keycloak refused to remove the user from a managed group: " + why}
 		}
@@ -104,15 +106,24 @@ type proof struct {
 	lifespanNote    string
 }
 
-// proof checks one user's removal at the destination and in Keycloak.
-func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error) proof {
+// proof checks one user's removal at the destination and in Keycloak. A
+// dry run, which removed nothing, takes the memberships Keycloak still
+// lists as those its Keycloak pass plans to remove (it reads the realm for
+// the token lifespan).
+func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error, dryRun bool) proof {
 	var p proof
 	if why := blocked(x, res, pub); why != "" {
 		return proof{pending: why}
 	}
-	p.where, p.commit = VerifiedApplied, ""
+	p.where = VerifiedApplied
 	if !pub.Applied {
-		p.where, p.commit = VerifiedBranch, cmp.Or(pub.Ref, pub.Base)
+		// The commit holding the removal: this run's, or the tip it found
+		// when the removal was there already (a dry run that would commit
+		// it names none).
+		p.where, p.commit = VerifiedBranch, pub.Ref
+		if p.commit == "" && equal(under(pub.Before, x.o.DirName()), under(pub.After, x.o.DirName())) {
+			p.commit = pub.Base
+		}
 	}
 	if !x.o.Settings.Common().KeycloakEnabled {
 		p.lifespanNote = "no Keycloak: the lifespan of tokens issued elsewhere is not known"
@@ -126,12 +137,14 @@ func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[
 		return proof{pending: "Keycloak could not be read back: " + kcErr.Error()}
 	case v == nil:
 		return proof{pending: "Keycloak was not read back"}
+	case dryRun && len(v.Groups[x.u.Username]) > 0:
+		p.lifespanNote = "once the Keycloak pass removes the memberships in " + strings.Join(v.Groups[x.u.Username], ", ")
 	case len(v.Groups[x.u.Username]) > 0:
 		return proof{pending: fmt.Sprintf("Keycloak %s still lists the user in %s", v.Realm, strings.Join(v.Groups[x.u.Username], ", "))}
 	}
 	p.lifespan = v.TokenLifespan
 	if !v.LifespanRead {
-		p.lifespanNote = "the realm's accessTokenLifespan was not readable, Keycloak's default taken"
+		p.lifespanNote = strings.TrimPrefix(p.lifespanNote+"; the realm's accessTokenLifespan was not readable, Keycloak's default taken", "; ")
 	}
 	return p
 }
@@ -164,13 +177,13 @@ func (w *Workflow) conclude(ctx context.Context, x *user, p proof, dryRun bool, 
 	}
 	note := "removal in effect: applied to the clusters"
 	if p.where == VerifiedBranch {
-		note = "removal in effect: commit " + p.commit + " is on the branch (not verified at the cluster)"
+		note = "removal in effect: commit " + cmp.Or(p.commit, "to be made") + " is on the branch (not verified at the cluster)"
 	}
 	if p.lifespanNote != "" {
 		note += "; " + p.lifespanNote
 	}
 	e = w.send(ctx, x, e, waldur.OfferingUserDeleted, note, dryRun, calls)
-	if x.rec.State == waldur.OfferingUserDeleted {
+	if x.rec.State == waldur.OfferingUserDeleted { // in a dry run: when it would end
 		x.rec.AccessEndedAt = w.now().Add(p.lifespan)
 	}
 	return e
