@@ -182,15 +182,15 @@ func (e *Engine) Last() *Outcome { return e.last }
 // a stage found).
 func (e *Engine) Seams() Seams { return e.seams }
 
-// offboarding wires the deletion workflow: claims and reports are sent
-// only by a run that moves orders and publishes (sync, serve, apply), the
-// others make the claims in their state only, so that the render shows
-// the users leaving.
+// offboarding wires the deletion workflow into the runs that move orders
+// and publish (sync, serve, apply, render --dry-run); nil for the others,
+// whose render leaves out the users Waldur asked to delete without
+// claiming them.
 func offboarding(cfg *config.Config, o Options, api *APISource, ids Identities) Offboarding {
-	w := &offboard.Workflow{Config: cfg, Log: o.Log}
-	if api != nil && o.Orders && o.Publish != Nowhere {
-		w.Source = api
+	if api == nil || !o.Orders || o.Publish == Nowhere {
+		return nil
 	}
+	w := &offboard.Workflow{Config: cfg, Log: o.Log, Source: api}
 	if k, ok := ids.(*KeycloakStage); ok {
 		w.Refused = k.RefusedUsers
 		w.Keycloak = &keycloak.Options{ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()}, Connect: func(t keycloak.Target) (*keycloak.Client, error) {

@@ -10,7 +10,7 @@
 // lists the user in no managed group — and only then sends set_deleted. A
 // removal Keycloak refuses sends set_error_deleting; the next run claims the
 // user again. A claim Waldur refuses (the user was granted again) leaves the
-// user alone, with the access the previous run gave them.
+// user alone: read again, they keep the access Waldur's state now gives.
 package offboard
 
 import (
@@ -92,14 +92,15 @@ func claimable(state string) bool {
 	return state == waldur.OfferingUserRequestedDeletion || state == waldur.OfferingUserErrorDeleting
 }
 
-// Claim claims every deletion request of st with set_deleting (dryRun, or
-// without a Source: in the state only, nothing sent) and marks the claimed
-// users Deleting in st — their offering-user record and the team entries
-// naming them — so that the render leaves them out. A claim Waldur refuses
-// leaves the user as they are (a request stays Requested deletion, which the
-// render keeps); a user Deleting since an earlier run is carried on. It
-// returns the entries, and the names the leaving users have in grants with
-// the request behind each (guard.Options.Offboarded).
+// Claim claims every deletion request of st (Requested deletion, Error
+// deleting) with set_deleting (dryRun, or without a Source: in the state
+// only, nothing sent) and marks the claimed users Deleting in st — their
+// offering-user record and the team entries naming them — so that the
+// render leaves them out. After a claim Waldur refuses, the user is read
+// again and st given the state Waldur holds now: a user granted again keeps
+// the access they had. A user Deleting since an earlier run is carried on.
+// It returns the entries, and the names the leaving users have in grants
+// with the request behind each (guard.Options.Offboarded).
 func (w *Workflow) Claim(ctx context.Context, st *waldur.State, dryRun bool) (changeset.Result, map[string]string, error) {
 	w.run = nil
 	if w.requested == nil {
@@ -131,10 +132,12 @@ func (w *Workflow) Claim(ctx context.Context, st *waldur.State, dryRun bool) (ch
 			if claimable(u.State) {
 				res.Changes.Add(w.claim(ctx, x, dryRun, res.Calls))
 			}
-			x.leaving = x.rec.State == waldur.OfferingUserDeleting
+			x.leaving = x.rec.State == waldur.OfferingUserDeleting && (u.State == waldur.OfferingUserDeleting || x.rec.Cause == "")
 			x.rec.ClaimedAt = w.claimed[u.UUID]
+			if x.rec.State != u.State {
+				setState(ost, u, x.rec.State)
+			}
 			if x.leaving {
-				markDeleting(ost, u)
 				for _, name := range names(o, u) {
 					leaving[name] = fmt.Sprintf("offering user %s (%s) of %s: deletion requested in Waldur", u.UUID, u.Username, o.Name)
 				}
@@ -169,6 +172,12 @@ func (w *Workflow) claim(ctx context.Context, x *user, dryRun bool, calls map[st
 		e.Action, e.Cause = changeset.Skip, changeset.CauseClaimRefused
 		e.Reason = "left alone: Waldur refused the claim (granted again, or claimed elsewhere): " + err.Error()
 		x.rec.Cause, x.rec.Reason = e.Cause, e.Reason
+		// The render goes by the state Waldur gives now: a user granted
+		// again keeps their access, one claimed elsewhere is left out.
+		if now, rerr := c.GetOfferingUser(ctx, x.u.UUID); rerr == nil && now.State != "" {
+			calls[waldur.KindOfferingUserGet]++
+			x.rec.State = now.State
+		}
 	default:
 		e.Action, e.Cause = changeset.Skip, changeset.CauseAPIFailure
 		e.Reason = "not claimed, the next run tries again: " + err.Error()
@@ -177,17 +186,17 @@ func (w *Workflow) claim(ctx context.Context, x *user, dryRun bool, calls map[st
 	return e
 }
 
-// markDeleting puts u in Deleting in the offering's state: the render
-// leaves out the team entries naming a user in a deletion state.
-func markDeleting(ost *waldur.OfferingState, u *waldur.OfferingUser) {
-	u.State = waldur.OfferingUserDeleting
+// setState puts u in state in the offering's state, in the team entries
+// naming it too: the render leaves out the members in a deletion state.
+func setState(ost *waldur.OfferingState, u *waldur.OfferingUser, state string) {
+	u.State = state
 	if u.Username == "" {
 		return
 	}
 	for _, team := range ost.Teams {
 		for i := range team {
 			if team[i].OfferingUserUsername == u.Username {
-				team[i].OfferingUserState = waldur.OfferingUserDeleting
+				team[i].OfferingUserState = state
 			}
 		}
 	}

@@ -314,13 +314,11 @@ func (in *offeringInput) accountMembers(d *TenantData, r *waldur.Resource, team 
 }
 
 // inactiveUserStates are offering-user states whose account is going or
-// gone: claimed for deletion (Deleting, and Error deleting, a removal
-// attempted before) or deleted. A user in Requested deletion keeps their
-// access until the request is claimed (package offboard claims it before
-// the render and marks the user Deleting); a claim Waldur refuses means the
-// user was granted again.
+// gone. Package offboard claims the requests before the render; a user whose
+// claim Waldur refused (granted again) has their team entries put in the
+// state Waldur then gives.
 var inactiveUserStates = map[string]bool{
-	waldur.OfferingUserDeleting: true, waldur.OfferingUserDeleted: true, waldur.OfferingUserErrorDeleting: true,
+	waldur.OfferingUserRequestedDeletion: true, waldur.OfferingUserDeleting: true, waldur.OfferingUserDeleted: true, waldur.OfferingUserErrorDeleting: true,
 }
 
 // identity returns the attribute of a member named by field, "" when unknown.

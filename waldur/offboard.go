@@ -2,6 +2,7 @@ package waldur
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 )
 
@@ -25,7 +26,18 @@ const (
 	KindOfferingUserDeleting      = "offering_users.set_deleting"
 	KindOfferingUserDeleted       = "offering_users.set_deleted"
 	KindOfferingUserErrorDeleting = "offering_users.set_error_deleting"
+	KindOfferingUserGet           = "offering_users.get"
 )
+
+// GetOfferingUser reads one offering user
+// (GET marketplace-offering-users/<uuid>/), as after a refused claim.
+func (c *Client) GetOfferingUser(ctx context.Context, user UUID) (*OfferingUser, error) {
+	var out OfferingUser
+	if err := c.getOne(ctx, KindOfferingUserGet, "marketplace-offering-users/", user, offeringUserFields, &out); err != nil {
+		return nil, fmt.Errorf("read offering user %s: %w", user, err)
+	}
+	return &out, nil
+}
 
 // The deletion actions take no body and answer 200 with none; Waldur answers
 // 400 when the user is not in a state the transition starts from. Like the

@@ -27,6 +27,9 @@ func init() {
 	for id := range offeringUserTransitions {
 		handlers[id] = (*Server).offeringUserTransition
 	}
+	handlers["marketplace_offering_users_retrieve"] = func(s *Server, r *http.Request, _ []byte, op *operation) *response {
+		return retrieve(r, s.data.oUsers, op)
+	}
 }
 
 // offeringUserTransition moves an offering user along the deletion workflow.
