@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,8 +11,14 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
 	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -68,12 +75,6 @@ func (s *offboardSite) granted(t *testing.T, name string) (groups, lists int) {
 	files := strings.Fields(gittest.Git(t, s.repo, "ls-tree", "-r", "--name-only", "main"))
 	for i := range 3 {
 		slug := fmt.Sprintf("team-edit-%d", i)
-		for _, role := range []string{"admin", "readwrite", "readonly"} {
-			if slices.Contains(members(s.kc, "/ns_"+slug+"_"+role), name) {
-				groups++
-				break
-			}
-		}
 		for _, f := range files {
 			if strings.Contains(f, slug) && strings.Contains(f, "managednamespace-") {
 				if strings.Contains(gittest.Git(t, s.repo, "show", "main:"+f), "- "+name+"@example.edu\n") {
@@ -82,7 +83,22 @@ func (s *offboardSite) granted(t *testing.T, name string) (groups, lists int) {
 			}
 		}
 	}
-	return groups, lists
+	return s.inGroups(name), lists
+}
+
+// inGroups counts the three team-edit tenants in whose Keycloak groups name
+// is a member.
+func (s *offboardSite) inGroups(name string) int {
+	n := 0
+	for i := range 3 {
+		for _, role := range []string{"admin", "readwrite", "readonly"} {
+			if slices.Contains(members(s.kc, fmt.Sprintf("/ns_team-edit-%d_%s", i, role)), name) {
+				n++
+				break
+			}
+		}
+	}
+	return n
 }
 
 // offboarded returns the report's record of an offering user.
@@ -249,4 +265,88 @@ func TestOffboardingMassDryRunAndGuard(t *testing.T) {
 			t.Errorf("%s still in %d tenants' groups and %d user lists", name, g, l)
 		}
 	}
+}
+
+// TestOffboardingApply: the same workflow with apply on a real
+// kube-apiserver: wim, requested for deletion, leaves the rwUsers of the
+// three ManagedNamespaces in the cluster and their Keycloak groups, ute
+// stays, and Waldur hears "deleted" with the removal verified as applied.
+func TestOffboardingApply(t *testing.T) {
+	ctx := context.Background()
+	cluster := startCluster(t)
+	nsFile := filepath.Join(t.TempDir(), "namespaces.yaml")
+	writeFile(t, nsFile, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: waldur-system\n")
+	if _, err := cluster.ApplyFiles(ctx, "../apply/testdata/crds/managednamespace.yaml", nsFile); err != nil {
+		t.Fatal(err)
+	}
+	s := newOffboardSite(t)
+	// Only the UT namespaces offering goes to this cluster.
+	s.cfg = onlyOffering(t, s.cfg, "UT namespaces")
+	kubeconfig := cluster.KubeconfigPath(kubetest.Admin)
+	apply := func(what string) report.Run {
+		t.Helper()
+		code, stdout, stderr := run(t, "apply", "--config", s.cfg, "--kubeconfig", kubeconfig, "--output", "json")
+		if code != ExitOK {
+			t.Fatalf("%s: exit %d\n%s", what, code, stderr)
+		}
+		return readReport(t, []byte(stdout))
+	}
+	dyn, err := dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gvr := schema.GroupVersionResource{Group: "provisioning.hpc.ut.ee", Version: "v1", Resource: "managednamespaces"}
+	rwUsers := func(i int) []string {
+		t.Helper()
+		u, err := dyn.Resource(gvr).Namespace("waldur-system").Get(ctx, fmt.Sprintf("waldur-team-edit-%d", i), metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, _, _ := unstructured.NestedStringSlice(u.Object, "spec", "rwUsers")
+		return l
+	}
+	apply("first apply")
+	if got := rwUsers(0); !slices.Equal(got, []string{"ute@example.edu", "wim@example.edu"}) {
+		t.Fatalf("rwUsers after the first apply: %v", got)
+	}
+	s.wsrv.SetOfferingUserState(s.users["wim"], waldur.OfferingUserRequestedDeletion)
+	r := apply("wim leaves")
+	rec := offboarded(t, r, s.users["wim"])
+	if rec.State != waldur.OfferingUserDeleted || rec.Verified != "applied" || rec.Commit != "" || rec.AccessEndedAt.IsZero() {
+		t.Errorf("record %+v, want Deleted, verified as applied, no commit, an access-ended time", rec)
+	}
+	for i := range 3 {
+		if got := rwUsers(i); !slices.Equal(got, []string{"ute@example.edu"}) {
+			t.Errorf("waldur-team-edit-%d rwUsers in the cluster: %v, want ute only", i, got)
+		}
+	}
+	if g := s.inGroups("wim"); g != 0 {
+		t.Errorf("wim still in %d tenants' Keycloak groups", g)
+	}
+	if g := s.inGroups("ute"); g != 3 {
+		t.Errorf("ute in %d tenants' Keycloak groups, want 3", g)
+	}
+	if got := s.wsrv.OfferingUserState(s.users["wim"]); got != waldur.OfferingUserDeleted {
+		t.Errorf("wim is %q in Waldur, want Deleted", got)
+	}
+}
+
+// onlyOffering rewrites the config at path to keep one offering (by name)
+// and returns the new config's path.
+func onlyOffering(t *testing.T, path, name string) string {
+	t.Helper()
+	text := string(mustRead(t, path))
+	head, list, ok := strings.Cut(text, "\nofferings:\n")
+	if !ok {
+		t.Fatalf("no offerings in %s", path)
+	}
+	var keep []string
+	for _, o := range strings.Split("\n"+list, "\n  - name: ")[1:] {
+		if strings.HasPrefix(o, name+"\n") {
+			keep = append(keep, o)
+		}
+	}
+	out := filepath.Join(t.TempDir(), "config.yaml")
+	writeFile(t, out, head+"\nofferings:\n  - name: "+strings.Join(keep, "\n  - name: "))
+	return out
 }
