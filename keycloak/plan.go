@@ -97,6 +97,10 @@ type PlanInput struct {
 	// Guard refuses a plan that deletes the groups of too many resources
 	// without a Terminate order; nil allows any.
 	Guard *guard.Options
+	// Known maps the offerings with preserve_unmanaged_backend_users to the
+	// offering usernames Waldur knows for them (render.Result.Known): a
+	// member of their groups who is none of those is kept.
+	Known map[string]map[string]bool
 }
 
 // planner holds the state of one MakePlan call.
@@ -285,6 +289,11 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 			p.entry(e)
 			continue
 		}
+		if off := p.unmanaged(d, u.Username); off != "" {
+			e.Action, e.Reason, e.Cause = changeset.Unchanged, "kept: not an offering user of "+off+" (preserve_unmanaged_backend_users)", changeset.CauseKept
+			p.entry(e)
+			continue
+		}
 		removed[id] = true
 		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
 	}
@@ -360,6 +369,18 @@ func groupTenants(d *DesiredGroup) []string {
 
 // held says why a group needed by resources must keep its members: the
 // first of them whose change waits on a review branch; "" when none does.
+// unmanaged returns the offering whose preserve_unmanaged_backend_users
+// keeps a member of d that is none of its offering users; "" when the member
+// may be removed.
+func (p *planner) unmanaged(d *DesiredGroup, username string) string {
+	for _, off := range d.Offerings {
+		if known, ok := p.in.Known[off]; ok && !known[strings.ToLower(username)] {
+			return off
+		}
+	}
+	return ""
+}
+
 func (p *planner) held(resources []waldur.UUID) string {
 	for _, r := range resources {
 		if why, ok := p.in.Held[r]; ok {

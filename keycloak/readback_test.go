@@ -11,7 +11,29 @@ import (
 )
 
 func init() {
-	scenarios = append(scenarios, scenario{name: "offboarded user read back", run: readBackScenario})
+	scenarios = append(scenarios,
+		scenario{name: "offboarded user read back", run: readBackScenario},
+		scenario{name: "preserve_unmanaged_backend_users keeps strangers", run: preserveScenario})
+}
+
+// preserveScenario: with preserve_unmanaged_backend_users a member of a
+// managed group who is no offering user of the offering is kept (an entry
+// says why), while a known offering user who left the team is removed;
+// without it, both are removed.
+func preserveScenario(t *testing.T, e *env) {
+	e.mustRun()
+	e.kc.AddUser(t, "eve")
+	e.kc.AddMember(t, "/ns_web_readwrite", "eve")
+	e.offeringKeys = "preserve_unmanaged_backend_users: true"
+	e.known = []string{"bob"}
+	e.leave(projectA, "bob")
+	r := e.mustRun()
+	e.wantMembers("/ns_web_readwrite", "eve")
+	wantEntry(t, r, keycloak.KindMembership, "/ns_web_readwrite eve", "unchanged", "kept: not an offering user of Namespaces (preserve_unmanaged_backend_users)")
+	wantEntry(t, r, keycloak.KindMembership, "/ns_web_readwrite bob", "delete", "")
+	e.offeringKeys = ""
+	e.mustRun()
+	e.wantMembers("/ns_web_readwrite")
 }
 
 // readBackScenario: reading the realm back lists the managed groups a user

@@ -182,7 +182,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	in := PlanInput{
 		Target: t, Desired: desired, Rendered: rendered, Skipped: res.Skipped,
-		Terminations: res.Terminations, InGit: o.InGit, Held: o.Held, NoDelete: o.NoDelete, Guard: o.Guard,
+		Terminations: res.Terminations, InGit: o.InGit, Held: o.Held, NoDelete: o.NoDelete, Guard: o.Guard, Known: res.Known,
 	}
 	p.how = "full (" + p.why + ")"
 	var plan *Plan
