@@ -350,3 +350,63 @@ func onlyOffering(t *testing.T, path, name string) string {
 	writeFile(t, out, head+"\nofferings:\n  - name: "+strings.Join(keep, "\n  - name: "))
 	return out
 }
+
+// TestOffboardingGitOpsVerifiedAtCluster: in GitOps mode with cluster read
+// access (order_done_on: applied), a leaver stays Deleting while the
+// cluster's ManagedNamespaces still name them — the commit removing them is
+// on the branch but the consumer has not applied it — and is set Deleted,
+// verified at the cluster, once it has.
+func TestOffboardingGitOpsVerifiedAtCluster(t *testing.T) {
+	ctx := context.Background()
+	cluster := startCluster(t)
+	nsFile := filepath.Join(t.TempDir(), "namespaces.yaml")
+	writeFile(t, nsFile, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: waldur-system\n")
+	if _, err := cluster.ApplyFiles(ctx, "../apply/testdata/crds/managednamespace.yaml", nsFile); err != nil {
+		t.Fatal(err)
+	}
+	s := newOffboardSite(t)
+	s.cfg = onlyOffering(t, s.cfg, "UT namespaces")
+	text := string(mustRead(t, s.cfg))
+	text = strings.Replace(text, "  - name: UT namespaces\n", "  - name: UT namespaces\n    order_done_on: applied\n    order_done_timeout_seconds: 1\n", 1)
+	text = strings.Replace(text, "    backend_settings:\n", "    backend_settings:\n      kubeconfig_path: "+cluster.KubeconfigPath(kubetest.Admin)+"\n", 1)
+	writeFile(t, s.cfg, text)
+	sync := func(what string) report.Run {
+		t.Helper()
+		code, _, stderr := run(t, "sync", "--config", s.cfg)
+		if code != ExitOK && code != ExitPartial {
+			t.Fatalf("%s: exit %d\n%s", what, code, stderr)
+		}
+		return readReport(t, mustRead(t, filepath.Join(filepath.Dir(s.cfg), "report.json")))
+	}
+	// consume applies the branch's ManagedNamespaces, as Flux or Argo CD would.
+	consume := func() {
+		t.Helper()
+		var docs []string
+		for p, data := range gittest.Files(t, s.repo, "main") {
+			if strings.Contains(p, "/managednamespace-") {
+				docs = append(docs, data)
+			}
+		}
+		f := filepath.Join(t.TempDir(), "consumed.yaml")
+		writeFile(t, f, strings.Join(docs, "\n---\n"))
+		if _, err := cluster.ApplyFiles(ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sync("first sync")
+	consume()
+	s.wsrv.SetOfferingUserState(s.users["wim"], waldur.OfferingUserRequestedDeletion)
+	rec := offboarded(t, sync("wim leaves"), s.users["wim"])
+	if rec.State != waldur.OfferingUserDeleting || rec.Cause != changeset.CauseRemovalPending || !strings.Contains(rec.Reason, "the cluster's ManagedNamespace waldur-system/waldur-team-edit-") {
+		t.Errorf("before the consumer applies: %+v, want Deleting, the cluster still naming wim", rec)
+	}
+	if _, l := s.granted(t, "wim"); l != 0 {
+		t.Errorf("wim still in %d user lists on the branch", l)
+	}
+	consume()
+	rec = offboarded(t, sync("applied"), s.users["wim"])
+	head := strings.TrimSpace(gittest.Git(t, s.repo, "rev-parse", "main"))
+	if rec.State != waldur.OfferingUserDeleted || rec.Verified != "cluster" || rec.Commit != head {
+		t.Errorf("after the consumer applied: %+v, want Deleted, verified at the cluster, commit %s", rec, head)
+	}
+}

@@ -191,6 +191,9 @@ func offboarding(cfg *config.Config, o Options, api *APISource, ids Identities) 
 		return nil
 	}
 	w := &offboard.Workflow{Config: cfg, Log: o.Log, Source: api}
+	if o.Publish == Git {
+		w.Cluster = &offboard.KubeCluster{}
+	}
 	if k, ok := ids.(*KeycloakStage); ok {
 		w.Refused = k.RefusedUsers
 		w.Keycloak = &keycloak.Options{ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()}, Connect: func(t keycloak.Target) (*keycloak.Client, error) {

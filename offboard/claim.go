@@ -53,6 +53,9 @@ type Workflow struct {
 	// Keycloak reads the realms back (keycloak.ReadBack's options: Connect,
 	// ClientOptions); nil when the run reconciles no Keycloak.
 	Keycloak *keycloak.Options
+	// Cluster reads the objects of the GitOps offerings with
+	// order_done_on: applied back from their clusters; nil: not read.
+	Cluster Cluster
 	// Refused returns the users whose group removal Keycloak refused in
 	// this run (keycloak.Result.RefusedUsers); nil: none.
 	Refused func() map[string]string

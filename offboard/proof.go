@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/keycloak"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
@@ -66,6 +67,7 @@ func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published
 		}
 	}
 	views, kcErr := w.readBack(ctx, res, users, out.Calls)
+	seen := map[string][]byte{} // objects read from the clusters
 	refused := map[string]string{}
 	if w.Refused != nil {
 		refused = w.Refused()
@@ -74,7 +76,7 @@ func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published
 		if !x.leaving {
 			continue
 		}
-		p := w.proof(x, res, pub, views, kcErr, dryRun)
+		p := w.proof(ctx, x, res, pub, views, kcErr, dryRun, seen)
 		if why, ok := refused[x.u.Username]; ok && x.u.Username != "" {
 			p = proof{failed: "Keycloak refused to remove the user from a managed group: " + why}
 		}
@@ -110,9 +112,12 @@ type proof struct {
 // dry run, which removed nothing, takes the memberships Keycloak still
 // lists as those its Keycloak pass plans to remove (it reads the realm for
 // the token lifespan).
-func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error, dryRun bool) proof {
+func (w *Workflow) proof(ctx context.Context, x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error, dryRun bool, seen map[string][]byte) proof {
 	var p proof
 	if why := blocked(x, res, pub); why != "" {
+		return proof{pending: why}
+	}
+	if why := w.cluster(ctx, x, pub, dryRun, seen); why != "" {
 		return proof{pending: why}
 	}
 	p.where = VerifiedApplied
@@ -123,6 +128,9 @@ func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[
 		p.where, p.commit = VerifiedBranch, pub.Ref
 		if p.commit == "" && equal(under(pub.Before, x.o.DirName()), under(pub.After, x.o.DirName())) {
 			p.commit = pub.Base
+		}
+		if w.checksCluster(x, pub, dryRun) {
+			p.where = VerifiedCluster
 		}
 	}
 	if !x.o.Settings.Common().KeycloakEnabled {
@@ -147,6 +155,25 @@ func (w *Workflow) proof(x *user, res *render.Result, pub *Published, views map[
 		p.lifespanNote = strings.TrimPrefix(p.lifespanNote+"; the realm's accessTokenLifespan was not readable, Keycloak's default taken", "; ")
 	}
 	return p
+}
+
+// checksCluster says whether x's removal is verified at the cluster: GitOps
+// (not a dry run) for an offering with order_done_on: applied, whose
+// cluster the tool reads.
+func (w *Workflow) checksCluster(x *user, pub *Published, dryRun bool) bool {
+	return w.Cluster != nil && !dryRun && !pub.Applied && x.o.OrderDoneOn == config.DoneOnApplied
+}
+
+// cluster says why the cluster still lets x in, when it is checked.
+func (w *Workflow) cluster(ctx context.Context, x *user, pub *Published, dryRun bool, seen map[string][]byte) string {
+	if !w.checksCluster(x, pub, dryRun) {
+		return ""
+	}
+	why, err := atCluster(ctx, w.Cluster, x, pub, seen)
+	if err != nil {
+		return "the cluster could not be read: " + err.Error()
+	}
+	return why
 }
 
 // readBack reads Keycloak back for the leaving users, when the run has a
@@ -176,7 +203,10 @@ func (w *Workflow) conclude(ctx context.Context, x *user, p proof, dryRun bool, 
 		return w.send(ctx, x, e, waldur.OfferingUserErrorDeleting, p.failed, dryRun, calls)
 	}
 	note := "removal in effect: applied to the clusters"
-	if p.where == VerifiedBranch {
+	switch p.where {
+	case VerifiedCluster:
+		note = "removal in effect: commit " + p.commit + " is on the branch and the cluster no longer names the user"
+	case VerifiedBranch:
 		note = "removal in effect: commit " + cmp.Or(p.commit, "to be made") + " is on the branch (not verified at the cluster)"
 	}
 	if p.lifespanNote != "" {

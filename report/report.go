@@ -85,7 +85,8 @@ type Offboard struct {
 	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
 	// Commit is the commit of the GitOps repository that holds the removal
 	// (GitOps mode); Verified says where the removal was seen in effect:
-	// "applied" (apply), "branch" (the commit is on the branch, not
+	// "applied" (apply), "cluster" (GitOps: the cluster's objects no
+	// longer name the user), "branch" (the commit is on the branch, not
 	// verified at the cluster).
 	Commit   string `json:"commit,omitempty"`
 	Verified string `json:"verified,omitempty"`
