@@ -180,3 +180,49 @@ func TestMentions(t *testing.T) {
 		}
 	}
 }
+
+// fakeCluster answers Get from objects by "Kind namespace/name".
+type fakeCluster struct {
+	objects map[string]string
+	gets    int
+}
+
+func (f *fakeCluster) Get(_ context.Context, _ *config.Offering, _ string, ref ObjectRef) ([]byte, bool, error) {
+	f.gets++
+	d, ok := f.objects[ref.String()]
+	return []byte(d), ok, nil
+}
+
+// TestAtCluster: the objects granting access in the offering's tenants, as
+// committed and as before, are read from the cluster once each; the
+// removal is in effect when none of them names the user any more.
+func TestAtCluster(t *testing.T) {
+	o := &testConfig().Offerings[0]
+	x := &user{o: o, u: &waldur.OfferingUser{UUID: "b1", Username: "bob"}}
+	rb := "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: waldur-edit\n  namespace: t1\nsubjects:\n- kind: User\n  name: oidc:ann\n"
+	pub := &Published{
+		Before: render.Tree{"ns/cluster/t1/rolebinding-waldur-edit.yaml": []byte(rb + "- kind: User\n  name: oidc:bob\n")},
+		After:  render.Tree{"ns/cluster/t1/rolebinding-waldur-edit.yaml": []byte(rb), "ns/cluster/t1/namespace-t1.yaml": []byte("kind: Namespace\n")},
+	}
+	for _, tt := range []struct {
+		name    string
+		objects map[string]string
+		want    string
+	}{
+		{"not applied yet", map[string]string{"RoleBinding t1/waldur-edit": rb + "- kind: User\n  name: oidc:bob\n"}, "the cluster's RoleBinding t1/waldur-edit still names the user"},
+		{"applied", map[string]string{"RoleBinding t1/waldur-edit": rb}, ""},
+		{"gone", nil, ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := &fakeCluster{objects: tt.objects}
+			seen := map[string][]byte{}
+			got, err := atCluster(context.Background(), c, x, pub, seen)
+			if err != nil || !strings.HasPrefix(got, tt.want) || (tt.want == "") != (got == "") {
+				t.Errorf("atCluster() = %q, %v, want %q", got, err, tt.want)
+			}
+			if _, err := atCluster(context.Background(), c, x, pub, seen); err != nil || c.gets != 1 {
+				t.Errorf("%d reads for one binding over two users (%v), want 1", c.gets, err)
+			}
+		})
+	}
+}

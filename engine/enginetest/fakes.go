@@ -13,6 +13,7 @@ import (
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -122,6 +123,8 @@ type Publisher struct {
 	Writes int
 	// StageName defaults to "fake".
 	StageName string
+	// Options are those of the last publish.
+	Options engine.PublishOptions
 }
 
 // Stage is StageName, or "fake".
@@ -138,6 +141,7 @@ func (p *Publisher) Class() engine.Class { return engine.ClassGit }
 // Publish replaces Tree with the render (not for a dry run).
 func (p *Publisher) Publish(_ context.Context, res *render.Result, o engine.PublishOptions) (*engine.Published, changeset.Result, error) {
 	p.Log.add("publish", o.DryRun)
+	p.Options = o
 	before := p.Tree
 	after := res.Tree(before)
 	cs := res.Compare(before, after)
@@ -223,4 +227,27 @@ type Quotas struct {
 func (q *Quotas) Check(context.Context, *waldur.State, *render.Result) (*engine.QuotaResult, error) {
 	q.Log.add("quotas.check", false)
 	return &engine.QuotaResult{Holds: q.Holds}, q.Err
+}
+
+// Offboarding is the deletion workflow's fake: Claim gives Leaving to the
+// guard, Prove reports Records.
+type Offboarding struct {
+	Log     *Log
+	Leaving map[string]string
+	Records []report.Offboard
+	// Proved is what the last Prove was given.
+	Proved *engine.Published
+}
+
+// Claim records the call and returns Leaving.
+func (f *Offboarding) Claim(_ context.Context, _ *waldur.State, dryRun bool) (changeset.Result, map[string]string, error) {
+	f.Log.add("offboarding.claim", dryRun)
+	return changeset.Result{}, f.Leaving, nil
+}
+
+// Prove records the call and returns Records.
+func (f *Offboarding) Prove(_ context.Context, _ *render.Result, pub *engine.Published, dryRun bool) (changeset.Result, []report.Offboard, error) {
+	f.Log.add("offboarding.prove", dryRun)
+	f.Proved = pub
+	return changeset.Result{}, f.Records, nil
 }
