@@ -60,12 +60,7 @@ func (e *Engine) stages(req Request) []stage {
 			return s.Orders.Approve(ctx, o.State, e.renderer(o), req.DryRun)
 		}})
 	}
-	if s.Offboarding != nil {
-		list = append(list, stage{name: "offboard", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
-			r, g.Offboarded, err = s.Offboarding.Claim(ctx, o.State, req.DryRun)
-			return r, err
-		}})
-	}
+	list = append(list, e.claimStage(req, &g)...)
 	list = append(list, stage{name: "render", class: ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
 		start := time.Now()
 		res, err := e.renderer(o)(o.State)
@@ -108,12 +103,7 @@ func (e *Engine) stages(req Request) []stage {
 			return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 		}})
 	}
-	if s.Offboarding != nil {
-		list = append(list, stage{name: "proof", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
-			r, o.Report.Offboarding, err = s.Offboarding.Prove(ctx, o.Result, o.Published, req.DryRun)
-			return r, err
-		}})
-	}
+	list = append(list, e.proofStage(req)...)
 	if s.Orders != nil {
 		list = append(list, stage{name: "orders", class: ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/offboard"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
@@ -23,4 +24,30 @@ func (s offboardStage) Prove(ctx context.Context, res *render.Result, pub *Publi
 	}
 	r, recs, err := s.Workflow.Prove(ctx, res, p, dryRun)
 	return r, recs, Classify(ClassWaldur, err)
+}
+
+// claimStage is the offboard stage, before the render (none without the
+// Offboarding seam): the leavers' names go to the run's guard g.
+func (e *Engine) claimStage(req Request, g *guard.Options) []stage {
+	s := e.seams.Offboarding
+	if s == nil {
+		return nil
+	}
+	return []stage{{name: "offboard", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
+		r, g.Offboarded, err = s.Claim(ctx, o.State, req.DryRun)
+		return r, err
+	}}}
+}
+
+// proofStage is the proof stage, after the Keycloak pass: its records are
+// the report's offboarding.
+func (e *Engine) proofStage(req Request) []stage {
+	s := e.seams.Offboarding
+	if s == nil {
+		return nil
+	}
+	return []stage{{name: "proof", class: ClassWaldur, goOn: true, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
+		r, o.Report.Offboarding, err = s.Prove(ctx, o.Result, o.Published, req.DryRun)
+		return r, err
+	}}}
 }

@@ -195,13 +195,7 @@ func offboarding(cfg *config.Config, o Options, api *APISource, ids Identities) 
 		w.Cluster = &offboard.KubeCluster{}
 	}
 	if k, ok := ids.(*KeycloakStage); ok {
-		w.Refused = k.RefusedUsers
-		w.Keycloak = &keycloak.Options{ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()}, Connect: func(t keycloak.Target) (*keycloak.Client, error) {
-			if k.Connect != nil {
-				return k.Connect(t)
-			}
-			return keycloak.NewClient(t, keycloak.ClientOptions{UserAgent: version.UserAgent()})
-		}}
+		w.Refused, w.Keycloak = k.RefusedUsers, &keycloak.Options{ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()}, Connect: k.Connect}
 	}
 	return offboardStage{Workflow: w, applied: o.Publish == Cluster}
 }
