@@ -70,6 +70,7 @@ type Workflow struct {
 // user is one offering user the run works on.
 type user struct {
 	o   *config.Offering
+	ost *waldur.OfferingState
 	u   *waldur.OfferingUser
 	rec report.Offboard
 	// leaving: claimed now or earlier, so rendered out.
@@ -125,7 +126,7 @@ func (w *Workflow) Claim(ctx context.Context, st *waldur.State, dryRun bool) (ch
 			if !claimable(u.State) && u.State != waldur.OfferingUserDeleting {
 				continue
 			}
-			x := &user{o: o, u: u, rec: report.Offboard{Offering: o.Name, OfferingUser: string(u.UUID), Username: u.Username, State: u.State}}
+			x := &user{o: o, ost: ost, u: u, rec: report.Offboard{Offering: o.Name, OfferingUser: string(u.UUID), Username: u.Username, State: u.State}}
 			if u.State == waldur.OfferingUserRequestedDeletion {
 				if _, seen := w.requested[u.UUID]; !seen {
 					w.requested[u.UUID] = w.now()
@@ -193,7 +194,7 @@ func (w *Workflow) claim(ctx context.Context, x *user, dryRun bool, calls map[st
 // naming it too: the render leaves out the members in a deletion state.
 func setState(ost *waldur.OfferingState, u *waldur.OfferingUser, state string) {
 	u.State = state
-	if u.Username == "" {
+	if u.Username == "" || ost == nil {
 		return
 	}
 	for _, team := range ost.Teams {

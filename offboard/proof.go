@@ -247,6 +247,7 @@ func (w *Workflow) send(ctx context.Context, x *user, e changeset.Entry, state, 
 		return e
 	}
 	x.rec.State = state
+	setState(x.ost, x.u, state) // a later run on this state (serve) knows it
 	w.log().Info("offboarding reported", "offering", x.o.Name, "offering_user", x.u.UUID, "username", x.u.Username, "state", state)
 	return e
 }
