@@ -313,12 +313,9 @@ func (in *offeringInput) accountMembers(d *TenantData, r *waldur.Resource, team 
 	return out
 }
 
-// inactiveUserStates are offering-user states whose account is going or
-// gone. Package offboard claims the requests before the render; a user whose
-// claim Waldur refused (granted again) has their team entries put in the
-// state Waldur then gives.
+// inactiveUserStates are offering-user states whose account is going or gone.
 var inactiveUserStates = map[string]bool{
-	waldur.OfferingUserRequestedDeletion: true, waldur.OfferingUserDeleting: true, waldur.OfferingUserDeleted: true, waldur.OfferingUserErrorDeleting: true,
+	"Requested deletion": true, "Deleting": true, "Deleted": true, "Error deleting": true,
 }
 
 // identity returns the attribute of a member named by field, "" when unknown.
