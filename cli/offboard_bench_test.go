@@ -17,6 +17,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/waldur"
 	"github.com/waldur/waldur-gitops/waldur/waldurtest"
@@ -106,4 +108,85 @@ func BenchmarkOffboardingEventToDeleted(b *testing.B) {
 	b.ReportMetric(float64(percentile(lat, 0.99).Milliseconds()), "p99-ms")
 	b.Logf("%d users at %d tenants: deletion requested → set_deleted p50 %s, p99 %s, max %s",
 		len(lat), n, percentile(lat, 0.5).Round(time.Millisecond), percentile(lat, 0.99).Round(time.Millisecond), percentile(lat, 1).Round(time.Millisecond))
+}
+
+// BenchmarkOffboardingApply measures offboarding with apply at 1,000
+// tenants: the in-repo Waldur seeded with synth's state, a real
+// kube-apiserver holding the tenants (applied once before the clock), and
+// $WALDUR_GITOPS_BENCH_USERS users (default 10) requested for deletion at
+// once. It reports the wall time of the apply run that claims them, applies
+// the ManagedNamespaces without them and sets them Deleted (verified as
+// applied): with a CronJob, request-to-set_deleted is the wait for the next
+// run plus this.
+//
+//	go test ./cli -run '^$' -bench BenchmarkOffboardingApply -benchtime 1x
+func BenchmarkOffboardingApply(b *testing.B) {
+	n := envInt("WALDUR_GITOPS_BENCH_TENANTS", 1000)
+	count := envInt("WALDUR_GITOPS_BENCH_USERS", 10)
+	ctx := context.Background()
+	cluster := kubetest.StartForTest(b, kubetest.Options{})
+	nsFile := filepath.Join(b.TempDir(), "namespaces.yaml")
+	if err := os.WriteFile(nsFile, []byte("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: waldur-system\n"), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := cluster.ApplyFiles(ctx, "../apply/testdata/crds/managednamespace.yaml", nsFile); err != nil {
+		b.Fatal(err)
+	}
+	opts := synth.Options{Tenants: n, Seed: 20261127, BackendTypes: []string{config.BackendK8sUTNamespace}, DisableKeycloak: true}
+	state := synth.Generate(opts)
+	wsrv := waldurtest.New(b, waldurtest.LogViolations())
+	wsrv.Seed(state)
+	text := string(synth.ConfigYAML(opts))
+	text = strings.ReplaceAll(text, "waldur_api_url: https://waldur.example.org/api/", "waldur_api_url: "+wsrv.URL())
+	text = strings.ReplaceAll(text, "waldur_api_token: synthetic-token", "waldur_api_token: "+wsrv.Token())
+	cfg := filepath.Join(b.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	apply := func(what string) time.Duration {
+		start := time.Now()
+		var out, errb strings.Builder
+		code := Main([]string{"apply", "--config", cfg, "--kubeconfig", cluster.KubeconfigPath(kubetest.Admin), "--qps", "0", "--output", "json"}, &out, &errb)
+		if code != ExitOK && code != ExitPartial {
+			b.Fatalf("%s: exit %d\n%s", what, code, tail(errb.String(), 4000))
+		}
+		took := time.Since(start)
+		var rep struct {
+			Stages []struct {
+				Name    string  `json:"name"`
+				Seconds float64 `json:"duration_seconds"`
+			}
+		}
+		if json.Unmarshal([]byte(out.String()), &rep) == nil {
+			var parts []string
+			for _, st := range rep.Stages {
+				parts = append(parts, fmt.Sprintf("%s %.2fs", st.Name, st.Seconds))
+			}
+			b.Logf("%s: %s (%s)", what, took.Round(time.Millisecond), strings.Join(parts, ", "))
+		}
+		return took
+	}
+	b.Logf("first apply at %d tenants: %s", n, apply("first apply").Round(time.Millisecond))
+	b.Logf("a run with nothing to do: %s", apply("no-op").Round(time.Millisecond))
+	var users []waldur.UUID
+	for _, u := range state.Offerings[0].OfferingUsers {
+		if u.State == "OK" && u.Username != "" && len(users) < count {
+			users = append(users, u.UUID)
+		}
+	}
+	var took time.Duration
+	for b.Loop() {
+		for _, id := range users {
+			wsrv.SetOfferingUserState(id, waldur.OfferingUserRequestedDeletion)
+		}
+		took = apply("offboarding")
+		for _, id := range users {
+			if st := wsrv.OfferingUserState(id); st != waldur.OfferingUserDeleted {
+				b.Fatalf("user %s is %q after the apply", id, st)
+			}
+			wsrv.SetOfferingUserState(id, "OK") // granted again for the next round
+		}
+	}
+	b.ReportMetric(float64(took.Milliseconds()), "run-ms")
+	b.Logf("%d users at %d tenants: the apply run that claims, removes and sets them Deleted took %s", len(users), n, took.Round(time.Millisecond))
 }

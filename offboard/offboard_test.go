@@ -113,7 +113,7 @@ func TestBlocked(t *testing.T) {
 		{"another offering", &Published{After: render.Tree{"ns/cluster/t1/rolebinding-edit.yaml": rb("oidc:ann"), "other/cluster/t1/rolebinding-edit.yaml": rb("oidc:bob")}}, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got := blocked(x, res, tt.pub)
+			got := blocked(x, res, tt.pub, nil)
 			if (tt.want == "") != (got == "") || !strings.Contains(got, tt.want) {
 				t.Errorf("blocked() = %q, want %q", got, tt.want)
 			}

@@ -67,7 +67,8 @@ func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published
 		}
 	}
 	views, kcErr := w.readBack(ctx, res, users, out.Calls)
-	seen := map[string][]byte{} // objects read from the clusters
+	seen := map[string][]byte{}       // objects read from the clusters
+	diffs := map[string]*difference{} // by offering
 	refused := map[string]string{}
 	if w.Refused != nil {
 		refused = w.Refused()
@@ -76,7 +77,7 @@ func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published
 		if !x.leaving {
 			continue
 		}
-		p := w.proof(ctx, x, res, pub, views, kcErr, dryRun, seen)
+		p := w.proof(ctx, x, res, pub, views, kcErr, dryRun, seen, diffs)
 		if why, ok := refused[x.u.Username]; ok && x.u.Username != "" {
 			p = proof{failed: "Keycloak refused to remove the user from a managed group: " + why}
 		}
@@ -112,9 +113,9 @@ type proof struct {
 // dry run, which removed nothing, takes the memberships Keycloak still
 // lists as those its Keycloak pass plans to remove (it reads the realm for
 // the token lifespan).
-func (w *Workflow) proof(ctx context.Context, x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error, dryRun bool, seen map[string][]byte) proof {
+func (w *Workflow) proof(ctx context.Context, x *user, res *render.Result, pub *Published, views map[string]*keycloak.Leftover, kcErr error, dryRun bool, seen map[string][]byte, diffs map[string]*difference) proof {
 	var p proof
-	if why := blocked(x, res, pub); why != "" {
+	if why := blocked(x, res, pub, diffs); why != "" {
 		return proof{pending: why}
 	}
 	if why := w.cluster(ctx, x, pub, dryRun, seen); why != "" {
@@ -255,50 +256,85 @@ func (w *Workflow) send(ctx context.Context, x *user, e changeset.Entry, state, 
 // blocked says why the removal of x from the tenants of its offering is not
 // in effect at pub; "" when it is. A tenant directory the destination holds
 // otherwise than rendered blocks it when its files there still name the
-// user, or, in the clusters, when it was rendered but not applied.
-func blocked(x *user, res *render.Result, pub *Published) string {
+// user, or, in the clusters, when it was rendered but not applied. cache
+// keeps each offering's differences for the run's other users (nil: none
+// kept).
+func blocked(x *user, res *render.Result, pub *Published, cache map[string]*difference) string {
 	switch {
 	case pub == nil || res == nil:
 		return "nothing was published in this run"
 	case pub.Incomplete:
 		return "the publish did not complete"
 	}
+	diff := cache[x.o.Name]
+	if diff == nil {
+		diff = differences(x.o, res, pub)
+		if cache != nil {
+			cache[x.o.Name] = diff
+		}
+	}
 	ids := map[string]bool{}
 	for _, n := range names(x.o, x.u) {
 		ids[n] = true
 	}
-	prefix := x.o.DirName() + "/"
-	rendered := render.Tree{}
-	for _, t := range res.Tenants {
-		if t.Offering == x.o.Name {
-			for _, f := range t.Files {
-				rendered[t.Dir+"/"+f.Name] = f.Data
-			}
-		}
-	}
-	dirs := map[string]bool{}
-	for _, tr := range []render.Tree{rendered, pub.After} {
-		for p := range tr {
-			if strings.HasPrefix(p, prefix) {
-				dirs[tenantDir(p)] = true
-			}
-		}
-	}
-	for _, d := range slices.Sorted(maps.Keys(dirs)) {
-		have, want := under(pub.After, d), under(rendered, d)
-		if equal(have, want) {
-			continue
-		}
+	for _, d := range diff.dirs {
+		have := diff.have[d]
 		for _, p := range slices.Sorted(maps.Keys(have)) {
 			if mentions(have[p], ids) {
 				return "tenant " + d + " still grants the user access at the destination (" + p + ")"
 			}
 		}
-		if pub.Applied && len(want) > 0 && len(have) == 0 {
+		if pub.Applied && diff.missing[d] {
 			return "tenant " + d + " was not applied"
 		}
 	}
 	return ""
+}
+
+// difference is, for one offering, what the destination holds otherwise
+// than rendered.
+type difference struct {
+	// dirs are the tenant directories that differ, sorted; have their files
+	// at the destination; missing those rendered but absent there.
+	dirs    []string
+	have    map[string]map[string][]byte
+	missing map[string]bool
+}
+
+// differences compares the offering's tenant directories at the
+// destination with the render, each file once.
+func differences(o *config.Offering, res *render.Result, pub *Published) *difference {
+	want := map[string]map[string][]byte{}
+	for _, t := range res.Tenants {
+		if t.Offering == o.Name {
+			files := map[string][]byte{}
+			for _, f := range t.Files {
+				files[t.Dir+"/"+f.Name] = f.Data
+			}
+			want[t.Dir] = files
+		}
+	}
+	prefix := o.DirName() + "/"
+	have := map[string]map[string][]byte{}
+	for p, data := range pub.After {
+		if strings.HasPrefix(p, prefix) {
+			d := tenantDir(p)
+			if have[d] == nil {
+				have[d] = map[string][]byte{}
+			}
+			have[d][p] = data
+		}
+	}
+	diff := &difference{have: have, missing: map[string]bool{}}
+	dirs := maps.Clone(want)
+	maps.Copy(dirs, have)
+	for _, d := range slices.Sorted(maps.Keys(dirs)) {
+		if !equal(have[d], want[d]) {
+			diff.dirs = append(diff.dirs, d)
+			diff.missing[d] = len(want[d]) > 0 && len(have[d]) == 0
+		}
+	}
+	return diff
 }
 
 // tenantDir is the tenant directory (offering/target/tenant) of a path.
