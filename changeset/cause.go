@@ -71,6 +71,11 @@ const (
 	CauseShipFailed        Cause = "ship_failed"        // a shard was not shipped
 	CauseAgentIncompatible Cause = "agent_incompatible" // Waldur does not take this agent identity or version
 	CauseGuardRefused      Cause = "guard_refused"      // the deletion guard refused the removals
+
+	// offboard (offering users Waldur asked to delete)
+	CauseClaimRefused   Cause = "claim_refused"   // Waldur refused the claim: the user was granted again or claimed elsewhere
+	CauseRemovalPending Cause = "removal_pending" // the removal is not yet in effect where the tool can see it
+	CauseRemovalFailed  Cause = "removal_failed"  // the removal failed in a way that does not heal by itself
 )
 
 // causeError is an error that carries its cause.

@@ -71,7 +71,7 @@ func TestApplyClosesTheLoop(t *testing.T) {
 	for _, st := range rep.Stages {
 		names = append(names, st.Name)
 	}
-	if got := strings.Join(names, " "); got != "waldur agent approve render quota apply keycloak orders feedback" {
+	if got := strings.Join(names, " "); got != "waldur agent approve offboard render quota apply keycloak proof orders feedback" {
 		t.Errorf("stages %s", got)
 	}
 	for _, id := range []string{orderPendingCreate, orderCreate, orderUpdate, orderTerminate} {

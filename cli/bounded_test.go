@@ -53,7 +53,7 @@ func TestDeadlineEndsTheRun(t *testing.T) {
 	if d := time.Since(start); d > 15*time.Second {
 		t.Errorf("the run took %s with a 1s deadline", d)
 	}
-	if !strings.Contains(stderr, "deadline of 1s reached during waldur: nothing pushed or applied; pending: waldur, agent, approve, render, quota, git") {
+	if !strings.Contains(stderr, "deadline of 1s reached during waldur: nothing pushed or applied; pending: waldur, agent, approve, offboard, render, quota, git, proof") {
 		t.Errorf("stderr lacks the stop line:\n%s", stderr)
 	}
 	if n := strings.Count(stderr, "deadline of 1s reached"); n != 1 {

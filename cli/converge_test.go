@@ -76,7 +76,7 @@ func convergeOverRuns(t *testing.T, remember bool) {
 	if rep.ExitCode != ExitDeadline || !strings.Contains(stdout, cutWords) {
 		t.Errorf("first run: report exit %d, summary:\n%s", rep.ExitCode, stdout)
 	}
-	if !strings.Contains(stderr, "deadline of 3s reached during keycloak: commit "+head+" pushed; pending: keycloak, orders") {
+	if !strings.Contains(stderr, "deadline of 3s reached during keycloak: commit "+head+" pushed; pending: keycloak, proof, orders") {
 		t.Errorf("first run: stderr lacks the stop line:\n%s", stderr)
 	}
 	for _, s := range rep.Stages {

@@ -272,7 +272,7 @@ func TestSyncNeverWipesOnAnEmptyWaldur(t *testing.T) {
 		t.Fatal("the repository changed")
 	}
 	rep := readReport(t, mustRead(t, filepath.Join(filepath.Dir(cfg), "report.json")))
-	if rep.ExitCode != ExitGuard || rep.Commit != "" || len(rep.Stages) != 6 || !strings.Contains(rep.Stages[5].Error, "refusing to remove") {
+	if rep.ExitCode != ExitGuard || rep.Commit != "" || len(rep.Stages) != 7 || !strings.Contains(rep.Stages[6].Error, "refusing to remove") {
 		t.Errorf("report: exit %d, commit %q, stages %+v", rep.ExitCode, rep.Commit, rep.Stages)
 	}
 	if !strings.Contains(stdout, "FAILED: refusing") {

@@ -278,6 +278,12 @@ type Offering struct {
 	// what the tenant's namespace uses: QuotaShrinkHold (the default),
 	// QuotaShrinkAllow or QuotaShrinkReview (see docs/quota-safety.md).
 	QuotaShrink string `yaml:"quota_shrink"`
+	// PreserveUnmanagedBackendUsers keeps, in the offering's managed
+	// Keycloak groups, the members that are not offering users of the
+	// offering in any state (as the site agent's key): only users Waldur has
+	// known for the offering are removed. Default false: whoever the render
+	// does not ask for is removed.
+	PreserveUnmanagedBackendUsers bool `yaml:"preserve_unmanaged_backend_users"`
 
 	// Settings is BackendSettings decoded and defaulted.
 	Settings Settings `yaml:"-"`

@@ -34,7 +34,7 @@ type Engine struct {
 
 // stages lists the cycle in order, leaving out the stages whose seam is unset:
 //
-//	waldur → agent → approve → render → quota → validate → publish → keycloak → orders → feedback
+//	waldur → agent → approve → offboard → render → quota → validate → publish → keycloak → proof → orders → feedback
 //
 // A new stage goes here, with a seam in seams.go.
 func (e *Engine) stages(req Request) []stage {
@@ -65,6 +65,7 @@ func (e *Engine) stages(req Request) []stage {
 			return s.Orders.Approve(ctx, o.State, e.renderer(o), req.DryRun)
 		}})
 	}
+	list = append(list, e.claimStage(req, &g)...)
 	list = append(list, stage{name: "render", class: failure.ClassRender, run: func(_ context.Context, o *Outcome) (changeset.Result, error) {
 		start := time.Now()
 		res, err := e.renderer(o)(o.State)
@@ -107,6 +108,7 @@ func (e *Engine) stages(req Request) []stage {
 			return changeset.Result{Changes: r.Changes, Calls: r.Calls}, err
 		}})
 	}
+	list = append(list, e.proofStage(req)...)
 	if s.Orders != nil {
 		list = append(list, stage{name: "orders", class: failure.ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 			return s.Orders.Finish(ctx, o.State, o.Result, o.Published, o.Waiting, req.DryRun)

@@ -91,6 +91,34 @@ func TestStageOrder(t *testing.T) {
 	}
 }
 
+// TestOffboardingStages: the offboard stage runs before the render and
+// gives the publish's guard the names of the users leaving; the proof stage
+// runs after the Keycloak pass with what was published, and its records are
+// the report's offboarding.
+func TestOffboardingStages(t *testing.T) {
+	f := newFakes(t)
+	ob := &enginetest.Offboarding{Log: f.log, Leaving: map[string]string{"wim": "requested"},
+		Records: []report.Offboard{{Offering: "UT namespaces", OfferingUser: "u1", State: waldur.OfferingUserDeleted}}}
+	s := engine.Seams{Source: f.source, Orders: f.orders, Publisher: f.publisher, Identities: f.identities, Offboarding: ob}
+	out := engine.New(s, f.render, guard.DefaultOptions(), nil).Run(context.Background(), engine.Request{Command: "sync"})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := "source.read → orders.approve → offboarding.claim → publish → identities.reconcile → offboarding.prove → orders.finish"
+	if got := f.log.String(); got != want {
+		t.Errorf("calls: %s\nwant:  %s", got, want)
+	}
+	if got := stageNames(out); got != "waldur approve offboard render fake keycloak proof orders" {
+		t.Errorf("report stages: %s", got)
+	}
+	if f.publisher.Options.Guard.Offboarded["wim"] != "requested" {
+		t.Errorf("the publish's guard knows no leaver: %+v", f.publisher.Options.Guard)
+	}
+	if ob.Proved != out.Published || len(out.Report.Offboarding) != 1 {
+		t.Errorf("proof given %p (published %p), report offboarding %+v", ob.Proved, out.Published, out.Report.Offboarding)
+	}
+}
+
 // TestDryRunChangesNothing: every seam is asked, none writes, and the exit
 // code says whether anything would change.
 func TestDryRunChangesNothing(t *testing.T) {

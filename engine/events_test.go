@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -111,7 +112,7 @@ func TestFeedbackGetsTheRunsGuard(t *testing.T) {
 	}
 	allowed := g
 	allowed.Allow = true
-	if want := []guard.Options{g, allowed, g}; !slices.Equal(fb.runs, want) {
+	if want := []guard.Options{g, allowed, g}; !reflect.DeepEqual(fb.runs, want) {
 		t.Errorf("feedback got %+v, want %+v", fb.runs, want)
 	}
 }

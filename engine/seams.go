@@ -9,6 +9,7 @@ import (
 	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -157,6 +158,15 @@ type Usage interface {
 // with inPlace.
 type UsageRenderer func(st *waldur.State, inPlace render.InPlace) (*render.Result, error)
 
+// Offboarding is the offering-user deletion workflow (package offboard):
+// Claim claims the deletion requests before the render and marks the claimed
+// users in st (with the names their grants carry, for the guard); Prove,
+// after the identities, tells Waldur of the removals it can prove.
+type Offboarding interface {
+	Claim(ctx context.Context, st *waldur.State, dryRun bool) (changeset.Result, map[string]string, error)
+	Prove(ctx context.Context, res *render.Result, pub *publish.Published, dryRun bool) (changeset.Result, []report.Offboard, error)
+}
+
 // Seams are the stages of one engine. A nil seam's stage does not run: no
 // Orders for a snapshot (a recording says nothing about Waldur's orders now),
 // no Publisher for `keycloak` or a plain render, no Identities without Keycloak.
@@ -169,6 +179,8 @@ type Seams struct {
 	Publisher  Publisher
 	Identities Identities
 	Feedback   Feedback
+	// Offboarding runs the offboard and proof stages when set.
+	Offboarding Offboarding
 	// Usage, when set, makes the engine the usage report's: the agent
 	// registration and the usage stage are its only stages.
 	Usage Usage

@@ -8,7 +8,9 @@ import (
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/offboard"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/quotasafe"
@@ -137,6 +139,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		}
 		s.Feedback = feedbackStage{fb}
 	}
+	s.Offboarding = offboarding(cfg, o, api, s.Identities)
 	r := render.New(cfg, tpls)
 	if filesOnly(o) {
 		r = r.WithoutObjects()
@@ -183,3 +186,21 @@ func (e *Engine) Last() *Outcome { return e.last }
 // Seams returns the stages the engine runs (tests, and verbs that print what
 // a stage found).
 func (e *Engine) Seams() Seams { return e.seams }
+
+// offboarding wires the deletion workflow into the runs that move orders
+// and publish (sync, serve, apply, render --dry-run); nil for the others,
+// whose render leaves out the users Waldur asked to delete without
+// claiming them.
+func offboarding(cfg *config.Config, o Options, api *source.API, ids Identities) Offboarding {
+	if api == nil || !o.Orders || o.Publish == Nowhere {
+		return nil
+	}
+	w := &offboard.Workflow{Config: cfg, Log: o.Log, Source: api}
+	if o.Publish == Git {
+		w.Cluster = &offboard.KubeCluster{}
+	}
+	if k, ok := ids.(*KeycloakStage); ok {
+		w.Refused, w.Keycloak = k.RefusedUsers, &keycloak.Options{ClientOptions: keycloak.ClientOptions{UserAgent: version.UserAgent()}, Connect: k.Connect}
+	}
+	return offboardStage{Workflow: w, applied: o.Publish == Cluster}
+}

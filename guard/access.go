@@ -58,5 +58,19 @@ func CheckAccess(k Kind, before, after Grants, o Options) error {
 	if o.Allow {
 		return nil
 	}
-	return Check(k, Lost(k, before, after), Site(before.Pairs()), o)
+	return Check(k, offboarded(Lost(k, before, after), o.Offboarded), Site(before.Pairs()), o)
+}
+
+// offboarded explains the removals of subjects a claimed offboarding
+// request takes away.
+func offboarded(rs []Removal, leaving map[string]string) []Removal {
+	if len(leaving) == 0 {
+		return rs
+	}
+	for i := range rs {
+		if why, ok := leaving[rs[i].Subject]; ok && rs[i].Because == nil {
+			rs[i].Because = &Explanation{Cause: Offboarding, Why: why}
+		}
+	}
+	return rs
 }

@@ -76,3 +76,46 @@ func TestCheckAccess(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckAccessOffboarded: the access an offboarding request takes away is
+// explained and not counted; other access lost in the same run still is.
+func TestCheckAccessOffboarded(t *testing.T) {
+	before, after := Grants{}, Grants{}
+	for i := range 10 {
+		tenant := fmt.Sprintf("t%d", i)
+		for _, s := range []string{"alice", "bob", "carol"} {
+			before.Add(tenant, s)
+		}
+		after.Add(tenant, "carol")
+	}
+	for _, tt := range []struct {
+		name    string
+		leaving map[string]string
+		refused int
+	}{
+		{"nobody leaving: 20 of 30 pairs refused", nil, 20},
+		{"alice leaving: bob's 10 still refused", map[string]string{"alice": "offering user 1 requested deletion"}, 10},
+		{"both leaving: allowed", map[string]string{"alice": "r1", "bob": "r2"}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			o := DefaultOptions()
+			o.Offboarded = tt.leaving
+			err := CheckAccess(Access, before, after, o)
+			var ge *Error
+			if !errors.As(err, &ge) {
+				if tt.refused != 0 {
+					t.Fatalf("CheckAccess() = %v, want %d refused", err, tt.refused)
+				}
+				return
+			}
+			if ge.Removed != tt.refused || len(ge.Explained) != 20-tt.refused {
+				t.Errorf("refused %d (explained %d), want %d (%d)", ge.Removed, len(ge.Explained), tt.refused, 20-tt.refused)
+			}
+			for _, r := range ge.Explained {
+				if r.Because.Cause != Offboarding {
+					t.Errorf("%+v explained by %v", r, r.Because.Cause)
+				}
+			}
+		})
+	}
+}

@@ -26,6 +26,12 @@ type Options struct {
 	MinCount int
 	// Allow turns the guard off for one run (--allow-mass-prune).
 	Allow bool
+	// Offboarded names the subjects whose access a claimed offboarding
+	// request removes (a user's name in each form a grant may name them:
+	// offering username, bound identity, with the subject prefix), with the
+	// request: their access-kind removals are explained (Offboarding), not
+	// counted. Set per run by the offboarding stage.
+	Offboarded map[string]string
 }
 
 // DefaultOptions returns the defaults: refuse more than 10% and at least 5.

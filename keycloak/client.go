@@ -709,6 +709,9 @@ func (c *Client) groupByPath(ctx context.Context, path string) (*apiGroup, error
 type realmInfo struct {
 	AdminEventsEnabled *bool             `json:"adminEventsEnabled"`
 	Attributes         map[string]string `json:"attributes"`
+	// AccessTokenLifespan is how long an access token the realm issues
+	// stays valid, in seconds.
+	AccessTokenLifespan *int `json:"accessTokenLifespan"`
 }
 
 // realm reads the realm's representation.

@@ -135,6 +135,10 @@ type env struct {
 	settings string
 	keycloak string // extra keys of the keycloak mapping (flow style)
 	creds    string // login keys instead of the backend's Credentials
+	// offeringKeys are extra keys of both offerings (block style, one line).
+	offeringKeys string
+	// known are offering users of both offerings beside the team members.
+	known []string
 }
 
 func newEnv(t *testing.T, kc backend, fake *kctest.Server) *env {
@@ -203,6 +207,9 @@ func (e *env) config() *config.Config {
 	} {
 		fmt.Fprintf(&b, "- name: %s\n  waldur_api_url: https://waldur.example.org/api/\n  waldur_offering_uuid: %s\n  backend_type: %s\n", o.name, o.uuid, o.backend)
 		fmt.Fprintf(&b, "  backend_components: {cpu: {}}\n  backend_settings: {%s, keycloak_enabled: true, keycloak: %s%s}\n", o.settings, kc, e.settings)
+		if e.offeringKeys != "" {
+			fmt.Fprintf(&b, "  %s\n", e.offeringKeys)
+		}
 	}
 	l, err := config.Parse([]byte(b.String()), filepath.Join(e.t.TempDir(), "config.yaml"))
 	if err != nil {
@@ -235,6 +242,9 @@ func (e *env) state() *waldur.State {
 			}
 			ost.Resources = append(ost.Resources, r)
 			ost.Teams[tn.project] = e.teams[tn.project]
+		}
+		for _, name := range e.offeringUsers() {
+			ost.OfferingUsers = append(ost.OfferingUsers, waldur.OfferingUser{UUID: waldur.UUID(fmt.Sprintf("%032x", []byte(name + "................")[:16])), Username: name, State: "OK"})
 		}
 		st.Offerings = append(st.Offerings, ost)
 	}
@@ -337,4 +347,16 @@ func wantEntry(t *testing.T, r *keycloak.Result, kind, subject, action, reasonPa
 	case a != action || !strings.Contains(reason, reasonPart):
 		t.Errorf("%s %s: %s %q, want %s with %q", kind, subject, a, reason, action, reasonPart)
 	}
+}
+
+// offeringUsers are the team members' offering usernames and known, sorted.
+func (e *env) offeringUsers() []string {
+	names := slices.Clone(e.known)
+	for _, team := range e.teams {
+		for _, m := range team {
+			names = append(names, m.OfferingUserUsername)
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names)
 }

@@ -19,6 +19,7 @@ type execution struct {
 	mu      sync.Mutex
 	created map[string]string // path → id of the groups created in this run
 	failed  map[string]string // offering username → error, of membership writes
+	refused map[string]string // the failed removals Keycloak refused (not unavailable)
 	errs    []error
 	stop    error // the first sign of Keycloak being unavailable
 	skipped int   // operations not attempted after stop
@@ -144,6 +145,12 @@ func (x *execution) apply(ctx context.Context, o Op) {
 				x.failed = map[string]string{}
 			}
 			x.failed[o.Username] = err.Error()
+			if o.Kind == OpRemoveMember && !IsUnavailable(err) {
+				if x.refused == nil {
+					x.refused = map[string]string{}
+				}
+				x.refused[o.Username] = err.Error()
+			}
 		}
 		x.errs = append(x.errs, err)
 		if (IsUnavailable(err) || IsForbidden(err)) && x.stop == nil {

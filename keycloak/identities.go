@@ -42,7 +42,7 @@ type Identities struct {
 	// nil: every pass reads every group.
 	Memory *Memory
 
-	missing, failed map[string]string
+	missing, failed, refused map[string]string
 }
 
 // MissingUsers returns the members the last Reconcile did not find in
@@ -52,6 +52,10 @@ func (k *Identities) MissingUsers() map[string]string { return k.missing }
 // FailedUsers returns the members whose membership write the last Reconcile
 // could not make (Keycloak refused or failed): offering username → the error.
 func (k *Identities) FailedUsers() map[string]string { return k.failed }
+
+// RefusedUsers returns the members whose removal from a group the last
+// Reconcile could not make because Keycloak refused it.
+func (k *Identities) RefusedUsers() map[string]string { return k.refused }
 
 // Reconcile makes Keycloak match res and returns what it did and the
 // rendered resources whose groups are not in place, with why. Unusable
@@ -75,7 +79,7 @@ func (k *Identities) Reconcile(ctx context.Context, res *render.Result, present 
 		ClientOptions: ClientOptions{UserAgent: version.UserAgent()},
 	})
 	out.Changes.Merge(unread)
-	k.missing, k.failed = out.MissingUsers, out.FailedUsers
+	k.missing, k.failed, k.refused = out.MissingUsers, out.FailedUsers, out.RefusedUsers
 	return out, waiting(cfg, res, out.Changes), err
 }
 

@@ -65,6 +65,10 @@ type Plan struct {
 	// realm to why; FailedUsers, after the plan is carried out, those whose
 	// membership write failed to the error.
 	MissingUsers, FailedUsers map[string]string
+	// RefusedUsers are those of FailedUsers whose removal from a group
+	// Keycloak refused (an answer, not an outage): a refusal that the next
+	// attempt meets again.
+	RefusedUsers map[string]string
 }
 
 // PlanInput is everything MakePlan decides from.
@@ -93,6 +97,10 @@ type PlanInput struct {
 	// Guard refuses a plan that deletes the groups of too many resources
 	// without a Terminate order; nil allows any.
 	Guard *guard.Options
+	// Known maps the offerings with preserve_unmanaged_backend_users to the
+	// offering usernames Waldur knows for them (render.Result.Known): a
+	// member of their groups who is none of those is kept.
+	Known map[string]map[string]bool
 }
 
 // planner holds the state of one MakePlan call.
@@ -281,10 +289,15 @@ func (p *planner) members(d *DesiredGroup, g *Group) {
 			p.entry(e)
 			continue
 		}
+		if off := p.unmanaged(d, u.Username); off != "" {
+			e.Action, e.Reason, e.Cause = changeset.Unchanged, "kept: not an offering user of "+off+" (preserve_unmanaged_backend_users)", changeset.CauseKept
+			p.entry(e)
+			continue
+		}
 		removed[id] = true
 		p.op(Op{Kind: OpRemoveMember, Path: d.Path, GroupID: groupID, UserID: u.ID, Username: u.Username}, e)
 	}
-	p.account(d, have, wantIDs, removed)
+	p.account(d, have, wantIDs, removed, want)
 }
 
 // resolve finds the desired members of d in the realm: user id → offering
@@ -316,19 +329,27 @@ func (p *planner) resolve(d *DesiredGroup) (map[string]string, []string) {
 }
 
 // account records, for the access guard, who has access to the tenants of
-// d through it: the members read (before), and those left once the plan's
-// removals and additions are made (after).
-func (p *planner) account(d *DesiredGroup, have map[string]User, added []string, removed map[string]bool) {
+// d through it, by user name (so that an offboarded user's loss is
+// recognised): the members read (before), and those left once the plan's
+// removals and additions are made (after). names maps the added ids to
+// their user names.
+func (p *planner) account(d *DesiredGroup, have map[string]User, added []string, removed map[string]bool, names map[string]string) {
+	name := func(id string) string {
+		if u, ok := have[id]; ok && u.Username != "" {
+			return u.Username
+		}
+		return cmp.Or(names[id], id)
+	}
 	for _, t := range groupTenants(d) {
 		p.after.Tenant(t)
 		for id := range have {
-			p.before.Add(t, id)
+			p.before.Add(t, name(id))
 			if !removed[id] {
-				p.after.Add(t, id)
+				p.after.Add(t, name(id))
 			}
 		}
 		for _, id := range added {
-			p.after.Add(t, id)
+			p.after.Add(t, name(id))
 		}
 	}
 }
@@ -348,6 +369,18 @@ func groupTenants(d *DesiredGroup) []string {
 
 // held says why a group needed by resources must keep its members: the
 // first of them whose change waits on a review branch; "" when none does.
+// unmanaged returns the offering whose preserve_unmanaged_backend_users
+// keeps a member of d that is none of its offering users; "" when the member
+// may be removed.
+func (p *planner) unmanaged(d *DesiredGroup, username string) string {
+	for _, off := range d.Offerings {
+		if known, ok := p.in.Known[off]; ok && !known[strings.ToLower(username)] {
+			return off
+		}
+	}
+	return ""
+}
+
 func (p *planner) held(resources []waldur.UUID) string {
 	for _, r := range resources {
 		if why, ok := p.in.Held[r]; ok {

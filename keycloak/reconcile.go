@@ -75,6 +75,9 @@ type Result struct {
 	// MissingUsers and FailedUsers gather those of every plan (Plan):
 	// offering username → why it is not a member.
 	MissingUsers, FailedUsers map[string]string
+	// RefusedUsers gathers those of every plan: offering username → the
+	// refusal of a membership removal.
+	RefusedUsers map[string]string
 }
 
 // Reconcile makes the Keycloak groups and memberships of every realm the
@@ -83,7 +86,7 @@ type Result struct {
 // the error names every realm that failed. With no offering that has
 // keycloak_enabled it does nothing and calls nobody.
 func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Options) (*Result, error) {
-	out := &Result{Calls: map[string]int{}, MissingUsers: map[string]string{}, FailedUsers: map[string]string{}}
+	out := &Result{Calls: map[string]int{}, MissingUsers: map[string]string{}, FailedUsers: map[string]string{}, RefusedUsers: map[string]string{}}
 	targets := Targets(cfg)
 	if len(targets) == 0 {
 		return out, nil
@@ -104,6 +107,7 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 			out.Changes.Merge(plan.Changes)
 			maps.Copy(out.MissingUsers, plan.MissingUsers)
 			maps.Copy(out.FailedUsers, plan.FailedUsers)
+			maps.Copy(out.RefusedUsers, plan.RefusedUsers)
 		}
 		if err != nil {
 			err = fmt.Errorf("keycloak %s: %w", t, err)
@@ -178,7 +182,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	in := PlanInput{
 		Target: t, Desired: desired, Rendered: rendered, Skipped: res.Skipped,
-		Terminations: res.Terminations, InGit: o.InGit, Held: o.Held, NoDelete: o.NoDelete, Guard: o.Guard,
+		Terminations: res.Terminations, InGit: o.InGit, Held: o.Held, NoDelete: o.NoDelete, Guard: o.Guard, Known: res.Known,
 	}
 	p.how = "full (" + p.why + ")"
 	var plan *Plan
@@ -203,7 +207,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 		return plan, c.Calls(), p.how, err
 	}
 	x, err := execute(ctx, c, plan)
-	plan.Changes, plan.FailedUsers = x.out, x.failed
+	plan.Changes, plan.FailedUsers, plan.RefusedUsers = x.out, x.failed, x.refused
 	p.remember(x, plan)
 	return plan, c.Calls(), p.how, err
 }

@@ -66,6 +66,8 @@ type Recorder struct {
 	kcWrites      *prometheus.CounterVec
 	review        *prometheus.GaugeVec
 	u             *unattended
+	offboarded    *prometheus.HistogramVec
+	offboarding   *prometheus.GaugeVec
 }
 
 // New builds a Recorder for a build of version and registers its collectors.
@@ -106,6 +108,11 @@ func New(version string) *Recorder {
 			Help: "Keycloak writes that took effect, by call kind: each change once, however many attempts it took."}, []string{"call"}),
 		review: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("review_branch_opened_timestamp_seconds"),
 			Help: "Review branches open after the last run, by branch: when the branch's commit was made (0 when unknown)."}, []string{"branch"}),
+		offboarded: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name("offboarding_seconds"),
+			Help:    "Offering users set Deleted, by offering: from when the deletion request was first seen to when access ended (the removal proved plus the realm's token lifespan).",
+			Buckets: []float64{60, 300, 600, 900, 1800, 3600, 7200, 21600, 86400}}, []string{"offering"}),
+		offboarding: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("offboarding_users"),
+			Help: "Offering users Waldur asked to delete that the last run worked on, by offering and the state it left them in (Deleting: in flight)."}, []string{"offering", "state"}),
 	}
 	build := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name("build_info"),
 		Help: "Always 1; the labels name the version and the Go release of the build."}, []string{"version", "goversion"})
@@ -114,7 +121,8 @@ func New(version string) *Recorder {
 		r.runs.WithLabelValues(res)
 	}
 	r.reg.MustRegister(build, r.lastSuccess, r.lastRun, r.lastStart, r.lastExit, r.lastDuration, r.inProgress, r.runs,
-		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites, r.review)
+		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites, r.review,
+		r.offboarded, r.offboarding)
 	r.u = newUnattended(r.reg)
 	return r
 }
@@ -170,6 +178,8 @@ func (r *Recorder) Observe(run Run) {
 		r.review.WithLabelValues(b.Name).Set(unix(b.Opened))
 	}
 
+	r.observeOffboarding(rep)
+
 	for kind, n := range run.Waldur.Requests {
 		r.apiRequests.WithLabelValues(APIWaldur, kind).Add(float64(n))
 	}
@@ -188,6 +198,19 @@ func (r *Recorder) Observe(run Run) {
 		}
 		for kind, n := range keycloak.WritesByKind(st.Calls) {
 			r.kcWrites.WithLabelValues(kind).Add(float64(n))
+		}
+	}
+}
+
+// observeOffboarding takes in the run's offboarding records: the users it
+// left in each state, and, for those a run that wrote set Deleted, the time
+// from the request to the end of access.
+func (r *Recorder) observeOffboarding(rep *report.Run) {
+	r.offboarding.Reset()
+	for _, o := range rep.Offboarding {
+		r.offboarding.WithLabelValues(o.Offering, o.State).Inc()
+		if !rep.DryRun && o.State == waldur.OfferingUserDeleted && !o.RequestedAt.IsZero() && !o.AccessEndedAt.IsZero() {
+			r.offboarded.WithLabelValues(o.Offering).Observe(o.AccessEndedAt.Sub(o.RequestedAt).Seconds())
 		}
 	}
 }

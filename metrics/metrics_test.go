@@ -348,3 +348,47 @@ func TestPushTimeout(t *testing.T) {
 		t.Errorf("push to a silent gateway: %v after %s", err, time.Since(start))
 	}
 }
+
+// TestOffboardingMetrics: the users a run worked on are counted by offering
+// and state; those it set Deleted give the time from the request to the end
+// of their access; a dry run observes no latency.
+func TestOffboardingMetrics(t *testing.T) {
+	req := time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC)
+	recs := []report.Offboard{
+		{Offering: "ns", OfferingUser: "u1", State: waldur.OfferingUserDeleted, RequestedAt: req, AccessEndedAt: req.Add(400 * time.Second)},
+		{Offering: "ns", OfferingUser: "u2", State: waldur.OfferingUserDeleting},
+		{Offering: "ns", OfferingUser: "u3", State: waldur.OfferingUserDeleting},
+		{Offering: "ut", OfferingUser: "u4", State: waldur.OfferingUserDeleted, AccessEndedAt: req},
+	}
+	for _, tt := range []struct {
+		name     string
+		dryRun   bool
+		observed float64
+	}{{"sync", false, 1}, {"dry run", true, 0}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := metrics.New("test")
+			rep := report.New("sync", "test", tt.dryRun, req)
+			rep.Offboarding = recs
+			rep.Finish(0, req.Add(time.Minute))
+			r.Observe(metrics.Run{Report: rep, Result: metrics.ResultOK})
+			fams := families(t, r.Registry())
+			check(t, fams, []sample{
+				{name: "waldur_gitops_offboarding_users", labels: map[string]string{"offering": "ns", "state": "Deleting"}, want: 2},
+				{name: "waldur_gitops_offboarding_users", labels: map[string]string{"offering": "ns", "state": "Deleted"}, want: 1},
+			})
+			got := map[string][2]float64{} // offering → count, sum
+			if mf := fams["waldur_gitops_offboarding_seconds"]; mf != nil {
+				for _, m := range mf.GetMetric() {
+					got[m.GetLabel()[0].GetValue()] = [2]float64{float64(m.GetHistogram().GetSampleCount()), m.GetHistogram().GetSampleSum()}
+				}
+			}
+			want := map[string][2]float64{}
+			if tt.observed > 0 {
+				want["ns"] = [2]float64{1, 400} // u4 has no request time
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("offboarding_seconds count and sum by offering: %v, want %v", got, want)
+			}
+		})
+	}
+}

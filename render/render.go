@@ -80,6 +80,10 @@ type Result struct {
 	// Warnings are problems that did not stop a resource from rendering: a limit
 	// dropped because no quota key maps its component. Sorted by subject.
 	Warnings []Warning
+	// Known maps each offering with preserve_unmanaged_backend_users to the
+	// offering usernames of its offering users in any state, lower-cased:
+	// the only members the Keycloak pass may take out of its groups.
+	Known map[string]map[string]bool
 }
 
 // Warning is a problem with one rendered resource that left the rest of it
@@ -255,6 +259,9 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		}
 		for _, id := range ost.Terminated {
 			res.Gone[id] = "terminated in Waldur"
+		}
+		if o.PreserveUnmanagedBackendUsers {
+			res.known(o.Name, ost.OfferingUsers)
 		}
 		r.renderOffering(o, ost, res, groups, prev)
 	}
@@ -590,4 +597,18 @@ func (res *Result) Stream() []byte {
 		}
 	}
 	return b.Bytes()
+}
+
+// known records the offering usernames of an offering's users (Known).
+func (res *Result) known(offering string, users []waldur.OfferingUser) {
+	if res.Known == nil {
+		res.Known = map[string]map[string]bool{}
+	}
+	names := map[string]bool{}
+	for _, u := range users {
+		if u.Username != "" {
+			names[strings.ToLower(u.Username)] = true
+		}
+	}
+	res.Known[offering] = names
 }

@@ -42,6 +42,10 @@ type Run struct {
 	// signal: the run is incomplete, and the next run continues from what
 	// it finished. Omitted for a run that ran to its end.
 	Stopped *Stop `json:"stopped,omitempty"`
+	// Offboarding lists the offering users Waldur asked to delete that the
+	// run worked on (claimed, proved, reported, or left alone), sorted by
+	// offering and user; omitted when none.
+	Offboarding []Offboard `json:"offboarding,omitempty"`
 	// ExitCode is the process exit code the run ends with.
 	ExitCode int `json:"exit_code"`
 	// ReportFile is the file this report was written to, set once it has
@@ -57,6 +61,39 @@ type ReviewBranch struct {
 	// Commit is its tip; Opened the tip's commit time (omitted when unknown).
 	Commit string    `json:"commit"`
 	Opened time.Time `json:"opened,omitzero"`
+}
+
+// Offboard is one offering user in the deletion workflow, as the run left
+// them.
+type Offboard struct {
+	// Offering is the offering's config name; OfferingUser the offering
+	// user's UUID; Username the offering username.
+	Offering     string `json:"offering"`
+	OfferingUser string `json:"offering_user"`
+	Username     string `json:"username,omitempty"`
+	// State is the user's state in Waldur after the run (in a dry run: what
+	// it would be): Requested deletion (claim refused or failed), Deleting,
+	// Deleted or Error deleting.
+	State string `json:"state"`
+	// Cause says why a user is not Deleted yet; Reason says it for people.
+	Cause  changeset.Cause `json:"cause,omitempty"`
+	Reason string          `json:"reason,omitempty"`
+	// RequestedAt is when the tool first saw the request (omitted when
+	// unknown); ClaimedAt when this process claimed it (omitted when an
+	// earlier process did).
+	RequestedAt time.Time `json:"requested_at,omitzero"`
+	ClaimedAt   time.Time `json:"claimed_at,omitzero"`
+	// Commit is the commit of the GitOps repository that holds the removal
+	// (GitOps mode); Verified says where the removal was seen in effect:
+	// "applied" (apply), "cluster" (GitOps: the cluster's objects no
+	// longer name the user), "branch" (the commit is on the branch, not
+	// verified at the cluster).
+	Commit   string `json:"commit,omitempty"`
+	Verified string `json:"verified,omitempty"`
+	// AccessEndedAt is when the user's access ended: when the removal was
+	// seen in effect, plus the realm's access-token lifespan (tokens issued
+	// before stay valid until they expire). Set once the user is Deleted.
+	AccessEndedAt time.Time `json:"access_ended_at,omitzero"`
 }
 
 // Stop says why and where a run was cut short, what it had finished and

@@ -60,7 +60,7 @@ func (o Output) Applied(dryRun bool, out *engine.Outcome) error {
 	}
 	fmt.Fprintf(o.W, "apply%s: %s\n", suffix, strings.Join(parts, ", "))
 	for _, e := range all.Entries {
-		if (e.Stage == "approve" || e.Stage == "keycloak" || e.Stage == "orders") && e.Action != changeset.Unchanged {
+		if (e.Stage == "approve" || e.Stage == "offboard" || e.Stage == "keycloak" || e.Stage == "proof" || e.Stage == "orders") && e.Action != changeset.Unchanged {
 			fmt.Fprintln(o.W, e.String())
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/report"
 )
 
 // Plan is the machine output of a dry run against the GitOps repository.
@@ -25,6 +26,9 @@ type Plan struct {
 	Guard      string                              `json:"guard,omitempty"`
 	Summary    map[string]map[changeset.Action]int `json:"summary"`
 	Changes    []changeset.Entry                   `json:"changes"`
+	// Offboarding are the offering users Waldur asked to delete, as the
+	// sync would leave them (report.Run's offboarding); omitted when none.
+	Offboarding []report.Offboard `json:"offboarding,omitempty"`
 }
 
 // Plan prints what a sync would do: for people the unified diff of the
@@ -55,7 +59,7 @@ func (o Output) Plan(git config.Git, out *engine.Outcome) error {
 	if o.Data != nil {
 		repo, _, _ := strings.Cut(pub.Where, " ")
 		p := Plan{DryRun: true, Repository: repo, Branch: git.Branch, Path: git.Path, Base: pub.Base,
-			Changed: changes.Changed(), Files: files, Guard: refused, Summary: map[string]map[changeset.Action]int{}, Changes: changes.Entries}
+			Changed: changes.Changed(), Files: files, Guard: refused, Summary: map[string]map[changeset.Action]int{}, Changes: changes.Entries, Offboarding: out.Report.Offboarding}
 		if p.Files == nil {
 			p.Files = []string{}
 		}

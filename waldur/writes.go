@@ -61,9 +61,9 @@ func (c *Client) resourceAction(ctx context.Context, kind string, resource UUID,
 
 // actionPaths are the collections of the objects postAction acts on, by
 // the noun that names them.
-var actionPaths = map[string]string{"order": "marketplace-orders", "resource": "marketplace-provider-resources"}
+var actionPaths = map[string]string{"order": "marketplace-orders", "resource": "marketplace-provider-resources", "offering user": "marketplace-offering-users"}
 
-// postAction calls the action of an order or a resource (noun):
+// postAction calls the action of an order, a resource or an offering user (noun):
 // POST <collection>/<uuid>/<action>/ with body, counted as kind.
 func (c *Client) postAction(ctx context.Context, kind, noun string, obj UUID, action string, body any) error {
 	id, err := canonical(noun, obj)
@@ -71,6 +71,9 @@ func (c *Client) postAction(ctx context.Context, kind, noun string, obj UUID, ac
 		return err
 	}
 	_, err = c.do(ctx, call{kind: kind, method: http.MethodPost, path: actionPaths[noun] + "/" + id.Hex() + "/" + action + "/", body: body})
+	if err != nil && noun == "offering user" {
+		return fmt.Errorf("%s offering user %s: %w", action, obj, err)
+	}
 	return err
 }
 

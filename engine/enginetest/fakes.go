@@ -15,6 +15,7 @@ import (
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -124,6 +125,8 @@ type Publisher struct {
 	Writes int
 	// StageName defaults to "fake".
 	StageName string
+	// Options are those of the last publish.
+	Options publish.Options
 }
 
 // Stage is StageName, or "fake".
@@ -140,6 +143,7 @@ func (p *Publisher) Class() failure.Class { return failure.ClassGit }
 // Publish replaces Tree with the render (not for a dry run).
 func (p *Publisher) Publish(_ context.Context, res *render.Result, o publish.Options) (*publish.Published, changeset.Result, error) {
 	p.Log.add("publish", o.DryRun)
+	p.Options = o
 	before := p.Tree
 	after := res.Tree(before)
 	cs := res.Compare(before, after)
@@ -225,4 +229,27 @@ type Quotas struct {
 func (q *Quotas) Check(context.Context, *waldur.State, *render.Result) (*engine.QuotaResult, error) {
 	q.Log.add("quotas.check", false)
 	return &engine.QuotaResult{Holds: q.Holds}, q.Err
+}
+
+// Offboarding is the deletion workflow's fake: Claim gives Leaving to the
+// guard, Prove reports Records.
+type Offboarding struct {
+	Log     *Log
+	Leaving map[string]string
+	Records []report.Offboard
+	// Proved is what the last Prove was given.
+	Proved *publish.Published
+}
+
+// Claim records the call and returns Leaving.
+func (f *Offboarding) Claim(_ context.Context, _ *waldur.State, dryRun bool) (changeset.Result, map[string]string, error) {
+	f.Log.add("offboarding.claim", dryRun)
+	return changeset.Result{}, f.Leaving, nil
+}
+
+// Prove records the call and returns Records.
+func (f *Offboarding) Prove(_ context.Context, _ *render.Result, pub *publish.Published, dryRun bool) (changeset.Result, []report.Offboard, error) {
+	f.Log.add("offboarding.prove", dryRun)
+	f.Proved = pub
+	return changeset.Result{}, f.Records, nil
 }

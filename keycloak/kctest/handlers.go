@@ -2,6 +2,7 @@ package kctest
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
@@ -611,8 +612,10 @@ func (s *Server) listUsers(w http.ResponseWriter, r *http.Request, rl *realm) in
 	return writeJSON(w, http.StatusOK, out)
 }
 
-// userGroups lists a user's direct groups, brief.
+// userGroups lists a user's direct groups, brief unless
+// briefRepresentation=false asks for their attributes too.
 func (s *Server) userGroups(w http.ResponseWriter, r *http.Request, rl *realm) int {
+	full := r.URL.Query().Get("briefRepresentation") == "false"
 	u := rl.users[r.PathValue("id")]
 	if u == nil {
 		return notFound(w, "User not found")
@@ -628,6 +631,9 @@ func (s *Server) userGroups(w http.ResponseWriter, r *http.Request, rl *realm) i
 		m := map[string]any{"id": g.id, "name": g.name, "path": g.path()}
 		if g.parent != nil {
 			m["parentId"] = g.parent.id
+		}
+		if full {
+			m["attributes"] = g.attrs
 		}
 		out = append(out, m)
 	}
@@ -892,6 +898,7 @@ func (s *Server) getRealm(w http.ResponseWriter, r *http.Request, rl *realm) int
 	if p := s.cur; p.all || p.roles["view-realm"] || p.roles["manage-realm"] {
 		m["id"], m["enabled"], m["adminEventsEnabled"] = rl.name, true, rl.adminEvents
 		m["attributes"] = map[string]string{}
+		m["accessTokenLifespan"] = cmp.Or(rl.tokenLifespan, 300)
 		if rl.eventsExpiration > 0 {
 			m["attributes"] = map[string]string{"adminEventsExpiration": strconv.Itoa(rl.eventsExpiration)}
 		}

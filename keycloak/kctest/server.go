@@ -174,6 +174,9 @@ type realm struct {
 	adminEvents      bool
 	eventsExpiration int
 	events           []adminEvent
+	// tokenLifespan is accessTokenLifespan in seconds (0: Keycloak's
+	// default, 300).
+	tokenLifespan int
 }
 
 // adminEvent is one recorded admin event.
@@ -210,6 +213,13 @@ func (s *Server) EnableAdminEvents(realm string, expiration int) {
 	defer s.mu.Unlock()
 	r := s.realm(realm)
 	r.adminEvents, r.eventsExpiration = true, expiration
+}
+
+// SetTokenLifespan sets the realm's accessTokenLifespan, in seconds.
+func (s *Server) SetTokenLifespan(realm string, seconds int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.realm(realm).tokenLifespan = seconds
 }
 
 type group struct {
