@@ -16,7 +16,9 @@ import (
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/keycloak"
+	"github.com/waldur/waldur-gitops/offboard"
 	"github.com/waldur/waldur-gitops/report"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Schema identifies the JSON of a Status.
@@ -179,7 +181,36 @@ func Build(recs []Record, o Options) Status {
 		s.ReviewBranches = append(s.ReviewBranches, Branch{Name: b.Name, Commit: b.Commit, CommitLink: link(last.CommitURL, b.Commit), Opened: b.Opened})
 	}
 	s.sort(last.Report.Changes, o.Names)
+	s.Offboarding = offboarding(last.Report.Offboarding, o.Names)
 	return s
+}
+
+// offboarding lists the users of recs whose offboarding is in flight (not
+// yet Deleted): with names each user, else a count per offering, state and
+// cause.
+func offboarding(recs []report.Offboard, names bool) []Item {
+	out := []Item{}
+	counted := map[Item]int{}
+	for _, r := range recs {
+		if r.State == waldur.OfferingUserDeleted {
+			continue
+		}
+		it := Item{Stage: offboard.Stage, Kind: offboard.KindOfferingUser, Offering: r.Offering, Action: r.State, Cause: r.Cause, Count: 1}
+		if names {
+			it.Subject, it.Reason, it.Since = r.Username, r.Reason, r.RequestedAt
+			out = append(out, it)
+			continue
+		}
+		it.Count = 0
+		if i, ok := counted[it]; ok {
+			out[i].Count++
+			continue
+		}
+		counted[it] = len(out)
+		it.Count = 1
+		out = append(out, it)
+	}
+	return out
 }
 
 // Detail is the picture with rec in full.
@@ -197,6 +228,8 @@ func (s *Status) sort(changes []changeset.Entry, names bool) {
 	for _, e := range changes {
 		switch {
 		case e.Cause == "" && e.Action != changeset.Skip:
+		case e.Kind == offboard.KindOfferingUser:
+			// Listed from the run's offboarding records.
 		case e.Kind == "Order":
 			// The approve and orders stages may both name an order: once.
 			if id := strings.Join(e.Orders, ","); id == "" || !orders[id] {

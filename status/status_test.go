@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -153,5 +155,45 @@ func TestGuardRefusal(t *testing.T) {
 	d := status.Detail(h.Records()[1], s)
 	if d.Detail == nil || d.Detail.Run.ID != 1 || d.Detail.Run.Stages[0].Error != "deletion guard refused" {
 		t.Errorf("detail: %+v", d.Detail)
+	}
+}
+
+// TestOffboardingInFlight: the last run's offboarding records that are not
+// Deleted are listed — each user with names, else counted per offering,
+// state and cause — and their change-set entries are not listed twice.
+func TestOffboardingInFlight(t *testing.T) {
+	rep := report.New("serve", "test", false, t0)
+	rep.Offboarding = []report.Offboard{
+		{Offering: "hpc", OfferingUser: "u1", Username: "dave", State: "Deleting", Cause: changeset.CauseRemovalPending, Reason: "Keycloak still lists dave", RequestedAt: t0},
+		{Offering: "hpc", OfferingUser: "u2", Username: "erin", State: "Deleting", Cause: changeset.CauseRemovalPending, Reason: "commit not applied"},
+		{Offering: "hpc", OfferingUser: "u3", Username: "fred", State: "Deleted", AccessEndedAt: t0},
+		{Offering: "hpc", OfferingUser: "u4", Username: "gina", State: "Error deleting", Cause: changeset.CauseRemovalFailed},
+	}
+	rep.Changes = []changeset.Entry{{Stage: "proof", Kind: "OfferingUser", Subject: "dave", Offering: "hpc", Action: changeset.Skip, Cause: changeset.CauseRemovalPending}}
+	rep.Finish(3, t0.Add(time.Second))
+	recs := []status.Record{{ID: 1, Report: rep}}
+	for _, tc := range []struct {
+		names bool
+		want  []status.Item
+	}{
+		{true, []status.Item{
+			{Stage: "offboard", Kind: "OfferingUser", Subject: "dave", Offering: "hpc", Action: "Deleting", Cause: changeset.CauseRemovalPending, Reason: "Keycloak still lists dave", Count: 1, Since: t0},
+			{Stage: "offboard", Kind: "OfferingUser", Subject: "erin", Offering: "hpc", Action: "Deleting", Cause: changeset.CauseRemovalPending, Reason: "commit not applied", Count: 1},
+			{Stage: "offboard", Kind: "OfferingUser", Subject: "gina", Offering: "hpc", Action: "Error deleting", Cause: changeset.CauseRemovalFailed, Count: 1},
+		}},
+		{false, []status.Item{
+			{Stage: "offboard", Kind: "OfferingUser", Offering: "hpc", Action: "Deleting", Cause: changeset.CauseRemovalPending, Count: 2},
+			{Stage: "offboard", Kind: "OfferingUser", Offering: "hpc", Action: "Error deleting", Cause: changeset.CauseRemovalFailed, Count: 1},
+		}},
+	} {
+		t.Run(fmt.Sprint("names=", tc.names), func(t *testing.T) {
+			s := status.Build(recs, status.Options{Names: tc.names, Now: t0})
+			if !reflect.DeepEqual(s.Offboarding, tc.want) {
+				t.Errorf("offboarding:\n got %+v\nwant %+v", s.Offboarding, tc.want)
+			}
+			if len(s.Held) != 0 {
+				t.Errorf("the proof's entries are listed again as held: %+v", s.Held)
+			}
+		})
 	}
 }
