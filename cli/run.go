@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -106,34 +105,11 @@ func runTimeout(flag time.Duration, cfg *config.Loaded, def time.Duration) time.
 	return def
 }
 
-// timeoutFlag registers --timeout, the run's deadline.
+// timeoutFlag registers --timeout, the run's deadline (a negative value is
+// refused as the flags are parsed).
 func timeoutFlag(cmd *cobra.Command, d *time.Duration) {
-	deadlineVar(cmd.Flags(), d, "the run's deadline: the stage in progress is cancelled and the run exits 12 with its report (default: the config's run_timeout, else 9m)")
+	cmd.Flags().Var(stop.Deadline{D: d}, "timeout", "the run's deadline: the stage in progress is cancelled and the run exits 12 with its report (default: the config's run_timeout, else 9m)")
 }
-
-// deadlineVar registers --timeout with usage; a negative value is refused
-// as the flags are parsed, before the command does anything.
-func deadlineVar(fs *pflag.FlagSet, d *time.Duration, usage string) {
-	fs.Var(deadline{d}, "timeout", usage)
-}
-
-// deadline is the value of --timeout: a duration that is not negative.
-type deadline struct{ d *time.Duration }
-
-func (v deadline) String() string { return v.d.String() }
-
-func (v deadline) Set(s string) error {
-	d, err := time.ParseDuration(s)
-	if err == nil && d < 0 {
-		err = fmt.Errorf("must not be negative (0 takes the config's run_timeout)")
-	}
-	if err == nil {
-		*v.d = d
-	}
-	return err
-}
-
-func (deadline) Type() string { return "duration" }
 
 // newEngine wires the engine of a verb with the app's logger and test hooks;
 // on a terminal it shows each stage as it ends, with the summary's counts.
@@ -168,29 +144,12 @@ func (a *app) finish(cfg *config.Loaded, out *engine.Outcome, v verb) error {
 		}
 	}
 	if v.report && !v.req.DryRun {
-		fail(writeRunReport(cfg, out.Report))
+		fail(out.Report.WriteFile(cfg.Report))
 	}
 	if v.show != nil {
 		fail(v.show(cfg, out))
 	}
 	return err
-}
-
-// writeRunReport writes the run report to the config's report file, if it
-// names one, and notes the file in the report for the summary to point at.
-func writeRunReport(cfg *config.Loaded, rep *report.Run) error {
-	if cfg.Report == "" {
-		return nil
-	}
-	var b strings.Builder
-	if err := rep.WriteJSON(&b); err != nil {
-		return err
-	}
-	if err := atomicfile.Write(cfg.Report, []byte(b.String())); err != nil {
-		return fmt.Errorf("write the run report: %w", err)
-	}
-	rep.ReportFile = cfg.Report
-	return nil
 }
 
 // outputFlag registers -o/--output, the one output-format flag of every

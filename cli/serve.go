@@ -16,6 +16,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/metrics"
 	"github.com/waldur/waldur-gitops/serve"
+	"github.com/waldur/waldur-gitops/stop"
 )
 
 // serveFlags are the flags of serve.
@@ -81,7 +82,7 @@ lease has at least the renew deadline left. See docs/serve.md.`,
 	fl.DurationVar(&f.interval, "interval", 15*time.Minute, "time between the starts of two runs")
 	fl.Float64Var(&f.jitter, "jitter", 0.1, "spread every wait randomly within ±this fraction of --interval (0 to below 1)")
 	fl.DurationVar(&f.grace, "shutdown-grace", 25*time.Second, "on SIGTERM, how long the run in progress may go on before it is cancelled")
-	deadlineVar(fl, &f.timeout, "each run's deadline: the stage in progress is cancelled and the run ends with exit 12 in its report (default: the config's run_timeout, else --interval)")
+	fl.Var(stop.Deadline{D: &f.timeout}, "timeout", "each run's deadline: the stage in progress is cancelled and the run ends with exit 12 in its report (default: the config's run_timeout, else --interval)")
 	fl.DurationVar(&f.staleAfter, "stale-after", 0, "health fails when no run ended for this long (default 2×interval×(1+jitter)+shutdown-grace)")
 	fl.StringVar(&f.snapshot, "snapshot", "", "read Waldur state from this snapshot file instead of the API (tests, offline use)")
 	fl.BoolVar(&f.validateServer, "validate-server", false, "server-side dry-run every rendered object before committing")
@@ -93,24 +94,12 @@ lease has at least the renew deadline left. See docs/serve.md.`,
 }
 
 func (a *app) runServe(ctx context.Context, f serveFlags) error {
-	switch {
-	case f.interval <= 0:
-		return usageErr("--interval must be above 0, got %s", f.interval)
-	case f.jitter < 0 || f.jitter >= 1:
-		return usageErr("--jitter must be at least 0 and below 1, got %v", f.jitter)
-	case f.grace < 0:
-		return usageErr("--shutdown-grace must not be negative, got %s", f.grace)
-	case f.staleAfter < 0:
-		return usageErr("--stale-after must not be negative, got %s", f.staleAfter)
-	case f.eventsWindow <= 0:
-		return usageErr("--events-window must be above 0, got %s", f.eventsWindow)
-	case f.events && f.snapshot != "":
+	t := serve.Timing{Interval: f.interval, Jitter: f.jitter, Grace: f.grace, StaleAfter: f.staleAfter, EventsWindow: f.eventsWindow}
+	if err := t.Check(); err != nil {
+		return usageErr("%w", err)
+	}
+	if f.events && f.snapshot != "" {
 		return usageErr("--events needs Waldur's API: it cannot be used with --snapshot")
-	case f.staleAfter > 0 && f.staleAfter <= time.Duration(float64(f.interval)*(1+f.jitter)):
-		// Health would fail between two healthy runs, and a liveness probe
-		// on /livez would restart the pod forever.
-		return usageErr("--stale-after %s must be longer than the longest wait between two runs, --interval × (1 + --jitter) = %s",
-			f.staleAfter, time.Duration(float64(f.interval)*(1+f.jitter)))
 	}
 	// Fail at once on a config that cannot work; every run reads it again,
 	// so an edited config (or a rotated secret file) needs no restart.
@@ -127,10 +116,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return usageErr("--listen %s: %w", f.listen, err)
 	}
-	stale := f.staleAfter
-	if stale == 0 {
-		stale = time.Duration(2*float64(f.interval)*(1+f.jitter)) + f.grace
-	}
+	stale := t.Stale()
 	rec := metrics.New(version.String())
 	health := serve.NewHealth(time.Now(), stale, nil)
 	context.AfterFunc(ctx, health.Stopping)
@@ -147,7 +133,7 @@ func (a *app) runServe(ctx context.Context, f serveFlags) error {
 		"shutdown_grace", f.grace.String(), "stale_after", stale.String()}
 	if elect {
 		// The loop and the events run only while this replica leads.
-		el, err := newElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, serve.AdvertisedURL(ln.Addr()), health, rec, log)
+		el, err := serve.NewElection(ctx, cfg.Serve.LeaderElection, f.kubeconfig, serve.AdvertisedURL(ln.Addr()), health, rec, log)
 		if err != nil {
 			return err
 		}
@@ -185,5 +171,27 @@ func (a *app) serveService(o engine.Options, rec *metrics.Recorder, timeout, int
 		Finish: func(cfg *config.Loaded, out *engine.Outcome) error {
 			return a.finish(cfg, out, verb{report: true, quiet: true})
 		},
+	}
+}
+
+// leaderTerm is what the leader runs: the loop of runs and, unless serve
+// reads a snapshot, the consumer of Waldur's events, both until ctx ends
+// (the lease lost or the process stopping). Standbys run neither.
+func (a *app) leaderTerm(f serveFlags, svc *serve.Service, newLoop func() *serve.Loop, health *serve.Health) func(context.Context) {
+	return func(ctx context.Context) {
+		loop := newLoop()
+		if f.snapshot == "" {
+			if cfg, err := a.loadConfig(); err != nil {
+				a.log.Error("leading: the config does not load; the runs will say why", "error", err.Error())
+			} else if stop, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health); err != nil {
+				a.log.Error("leading: waldur events not consumed; the interval's runs go on", "error", err.Error())
+			} else {
+				defer stop()
+			}
+		}
+		tuneServeLoop(loop)
+		start := time.Now()
+		_ = loop.Start(ctx) // a Loop built here always starts
+		a.log.Info("the term as leader ended", "led_for", time.Since(start).Round(time.Millisecond).String())
 	}
 }

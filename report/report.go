@@ -4,6 +4,7 @@
 package report
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/internal/causes"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
@@ -336,4 +338,21 @@ func (r *Run) WriteSummary(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// WriteFile writes the run report to path (atomically), if path is set, and
+// notes the file in the report for the summary to point at.
+func (r *Run) WriteFile(path string) error {
+	if path == "" {
+		return nil
+	}
+	var b bytes.Buffer
+	if err := r.WriteJSON(&b); err != nil {
+		return err
+	}
+	if err := atomicfile.Write(path, b.Bytes()); err != nil {
+		return fmt.Errorf("write the run report: %w", err)
+	}
+	r.ReportFile = path
+	return nil
 }

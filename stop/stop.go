@@ -126,3 +126,24 @@ func OfErr(err error) *Stopped {
 	}
 	return nil
 }
+
+// Deadline is the flag value of a run's deadline (--timeout): a duration
+// that is not negative, refused as the flags are parsed.
+type Deadline struct{ D *time.Duration }
+
+func (v Deadline) String() string { return v.D.String() }
+
+// Set parses s; a negative duration is refused.
+func (v Deadline) Set(s string) error {
+	d, err := time.ParseDuration(s)
+	if err == nil && d < 0 {
+		err = fmt.Errorf("must not be negative (0 takes the config's run_timeout)")
+	}
+	if err == nil {
+		*v.D = d
+	}
+	return err
+}
+
+// Type names the value for the flag's help.
+func (Deadline) Type() string { return "duration" }

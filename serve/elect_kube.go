@@ -1,4 +1,4 @@
-package cli
+package serve
 
 import (
 	"context"
@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"strings"
-	"time"
 
 	authzv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,20 +17,18 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/kube"
-	"github.com/waldur/waldur-gitops/metrics"
-	"github.com/waldur/waldur-gitops/serve"
 )
 
 // podNamespaceEnv names the namespace of the Lease when the config does not
 // (the downward API's metadata.namespace).
 const podNamespaceEnv = "POD_NAMESPACE"
 
-// newElection builds serve's election on the Lease of le, reaching the API
+// NewElection builds serve's election on the Lease of le, reaching the API
 // server through kubeconfig with the rules every command uses ("": the
 // default rules, in a pod its service account), bound to that server's host.
 // statusURL is this replica's status page, which it advertises on the
 // Lease while it leads ("": none).
-func newElection(ctx context.Context, le config.LeaderElection, kubeconfig, statusURL string, health *serve.Health, rec *metrics.Recorder, log *slog.Logger) (*serve.Election, error) {
+func NewElection(ctx context.Context, le config.LeaderElection, kubeconfig, statusURL string, health *Health, rec interface{ SetLeader(bool) }, log *slog.Logger) (*Election, error) {
 	src := kube.Source{Path: kubeconfig}
 	rc, err := src.RESTConfig()
 	if err != nil {
@@ -58,32 +55,10 @@ func newElection(ctx context.Context, le config.LeaderElection, kubeconfig, stat
 	}
 	// client-go's election logs through klog: into the service's log.
 	klog.SetSlogLogger(log.With("component", "leader-election"))
-	lock := &serve.LeaseLock{Namespace: ns, Name: le.LeaseName, Client: client, ID: serve.Identity(), StatusURL: statusURL}
+	lock := &LeaseLock{Namespace: ns, Name: le.LeaseName, Client: client, ID: Identity(), StatusURL: statusURL}
 	health.Elect(lock.Identity())
-	return &serve.Election{Lock: lock, LeaseDuration: d.LeaseDuration, RenewDeadline: d.RenewDeadline, RetryPeriod: d.RetryPeriod,
+	return &Election{Lock: lock, LeaseDuration: d.LeaseDuration, RenewDeadline: d.RenewDeadline, RetryPeriod: d.RetryPeriod,
 		Health: health, Metrics: rec, Log: log}, nil
-}
-
-// leaderTerm is what the leader runs: the loop of runs and, unless serve
-// reads a snapshot, the consumer of Waldur's events, both until ctx ends
-// (the lease lost or the process stopping). Standbys run neither.
-func (a *app) leaderTerm(f serveFlags, svc *serve.Service, newLoop func() *serve.Loop, health *serve.Health) func(context.Context) {
-	return func(ctx context.Context) {
-		loop := newLoop()
-		if f.snapshot == "" {
-			if cfg, err := a.loadConfig(); err != nil {
-				a.log.Error("leading: the config does not load; the runs will say why", "error", err.Error())
-			} else if stop, err := svc.StartEvents(ctx, cfg, f.events, f.eventsWindow, loop, health); err != nil {
-				a.log.Error("leading: waldur events not consumed; the interval's runs go on", "error", err.Error())
-			} else {
-				defer stop()
-			}
-		}
-		tuneServeLoop(loop)
-		start := time.Now()
-		_ = loop.Start(ctx) // a Loop built here always starts
-		a.log.Info("the term as leader ended", "led_for", time.Since(start).Round(time.Millisecond).String())
-	}
 }
 
 // leaseVerbs are what the election does with its Lease.
