@@ -229,7 +229,9 @@ func TestServeRunsAndMetrics(t *testing.T) {
 	}
 	writeFile(t, snap, string(example))
 	gate := gateRuns(t)
-	s := startServe(t, "--config", cfg, "--snapshot", snap, "--interval", "1ms", "--jitter", "0", "--shutdown-grace", "100ms")
+	// Health may not go stale between a run and the checks after it, however
+	// slow a loaded machine makes them (the default would be 102ms here).
+	s := startServe(t, "--config", cfg, "--snapshot", snap, "--interval", "1ms", "--jitter", "0", "--shutdown-grace", "100ms", "--stale-after", "1m")
 
 	code, st := s.health()
 	if code != http.StatusOK || st.Status != "starting" || st.LastRun != nil {
