@@ -277,6 +277,9 @@ type Offering struct {
 	// what the tenant's namespace uses: QuotaShrinkHold (the default),
 	// QuotaShrinkAllow or QuotaShrinkReview (see docs/quota-safety.md).
 	QuotaShrink string `yaml:"quota_shrink"`
+	// Capacity, when set, accounts the offering's tenants against a pool
+	// and keeps orders that would oversell it from approval (capacity.go).
+	Capacity *Capacity `yaml:"capacity"`
 
 	// Settings is BackendSettings decoded and defaulted.
 	Settings Settings `yaml:"-"`
