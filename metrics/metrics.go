@@ -66,6 +66,7 @@ type Recorder struct {
 	kcWrites      *prometheus.CounterVec
 	review        *prometheus.GaugeVec
 	u             *unattended
+	capacity      *capacity
 }
 
 // New builds a Recorder for a build of version and registers its collectors.
@@ -116,6 +117,7 @@ func New(version string) *Recorder {
 	r.reg.MustRegister(build, r.lastSuccess, r.lastRun, r.lastStart, r.lastExit, r.lastDuration, r.inProgress, r.runs,
 		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites, r.review)
 	r.u = newUnattended(r.reg)
+	r.capacity = newCapacity(r.reg)
 	return r
 }
 
@@ -165,6 +167,7 @@ func (r *Recorder) Observe(run Run) {
 	}
 
 	r.u.observe(run)
+	r.capacity.observe(rep)
 	r.review.Reset()
 	for _, b := range rep.ReviewBranches {
 		r.review.WithLabelValues(b.Name).Set(unix(b.Opened))
