@@ -253,5 +253,3 @@ func findPool(t *testing.T, lines []report.PoolLine, res string) report.PoolLine
 	t.Fatalf("no capacity line for %s in %+v", res, lines)
 	return report.PoolLine{}
 }
-
-
