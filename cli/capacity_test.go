@@ -158,6 +158,22 @@ func TestCapacityAgainstTheCluster(t *testing.T) {
 		s := newCapacitySite(t, admin, "")
 		big := s.create("big", "4", 3*time.Hour)
 		small := s.create("small", "2", time.Hour)
+		code, stdout, stderr := run(t, "render", "--dry-run", "--config", s.cfg)
+		if code != ExitDiff {
+			t.Fatalf("render --dry-run: exit %d\n%s", code, stderr)
+		}
+		for _, want := range []string{
+			"nvidia.com/gpu: allocatable 8, overcommit 1, committed 8, requested by waiting orders 4, free 0",
+			"would approve: goes ahead of older order " + string(big),
+			"pending: would oversell pool",
+		} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("the dry run does not say %q:\n%s", want, stdout)
+			}
+		}
+		if st := orderState(t, s.srv, string(small)); st != waldur.OrderPendingProvider {
+			t.Fatalf("the dry run moved an order: %s", st)
+		}
 		if code, _, stderr := run(t, "sync", "--config", s.cfg); code != ExitOK {
 			t.Fatalf("sync: exit %d\n%s", code, stderr)
 		}
