@@ -15,6 +15,7 @@ import (
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/report"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -225,4 +226,18 @@ type Quotas struct {
 func (q *Quotas) Check(context.Context, *waldur.State, *render.Result) (*engine.QuotaResult, error) {
 	q.Log.add("quotas.check", false)
 	return &engine.QuotaResult{Holds: q.Holds}, q.Err
+}
+
+// Capacity is the capacity seam: Report records the call and returns Lines
+// and Err.
+type Capacity struct {
+	Log   *Log
+	Lines []report.PoolLine
+	Err   error
+}
+
+// Report records the call.
+func (c *Capacity) Report(context.Context, *render.Result) (changeset.Result, []report.PoolLine, error) {
+	c.Log.add("capacity.report", false)
+	return changeset.Result{}, c.Lines, c.Err
 }
