@@ -98,9 +98,17 @@ func (s *Site) list(ctx context.Context, src kube.Source) ([]kube.Node, error) {
 	return r.Nodes(ctx)
 }
 
+// Begin starts a run: the Nodes are listed again at the first need, and
+// nothing a run cut short left is reported.
+func (s *Site) Begin() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.state(true)
+}
+
 // Decide says, for each order of an offering that draws from a pool,
 // whether capacity lets it through (orders of other offerings get no
-// verdict). It starts the run's state. probe is the render with every
+// verdict), with the Nodes this run has listed. probe is the render with every
 // pending order executing; baseline renders the state before any approval
 // and is called only when some pool has orders. The error, a contained
 // cluster failure, names every pool whose cluster could not be read: its
@@ -108,7 +116,7 @@ func (s *Site) list(ctx context.Context, src kube.Source) ([]kube.Node, error) {
 func (s *Site) Decide(ctx context.Context, orders []Order, probe *render.Result, baseline func() (*render.Result, error), now time.Time) (map[waldur.UUID]Verdict, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rs := s.state(true)
+	rs := s.state(false)
 	byPool := map[*Pool][]Order{}
 	for _, o := range orders {
 		for _, p := range s.Pools {

@@ -175,6 +175,9 @@ func (s *Stage) hasPending(st *waldur.State) bool {
 // probe render that fails or a context that ends.
 func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (changeset.Result, error) {
 	r := s.newRun(ApproveStage)
+	if s.Capacity != nil {
+		s.Capacity.Begin()
+	}
 	if !s.hasPending(st) {
 		return changeset.Result{Changes: r.cs, Calls: r.calls}, nil
 	}
