@@ -39,11 +39,13 @@ type Site struct {
 // runState is what one run has learnt: each cluster's Nodes and the
 // accounts Decide left (with what waiting orders request).
 type runState struct {
-	nodes    map[kube.Source]listing
+	nodes    map[kube.Source]*listing
 	accounts map[string]*Account
 }
 
+// listing is one cluster's Node list, done once read.
 type listing struct {
+	done  chan struct{}
 	nodes []kube.Node
 	err   error
 }
@@ -61,27 +63,50 @@ func FromConfig(offerings []config.Offering, log *slog.Logger) *Site {
 // state returns the run's state, starting one when fresh or none is open.
 func (s *Site) state(fresh bool) *runState {
 	if fresh || s.run == nil {
-		s.run = &runState{nodes: map[kube.Source]listing{}, accounts: map[string]*Account{}}
+		s.run = &runState{nodes: map[kube.Source]*listing{}, accounts: map[string]*Account{}}
 	}
 	return s.run
 }
 
-// account builds a pool's totals, listing its cluster's Nodes unless this
-// run has. s.mu is held.
+// source is the cluster a pool's Nodes are read from.
+func source(p *Pool) kube.Source {
+	path, ctx := p.Config.Cluster()
+	return kube.Source{Path: path, Context: ctx}
+}
+
+// listing returns this run's Node list of a cluster, starting it in the
+// background unless this run has. s.mu is held.
+func (s *Site) listing(ctx context.Context, rs *runState, src kube.Source) *listing {
+	l, ok := rs.nodes[src]
+	if !ok {
+		l = &listing{done: make(chan struct{})}
+		rs.nodes[src] = l
+		go func() {
+			defer close(l.done)
+			l.nodes, l.err = s.list(ctx, src)
+		}()
+	}
+	return l
+}
+
+// account builds a pool's totals from its cluster's Nodes, waiting for
+// this run's list. s.mu is held.
 func (s *Site) account(ctx context.Context, rs *runState, p *Pool) *Account {
 	if !p.Config.NeedsNodes() {
 		return total(p, nil)
 	}
-	path, kctx := p.Config.Cluster()
-	src := kube.Source{Path: path, Context: kctx}
-	l, ok := rs.nodes[src]
-	if !ok {
-		l.nodes, l.err = s.list(ctx, src)
-		rs.nodes[src] = l
+	src := source(p)
+	l := s.listing(ctx, rs, src)
+	var nodes []kube.Node
+	err := ctx.Err()
+	select {
+	case <-l.done:
+		nodes, err = l.nodes, l.err
+	case <-ctx.Done():
 	}
-	a := total(p, l.nodes)
-	if l.err != nil {
-		a.Err = fmt.Errorf("cluster %s: %w", src, l.err)
+	a := total(p, nodes)
+	if err != nil {
+		a.Err = fmt.Errorf("cluster %s: %w", src, err)
 	}
 	return a
 }
@@ -98,12 +123,18 @@ func (s *Site) list(ctx context.Context, src kube.Source) ([]kube.Node, error) {
 	return r.Nodes(ctx)
 }
 
-// Begin starts a run: the Nodes are listed again at the first need, and
-// nothing a run cut short left is reported.
-func (s *Site) Begin() {
+// Begin starts a run: each cluster's Nodes are listed once, in the
+// background from now on (so the list overlaps the render), and nothing a
+// run cut short left is reported. ctx is the run's.
+func (s *Site) Begin(ctx context.Context) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.state(true)
+	rs := s.state(true)
+	for _, p := range s.Pools {
+		if p.Config.NeedsNodes() {
+			s.listing(ctx, rs, source(p))
+		}
+	}
 }
 
 // Decide says, for each order of an offering that draws from a pool,

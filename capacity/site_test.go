@@ -52,7 +52,7 @@ func TestSite(t *testing.T) {
 		{UUID: "o2", Resource: "r2", Offering: "c", Created: time.Now(), Auto: true},
 	}
 	ctx := context.Background()
-	s.Begin()
+	s.Begin(ctx)
 	v, err := s.Decide(ctx, orders, probe, func() (*render.Result, error) { return &render.Result{}, nil }, time.Now())
 	if !v["o1"].Fits || v["o2"].Fits || v["o2"].Cause != changeset.CauseCapacityUnknown {
 		t.Errorf("verdicts %+v", v)
@@ -70,7 +70,7 @@ func TestSite(t *testing.T) {
 	if n := lists.Load(); n != 2 {
 		t.Errorf("%d Node lists in one run, want one per cluster (2)", n)
 	}
-	s.Begin()
+	s.Begin(ctx)
 	if _, _, err := s.Report(ctx, probe); err == nil || lists.Load() != 4 {
 		t.Errorf("a new run lists again: %d lists, %v", lists.Load(), err)
 	}

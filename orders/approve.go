@@ -176,7 +176,7 @@ func (s *Stage) hasPending(st *waldur.State) bool {
 func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (changeset.Result, error) {
 	r := s.newRun(ApproveStage)
 	if s.Capacity != nil {
-		s.Capacity.Begin()
+		s.Capacity.Begin(ctx)
 	}
 	if !s.hasPending(st) {
 		return changeset.Result{Changes: r.cs, Calls: r.calls}, nil
