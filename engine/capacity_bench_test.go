@@ -90,13 +90,17 @@ func BenchmarkSyncCapacity10k(b *testing.B) {
 	benchNodes(b, cluster, nodes)
 	// Every offering draws from one pool of the three resources.
 	text := regexp.MustCompile(`(?m)^    backend_type: .*\n`).ReplaceAllStringFunc(string(synth.ConfigYAML(synth.Options{Tenants: 1, BackendTypes: config.BackendTypes})),
-		func(m string) string { return m + "    capacity: {pool: bench, resources: [cpu, memory, nvidia.com/gpu], node_selector: gpu=true}\n" })
+		func(m string) string {
+			return m + "    capacity: {pool: bench, resources: [cpu, memory, nvidia.com/gpu], node_selector: gpu=true}\n"
+		})
 	capCfg, err := config.Parse([]byte(text), "synth.yaml")
 	if err != nil {
 		b.Fatal(err)
 	}
 	site := capacity.FromConfig(capCfg.Offerings, nil)
-	site.Open = func(kube.Source) (capacity.NodeLister, error) { return kube.NewReader(cluster.RESTConfig(kubetest.Admin)) }
+	site.Open = func(kube.Source) (capacity.NodeLister, error) {
+		return kube.NewReader(cluster.RESTConfig(kubetest.Admin))
+	}
 	dir := filepath.Join(b.TempDir(), "tenants.git")
 	gittest.InitBare(b, dir, "main")
 	cfg := *s.cfg.Config
