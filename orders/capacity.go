@@ -21,9 +21,15 @@ func (s *Stage) gate(ctx context.Context, st *waldur.State, plan []Pending, prob
 		return nil
 	}
 	var in []capacity.Order
+	updates, creating := false, map[waldur.UUID]bool{}
 	for i := range plan {
 		p := &plan[i]
 		grows, frees := grows(p.Order.Type), p.Order.Type == waldur.OrderTerminate
+		// What the probe renders differently from the state before approval.
+		updates = updates || p.Order.Type == waldur.OrderUpdate
+		if grows && p.Order.Type != waldur.OrderUpdate {
+			creating[p.Order.MarketplaceResourceUUID] = true
+		}
 		flagged := p.Decision == Leave && !p.Offering.AutoApprove && p.Problem == "" && grows
 		if !(p.Decision == Approve && (grows || frees)) && !flagged {
 			continue
@@ -34,7 +40,7 @@ func (s *Stage) gate(ctx context.Context, st *waldur.State, plan []Pending, prob
 	if len(in) == 0 {
 		return nil
 	}
-	verdicts, err := s.Capacity.Decide(ctx, in, probe, func() (*render.Result, error) { return rnd(st) }, s.now())
+	verdicts, err := s.Capacity.Decide(ctx, in, probe, baseline(st, probe, rnd, updates, creating), s.now())
 	if err != nil && !failure.IsContained(err) {
 		return err
 	}
@@ -54,6 +60,24 @@ func (s *Stage) gate(ctx context.Context, st *waldur.State, plan []Pending, prob
 		}
 	}
 	return err
+}
+
+// baseline returns how to render the state before any approval: without
+// a pending Update, the probe less the tenants of the pending Creates and
+// Restores (the only difference between the two); with one, a render of st.
+func baseline(st *waldur.State, probe *render.Result, rnd Renderer, updates bool, creating map[waldur.UUID]bool) func() (*render.Result, error) {
+	if updates {
+		return func() (*render.Result, error) { return rnd(st) }
+	}
+	return func() (*render.Result, error) {
+		out := &render.Result{}
+		for _, t := range probe.Tenants {
+			if !creating[t.Resource] {
+				out.Tenants = append(out.Tenants, t)
+			}
+		}
+		return out, nil
+	}
 }
 
 // grows reports whether an order of the type may add to a tenant's quota.
