@@ -124,10 +124,6 @@ func (a *Account) line(res string) *Line {
 // total is fixed), before anything is committed.
 func total(p *Pool, nodes []kube.Node) *Account {
 	a := &Account{Pool: p.Name}
-	if p.Config.NeedsNodes() {
-		path, ctx := p.Config.Cluster()
-		a.Cluster = kube.Source{Path: path, Context: ctx}.String()
-	}
 	sel := labels.Everything()
 	if p.Config.NodeSelector != "" {
 		sel, _ = labels.Parse(p.Config.NodeSelector) // checked by config

@@ -28,6 +28,9 @@ type NodeLister interface {
 // each cluster are listed once per run, at the first need.
 type Site struct {
 	Pools []*Pool
+	// Kubeconfig, when set, replaces every pool's kubeconfig (apply
+	// --kubeconfig: the tenants land on that cluster).
+	Kubeconfig string
 	// Open opens a cluster (nil: kube.Open).
 	Open func(kube.Source) (NodeLister, error)
 	Log  *slog.Logger
@@ -51,13 +54,13 @@ type listing struct {
 }
 
 // FromConfig returns the Site of the offerings with a capacity section,
-// nil when none has one.
-func FromConfig(offerings []config.Offering, log *slog.Logger) *Site {
+// nil when none has one; kubeconfig, when set, replaces the pools'.
+func FromConfig(offerings []config.Offering, kubeconfig string, log *slog.Logger) *Site {
 	pools := Pools(offerings)
 	if len(pools) == 0 {
 		return nil
 	}
-	return &Site{Pools: pools, Log: log}
+	return &Site{Pools: pools, Kubeconfig: kubeconfig, Log: log}
 }
 
 // state returns the run's state, starting one when fresh or none is open.
@@ -69,7 +72,10 @@ func (s *Site) state(fresh bool) *runState {
 }
 
 // source is the cluster a pool's Nodes are read from.
-func source(p *Pool) kube.Source {
+func (s *Site) source(p *Pool) kube.Source {
+	if s.Kubeconfig != "" {
+		return kube.Source{Path: s.Kubeconfig}
+	}
 	path, ctx := p.Config.Cluster()
 	return kube.Source{Path: path, Context: ctx}
 }
@@ -95,7 +101,7 @@ func (s *Site) account(ctx context.Context, rs *runState, p *Pool) *Account {
 	if !p.Config.NeedsNodes() {
 		return total(p, nil)
 	}
-	src := source(p)
+	src := s.source(p)
 	l := s.listing(ctx, rs, src)
 	var nodes []kube.Node
 	err := ctx.Err()
@@ -105,6 +111,7 @@ func (s *Site) account(ctx context.Context, rs *runState, p *Pool) *Account {
 	case <-ctx.Done():
 	}
 	a := total(p, nodes)
+	a.Cluster = src.String()
 	if err != nil {
 		a.Err = fmt.Errorf("cluster %s: %w", src, err)
 	}
@@ -132,7 +139,7 @@ func (s *Site) Begin(ctx context.Context) {
 	rs := s.state(true)
 	for _, p := range s.Pools {
 		if p.Config.NeedsNodes() {
-			s.listing(ctx, rs, source(p))
+			s.listing(ctx, rs, s.source(p))
 		}
 	}
 }

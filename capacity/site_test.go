@@ -74,4 +74,11 @@ func TestSite(t *testing.T) {
 	if _, _, err := s.Report(ctx, probe); err == nil || lists.Load() != 4 {
 		t.Errorf("a new run lists again: %d lists, %v", lists.Load(), err)
 	}
+	// apply --kubeconfig: every pool reads that cluster, listed once.
+	s.Kubeconfig = "/k/direct.yaml"
+	s.Begin(ctx)
+	_, lines, err = s.Report(ctx, probe)
+	if err != nil || lists.Load() != 5 || lines[2].Cluster != "/k/direct.yaml" || lines[2].Error != "" {
+		t.Errorf("with a kubeconfig: %d lists, %v, %+v", lists.Load(), err, lines)
+	}
 }

@@ -97,7 +97,7 @@ func BenchmarkSyncCapacity10k(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	site := capacity.FromConfig(capCfg.Offerings, nil)
+	site := capacity.FromConfig(capCfg.Offerings, "", nil)
 	site.Open = func(kube.Source) (capacity.NodeLister, error) {
 		return kube.NewReader(cluster.RESTConfig(kubetest.Admin))
 	}

@@ -103,7 +103,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
 				ost.Argo = &orders.ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
 			}
-			if cs := capacity.FromConfig(cfg.Offerings, o.Log); cs != nil {
+			if cs := capacity.FromConfig(cfg.Offerings, o.Apply.Kubeconfig, o.Log); cs != nil {
 				ost.Capacity, s.Capacity = cs, cs
 			}
 			s.Orders = &OrderStage{ost}

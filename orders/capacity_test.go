@@ -13,7 +13,7 @@ import (
 // offering, whose tenants count their limits.cpu.
 func capacityHarness(t *testing.T, extra string) *harness {
 	h := newHarness(t, "  capacity: {pool: p, resources: [cpu], fixed: {cpu: '4'}, overcommit: {cpu: 1}}\n"+extra)
-	h.stage.Capacity = capacity.FromConfig(h.cfg.Offerings, nil)
+	h.stage.Capacity = capacity.FromConfig(h.cfg.Offerings, "", nil)
 	return h
 }
 
