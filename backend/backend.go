@@ -90,6 +90,37 @@ type Backend struct {
 	// Diagnose returns the rows diagnose adds for an offering of this type,
 	// beyond the checks every backend gets (nil: none).
 	Diagnose func(o Offering) []Row
+	// Capacity says how the backend's tenants count toward the capacity of
+	// their pool (package capacity).
+	Capacity Capacity
+}
+
+// Capacity says how a tenant counts toward its pool's committed total: the
+// quota of one of its targets, once per resource, with its keys read as
+// ResourceQuota keys.
+type Capacity struct {
+	// Target is the target whose tenant's quota counts and whose cluster is
+	// the pool's by default ("": DefaultTarget).
+	Target string
+	// Keys maps a rendered quota key to the ResourceQuota key it stands for
+	// (a ManagedNamespace's cpu is the operator's limits.cpu); keys not in
+	// it are ResourceQuota keys already.
+	Keys map[string]string
+}
+
+// CapacityOf returns how a type's tenants count: its registration's
+// Capacity with Target defaulted, or the cluster target for a type nobody
+// registered.
+func CapacityOf(typ string) Capacity {
+	b := Lookup(typ)
+	if b == nil {
+		return Capacity{Target: TargetCluster}
+	}
+	c := b.Capacity
+	if c.Target == "" {
+		c.Target = b.DefaultTarget
+	}
+	return c
 }
 
 // Review says where an object of a kind keeps what a change can take away:

@@ -10,6 +10,12 @@ import (
 // makes each tenant's namespace, quota and bindings.
 const K8sUTNamespace = "k8s-ut-namespace"
 
+// utQuotaKeys are the operator's ResourceQuota keys for the ManagedNamespace
+// quota keys.
+var utQuotaKeys = map[string]string{
+	"cpu": "limits.cpu", "memory": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu",
+}
+
 func init() {
 	Register(Backend{
 		Type:           K8sUTNamespace,
@@ -40,8 +46,8 @@ func init() {
 		},
 		OperatorNamespaces: true,
 		// The operator's ResourceQuota keys for the ManagedNamespace quota keys.
-		LiveQuotaKeys: map[string]string{
-			"cpu": "limits.cpu", "memory": "limits.memory", "storage": "requests.storage", "gpu": "requests.nvidia.com/gpu",
-		},
+		LiveQuotaKeys: utQuotaKeys,
+		// Capacity: the ManagedNamespace quota, read as the operator's keys.
+		Capacity: Capacity{Target: TargetCluster, Keys: utQuotaKeys},
 	})
 }

@@ -21,5 +21,7 @@ func init() {
 		Kinds:          map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
 		Review:         CoreReview(true),
 		Access:         CoreAccess(),
+		// Capacity: the tenant's ResourceQuota, as rendered.
+		Capacity: Capacity{Target: TargetCluster},
 	})
 }

@@ -19,5 +19,7 @@ func init() {
 		Kinds:         map[string][]schema.GroupVersionKind{TargetCluster: CoreKinds(true)},
 		Review:        CoreReview(true),
 		Access:        CoreAccess(),
+		// Capacity: the ResourceQuota's requests count, not its doubled limits.
+		Capacity: Capacity{Target: TargetCluster},
 	})
 }

@@ -44,5 +44,7 @@ func init() {
 			{Group: "management.cattle.io", Kind: "Project"}:                    "projects.management.cattle.io (Rancher; apply it to the management cluster)",
 			{Group: "management.cattle.io", Kind: "ProjectRoleTemplateBinding"}: "projectroletemplatebindings.management.cattle.io (Rancher; apply it to the management cluster)",
 		},
+		// Capacity: a tenant counts once, from its downstream ResourceQuota.
+		Capacity: Capacity{Target: TargetDownstream},
 	})
 }

@@ -40,6 +40,8 @@ const (
 	CauseAwaitingApproval Cause = "awaiting_approval" // auto_approve is off: a person decides
 	CauseUnsupportedOrder Cause = "unsupported_order" // an order type waldur-gitops does not handle
 	CauseNotApplied       Cause = "not_applied"       // order_done_on: applied, the cluster does not show it yet
+	CauseCapacityExceeded Cause = "capacity_exceeded" // the order would oversell its capacity pool: it waits
+	CauseCapacityUnknown  Cause = "capacity_unknown"  // the capacity pool's cluster could not be read: its orders wait
 
 	// usage (report)
 	CauseResourceState Cause = "resource_state"       // Waldur takes no usage for the resource's state

@@ -284,6 +284,9 @@ type Offering struct {
 	// known for the offering are removed. Default false: whoever the render
 	// does not ask for is removed.
 	PreserveUnmanagedBackendUsers bool `yaml:"preserve_unmanaged_backend_users"`
+	// Capacity, when set, accounts the offering's tenants against a pool
+	// and keeps orders that would oversell it from approval (capacity.go).
+	Capacity *Capacity `yaml:"capacity"`
 
 	// Settings is BackendSettings decoded and defaulted.
 	Settings Settings `yaml:"-"`

@@ -139,6 +139,7 @@ func (c *Config) validate(r *report) {
 			names[dn] = i
 		}
 	}
+	c.checkPools(r)
 }
 
 func (o *Offering) validate(at string, r *report) {
@@ -173,6 +174,7 @@ func (o *Offering) validate(at string, r *report) {
 	}
 	o.decodeSettings(at, r)
 	o.validateOrders(at, r)
+	o.validateCapacity(at, r)
 }
 
 // decodeSettings decodes backend_settings into the profile's settings struct, over

@@ -119,6 +119,7 @@ func Checks(cfg *config.Config, kubeconfig string, d Deps) []Check {
 		c.Offerings = cl.offerings
 		out = append(out, c)
 	}
+	out = append(out, CapacityChecks(cfg, kubeconfig, d.Cluster)...)
 	out = append(out, backendChecks(cfg, kubeconfig)...)
 	if cfg.Git.FluxReconcile {
 		s := kube.Source{Path: cfg.Git.FluxKubeconfigPath, Context: cfg.Git.FluxKubeconfigContext}

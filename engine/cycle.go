@@ -79,6 +79,12 @@ func (e *Engine) stages(req Request) []stage {
 		o.Result = res
 		return changeset.Result{Changes: res.Changes}, nil
 	}})
+	if s.Capacity != nil {
+		list = append(list, stage{name: "capacity", class: failure.ClassCluster, run: func(ctx context.Context, o *Outcome) (r changeset.Result, err error) {
+			r, o.Report.Capacity, err = s.Capacity.Report(ctx, o.Result)
+			return r, err
+		}})
+	}
 	if s.Quotas != nil {
 		list = append(list, stage{name: "quota", class: failure.ClassCluster, run: e.checkQuotas})
 	}

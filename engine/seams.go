@@ -174,6 +174,7 @@ type Seams struct {
 	Announcer  Announcer
 	Source     Source
 	Orders     Orders
+	Capacity   Capacity
 	Quotas     Quotas
 	Validator  Validator
 	Publisher  Publisher
@@ -187,6 +188,12 @@ type Seams struct {
 	// Renderer renders every state of the run; New makes one of its
 	// Renderer when unset.
 	Renderer Rendering
+}
+
+// Capacity reports every capacity pool's account after the render
+// (capacity.Site, wired as is; it decides orders within Orders.Approve).
+type Capacity interface {
+	Report(ctx context.Context, res *render.Result) (changeset.Result, []report.PoolLine, error)
 }
 
 // stage is one step of the cycle: its report name, the class of its failures,

@@ -4,6 +4,7 @@ import (
 	"log/slog"
 
 	"github.com/waldur/waldur-gitops/apply"
+	"github.com/waldur/waldur-gitops/capacity"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
@@ -103,6 +104,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 			}
 			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
 				ost.Argo = &orders.ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
+			}
+			if cs := capacity.FromConfig(cfg.Offerings, o.Apply.Kubeconfig, o.Log); cs != nil {
+				ost.Capacity, s.Capacity = cs, cs
 			}
 			s.Orders = &OrderStage{ost}
 		}

@@ -424,7 +424,7 @@ func TestExampleKustomizationsBuild(t *testing.T) {
 	}
 	// Standalone files, and files a kustomization reads, each appear once:
 	// rbac/apply.yaml through the rbac kustomization only.
-	for _, want := range []string{"argocd/applicationset.yaml", "argocd/applicationset-rancher.yaml", "rbac/report.yaml", "rbac/validate-server.yaml", "rbac (kustomize build)", "flux (kustomize build)"} {
+	for _, want := range []string{"argocd/applicationset.yaml", "argocd/applicationset-rancher.yaml", "rbac/report.yaml", "rbac/validate-server.yaml", "rbac/capacity.yaml", "rbac (kustomize build)", "flux (kustomize build)"} {
 		if sources[want] == 0 {
 			t.Errorf("no manifest collected from %s; sources %v", want, sources)
 		}

@@ -68,6 +68,7 @@ type Recorder struct {
 	u             *unattended
 	offboarded    *prometheus.HistogramVec
 	offboarding   *prometheus.GaugeVec
+	capacity      *capacity
 }
 
 // New builds a Recorder for a build of version and registers its collectors.
@@ -124,6 +125,7 @@ func New(version string) *Recorder {
 		r.stageDuration, r.stageFailed, r.lastChanges, r.changes, r.skipped, r.apiRequests, r.apiErrors, r.kcWrites, r.review,
 		r.offboarded, r.offboarding)
 	r.u = newUnattended(r.reg)
+	r.capacity = newCapacity(r.reg)
 	return r
 }
 
@@ -173,6 +175,7 @@ func (r *Recorder) Observe(run Run) {
 	}
 
 	r.u.observe(run)
+	r.capacity.observe(rep)
 	r.review.Reset()
 	for _, b := range rep.ReviewBranches {
 		r.review.WithLabelValues(b.Name).Set(unix(b.Opened))

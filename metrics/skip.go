@@ -28,6 +28,9 @@ const (
 	SkipResourceState = "resource_state" // Waldur takes no usage for the resource's state
 	SkipNoLimit       = "no_limit"       // a limit-based component without a limit
 	SkipNotMeasured   = "not_measured"   // the cluster gave no measurement
+	// capacity
+	SkipCapacityExceeded = "capacity_exceeded" // the order would oversell its capacity pool
+	SkipCapacityUnknown  = "capacity_unknown"  // the capacity pool's cluster could not be read
 	// apply
 	SkipApplyFailed = "apply_failed" // an object was not applied, deleted or kept because of a failure
 	// review and quota safety (git, quota, orders)
@@ -60,6 +63,8 @@ var skipClasses = map[changeset.Cause]string{
 	changeset.CauseAwaitingApproval: SkipAwaitingApproval,
 	changeset.CauseUnsupportedOrder: SkipUnsupportedOrder,
 	changeset.CauseNotApplied:       SkipNotApplied,
+	changeset.CauseCapacityExceeded: SkipCapacityExceeded,
+	changeset.CauseCapacityUnknown:  SkipCapacityUnknown,
 
 	changeset.CauseResourceState: SkipResourceState,
 	changeset.CauseNoLimit:       SkipNoLimit,

@@ -26,6 +26,8 @@ var WaitingCauses = []string{
 	string(changeset.CauseAwaitingReview),
 	string(changeset.CauseQuotaHeld),
 	string(changeset.CauseNotApplied),
+	string(changeset.CauseCapacityExceeded),
+	string(changeset.CauseCapacityUnknown),
 	string(changeset.CauseUnsupportedOrder),
 	string(changeset.CauseAPIFailure),
 	CauseOther,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -41,6 +42,13 @@ type Pending struct {
 	// Problem is why the resource cannot be rendered ("" when it can).
 	Problem  string
 	Decision Decision
+	// Wait, set by capacity, is why an order approval would pass stays
+	// pending (WaitCause: capacity_exceeded or capacity_unknown).
+	Wait      string
+	WaitCause changeset.Cause
+	// Flag, for an order a person decides, says it would oversell its pool;
+	// Note, for an approved one, which older order it went ahead of.
+	Flag, Note string
 }
 
 // PlanApprovals decides the pending-provider orders of every offering from a
@@ -167,6 +175,9 @@ func (s *Stage) hasPending(st *waldur.State) bool {
 // probe render that fails or a context that ends.
 func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (changeset.Result, error) {
 	r := s.newRun(ApproveStage)
+	if s.Capacity != nil {
+		s.Capacity.Begin(ctx)
+	}
 	if !s.hasPending(st) {
 		return changeset.Result{Changes: r.cs, Calls: r.calls}, nil
 	}
@@ -174,14 +185,19 @@ func (s *Stage) Approve(ctx context.Context, st *waldur.State, probe Renderer) (
 	if err != nil {
 		return changeset.Result{Changes: r.cs, Calls: r.calls}, fmt.Errorf("probe render for order approval: %w", err)
 	}
-	for _, p := range PlanApprovals(s.Offerings, st, res) {
+	plan := PlanApprovals(s.Offerings, st, res)
+	capErr := s.gate(ctx, st, plan, res, probe)
+	if capErr != nil && !failure.IsContained(capErr) {
+		return changeset.Result{Changes: r.cs, Calls: r.calls}, capErr
+	}
+	for _, p := range plan {
 		if err := ctx.Err(); err != nil {
 			return changeset.Result{Changes: r.cs, Calls: r.calls}, err
 		}
 		r.approve(ctx, st, p)
 	}
 	r.cs.Sort()
-	return changeset.Result{Changes: r.cs, Calls: r.calls}, nil
+	return changeset.Result{Changes: r.cs, Calls: r.calls}, capErr
 }
 
 func (r *run) approve(ctx context.Context, st *waldur.State, p Pending) {
@@ -196,6 +212,12 @@ func (r *run) approve(ctx context.Context, st *waldur.State, p Pending) {
 		}
 		if p.Problem != "" {
 			reason += "; the resource cannot be rendered: " + p.Problem
+		}
+		if p.Flag != "" {
+			reason += "; it " + p.Flag
+		}
+		if p.Wait != "" {
+			reason, cause = "pending: "+p.Wait, p.WaitCause
 		}
 		r.skip(o, ord, res, p.Tenant, reason, cause)
 		return
@@ -222,7 +244,7 @@ func (r *run) approve(ctx context.Context, st *waldur.State, p Pending) {
 	case Approve:
 		if r.s.DryRun {
 			ost.Orders[p.Index].State = waldur.OrderExecuting
-			r.add(o, ord, res, p.Tenant, changeset.Update, "would approve")
+			r.add(o, ord, res, p.Tenant, changeset.Update, withNote("would approve", p.Note))
 			return
 		}
 		w := r.client(o)
@@ -236,9 +258,17 @@ func (r *run) approve(ctx context.Context, st *waldur.State, p Pending) {
 			return
 		}
 		r.refresh(ctx, w, ost, p.Index, waldur.OrderExecuting)
-		r.add(o, ord, res, p.Tenant, changeset.Update, "approved")
+		r.add(o, ord, res, p.Tenant, changeset.Update, withNote("approved", p.Note))
 		r.s.log().Info("approved order", "offering", o.Name, "order", string(ord.UUID), "type", ord.Type, "tenant", p.Tenant)
 	}
+}
+
+// withNote adds capacity's note to an approval's reason.
+func withNote(reason, note string) string {
+	if note == "" {
+		return reason
+	}
+	return reason + ": " + note
 }
 
 // settled handles a 409 on approve or reject: someone else moved the order

@@ -44,6 +44,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waldur/waldur-gitops/capacity"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -134,6 +135,9 @@ type Stage struct {
 	// tenant's Argo CD Applications to be Synced at ArgoCommit and Healthy.
 	Argo       *ArgoCD
 	ArgoCommit string
+	// Capacity, when set, keeps orders that would oversell their pool from
+	// approval (package capacity).
+	Capacity *capacity.Site
 	// Log receives progress (nil: discarded).
 	Log *slog.Logger
 	// PollInterval is the pause between cluster checks (default 5s).

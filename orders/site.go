@@ -4,6 +4,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/waldur/waldur-gitops/capacity"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
@@ -33,13 +34,16 @@ type Site struct {
 	// (git.argocd_namespace), makes order_done_on: applied also wait for the
 	// tenant's Applications to be Synced at the pushed commit and Healthy.
 	Argo *ArgoCD
-	Log  *slog.Logger
+	// Capacity, when some offering has a capacity section, decides the
+	// orders that would oversell their pool before approval.
+	Capacity *capacity.Site
+	Log      *slog.Logger
 }
 
 // Stage builds the Stage of one step. clusters opens a reader of the
 // cluster of every offering with order_done_on: applied.
 func (s *Site) Stage(dryRun, clusters bool) (*Stage, error) {
-	st := &Stage{DryRun: dryRun, Log: s.Log}
+	st := &Stage{DryRun: dryRun, Log: s.Log, Capacity: s.Capacity}
 	for i := range s.Offerings {
 		o := &s.Offerings[i]
 		c, err := s.Source.Client(o)

@@ -36,6 +36,9 @@ type Run struct {
 	// ReviewBranches are the review branches open after the run, whose
 	// changes wait for a person to merge them; omitted when none.
 	ReviewBranches []ReviewBranch `json:"review_branches,omitempty"`
+	// Capacity is every capacity pool's account, one line per resource
+	// (the capacity stage); omitted when no offering has a capacity section.
+	Capacity []PoolLine `json:"capacity,omitempty"`
 	// Counts are the numbers of entries per stage and action.
 	Counts map[string]map[changeset.Action]int `json:"counts"`
 	// Changes lists every entry, skipped resources included.
@@ -54,6 +57,28 @@ type Run struct {
 	// been; the summary points to it for what it has no room for. It is not
 	// part of the JSON.
 	ReportFile string `json:"-"`
+}
+
+// PoolLine is a capacity pool's account of one resource, in the
+// resource's base unit (cores, bytes, devices).
+type PoolLine struct {
+	Pool string `json:"pool"`
+	// Cluster names the kubeconfig its Nodes were read through ("" when
+	// every total is fixed); Nodes is how many count.
+	Cluster  string `json:"cluster,omitempty"`
+	Nodes    int    `json:"nodes,omitempty"`
+	Resource string `json:"resource,omitempty"`
+	// Allocatable is the total; Allocatable × Overcommit may be sold.
+	Allocatable float64 `json:"allocatable"`
+	Overcommit  float64 `json:"overcommit"`
+	// Committed is what the rendered quotas reserve, Waiting what the
+	// orders left waiting would add, Free what is left to sell.
+	Committed float64 `json:"committed"`
+	Waiting   float64 `json:"requested_by_waiting"`
+	Free      float64 `json:"free"`
+	// Error is why the pool's cluster could not be read (no other field
+	// but Pool and Cluster is set then).
+	Error string `json:"error,omitempty"`
 }
 
 // ReviewBranch is one open review branch.

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/capacity"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
@@ -82,7 +83,8 @@ func (o Output) Plan(git config.Git, out *engine.Outcome) error {
 		fmt.Fprintln(w)
 	}
 	for _, e := range changes.Entries {
-		if e.Action != changeset.Unchanged {
+		// The capacity stage's accounts are shown though nothing changes.
+		if e.Action != changeset.Unchanged || e.Stage == capacity.Stage {
 			fmt.Fprintf(w, "%s\n", e)
 		}
 	}

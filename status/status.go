@@ -7,11 +7,14 @@ package status
 
 import (
 	"cmp"
+	"math"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/waldur/waldur-gitops/capacity"
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/failure"
@@ -69,15 +72,18 @@ type Status struct {
 	// OrdersWaiting, QuotaHeld, MembersWaiting, Offboarding and Held are
 	// the last run's skipped, held, waiting and kept entries, each with its
 	// cause: Held has those no other list takes.
-	OrdersWaiting  []Item                 `json:"orders_waiting"`
-	ReviewBranches []Branch               `json:"review_branches"`
-	QuotaHeld      []Item                 `json:"quota_held"`
-	MembersWaiting []Item                 `json:"members_waiting"`
-	Offboarding    []Item                 `json:"offboarding"`
-	Held           []Item                 `json:"held"`
-	GuardRefusal   *Refusal               `json:"guard_refusal,omitempty"`
-	Events         []events.OfferingState `json:"events,omitempty"`
-	Detail         *RunEntry              `json:"detail,omitempty"`
+	OrdersWaiting  []Item   `json:"orders_waiting"`
+	ReviewBranches []Branch `json:"review_branches"`
+	QuotaHeld      []Item   `json:"quota_held"`
+	MembersWaiting []Item   `json:"members_waiting"`
+	Offboarding    []Item   `json:"offboarding"`
+	Held           []Item   `json:"held"`
+	GuardRefusal   *Refusal `json:"guard_refusal,omitempty"`
+	// Capacity is every capacity pool's account by resource, as the last
+	// run that reached the capacity stage left it.
+	Capacity []Pool                 `json:"capacity,omitempty"`
+	Events   []events.OfferingState `json:"events,omitempty"`
+	Detail   *RunEntry              `json:"detail,omitempty"`
 }
 
 // Run is one run of the list.
@@ -127,6 +133,41 @@ type Item struct {
 	Count    int             `json:"count"`
 	// Since is when the subject began to wait (an order's creation).
 	Since time.Time `json:"since,omitzero"`
+}
+
+// Pool is a capacity pool's account of one resource, its quantities as
+// Kubernetes writes them; Error, for a pool whose cluster could not be
+// read, stands for the rest.
+type Pool struct {
+	Pool        string `json:"pool"`
+	Resource    string `json:"resource,omitempty"`
+	Allocatable string `json:"allocatable,omitempty"`
+	Overcommit  string `json:"overcommit,omitempty"`
+	Committed   string `json:"committed,omitempty"`
+	Waiting     string `json:"requested_by_waiting,omitempty"`
+	Free        string `json:"free,omitempty"`
+	// Sold is committed ÷ (allocatable × overcommit), in percent.
+	Sold  int    `json:"sold_percent"`
+	Error string `json:"error,omitempty"`
+}
+
+// pools shows a run's capacity lines.
+func pools(lines []report.PoolLine, names bool) []Pool {
+	var out []Pool
+	for _, l := range lines {
+		if l.Error != "" {
+			out = append(out, Pool{Pool: l.Pool, Error: scrub(l.Error, names)})
+			continue
+		}
+		p := Pool{Pool: l.Pool, Resource: l.Resource, Allocatable: capacity.Format(l.Resource, l.Allocatable),
+			Overcommit: strconv.FormatFloat(l.Overcommit, 'g', -1, 64), Committed: capacity.Format(l.Resource, l.Committed),
+			Waiting: capacity.Format(l.Resource, l.Waiting), Free: capacity.Format(l.Resource, l.Free)}
+		if sell := l.Allocatable * l.Overcommit; sell > 0 {
+			p.Sold = int(math.Round(100 * l.Committed / sell))
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Branch is a review branch waiting for a person to merge it.
@@ -182,7 +223,23 @@ func Build(recs []Record, o Options) Status {
 	}
 	s.sort(last.Report.Changes, o.Names)
 	s.Offboarding = offboarding(last.Report.Offboarding, o.Names)
+	for _, r := range recs {
+		if reached(r.Report, "capacity") {
+			s.Capacity = pools(r.Report.Capacity, o.Names)
+			break
+		}
+	}
 	return s
+}
+
+// reached reports whether a run ran a stage.
+func reached(rep *report.Run, stage string) bool {
+	for _, st := range rep.Stages {
+		if st.Name == stage {
+			return true
+		}
+	}
+	return false
 }
 
 // offboarding lists the users of recs whose offboarding is in flight (not

@@ -54,6 +54,7 @@ func WriteText(w io.Writer, s Status) error {
 		}
 		fmt.Fprintf(&b, "  %s at %s%s\n", rb.Name, short(rb.Commit), age)
 	}
+	writeCapacity(&b, s.Capacity)
 	writeItems(&b, "Quota cuts held", s.QuotaHeld)
 	writeItems(&b, "Keycloak members waiting", s.MembersWaiting)
 	writeItems(&b, "Offboarding in flight", s.Offboarding)
@@ -195,4 +196,20 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// writeCapacity prints every capacity pool's account, a line per resource.
+func writeCapacity(b *strings.Builder, pools []Pool) {
+	if len(pools) == 0 {
+		return
+	}
+	b.WriteString("\nCapacity:\n")
+	for _, p := range pools {
+		if p.Error != "" {
+			fmt.Fprintf(b, "  %s: unknown: %s\n", p.Pool, p.Error)
+			continue
+		}
+		fmt.Fprintf(b, "  %s %s: %d%% sold; allocatable %s × overcommit %s, committed %s, requested by waiting orders %s, free %s\n",
+			p.Pool, p.Resource, p.Sold, p.Allocatable, p.Overcommit, p.Committed, p.Waiting, p.Free)
+	}
 }

@@ -253,3 +253,17 @@ func (f *Offboarding) Prove(_ context.Context, _ *render.Result, pub *publish.Pu
 	f.Proved = pub
 	return changeset.Result{}, f.Records, nil
 }
+
+// Capacity is the capacity seam: Report records the call and returns Lines
+// and Err.
+type Capacity struct {
+	Log   *Log
+	Lines []report.PoolLine
+	Err   error
+}
+
+// Report records the call.
+func (c *Capacity) Report(context.Context, *render.Result) (changeset.Result, []report.PoolLine, error) {
+	c.Log.add("capacity.report", false)
+	return changeset.Result{}, c.Lines, c.Err
+}
