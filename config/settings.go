@@ -68,6 +68,16 @@ func (s Settings) Kubeconfig(target string) (path, context string) {
 // cluster_id_short, cluster_uuid and role; nil for the other profiles.
 func (s Settings) GroupVars() map[string]string { return s.value().groupVars() }
 
+// SubjectUserPrefix is what the profile puts before user names in its
+// RoleBinding subjects: the namespace profile's user_prefix, "" for the
+// others.
+func (s Settings) SubjectUserPrefix() string {
+	if s.Namespace != nil {
+		return s.Namespace.UserPrefix
+	}
+	return ""
+}
+
 // Common returns the settings themselves; a profile's settings, which embed
 // them, return their common part.
 func (c *CommonSettings) Common() *CommonSettings { return c }

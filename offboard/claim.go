@@ -212,10 +212,7 @@ func setState(ost *waldur.OfferingState, u *waldur.OfferingUser, state string) {
 // offering's user_prefix (namespace backend).
 func names(o *config.Offering, u *waldur.OfferingUser) []string {
 	var out []string
-	var prefix string
-	if ns := o.Settings.Namespace; ns != nil {
-		prefix = ns.UserPrefix
-	}
+	prefix := o.Settings.SubjectUserPrefix()
 	for _, id := range []string{u.Username, u.UserEmail, u.UserCivilNumber, u.UserFullName, u.UserFirstName, u.UserLastName} {
 		if id == "" {
 			continue
