@@ -301,7 +301,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
 		s.bump("fetch")
 	}
+	if r.Method == http.MethodPost && !whole(w, r) {
+		return
+	}
 	s.backend.ServeHTTP(w, r)
+}
+
+// whole reads the request's body before git sees it: a client that dies in
+// the middle of a push (a test's SIGKILL) leaves a cut body, which git
+// http-backend may wait on or spin over for ever, and the server's Close
+// with it. A cut body is answered 400 here and git never runs.
+func whole(w http.ResponseWriter, r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "gittest: the request body was cut: "+err.Error(), http.StatusBadRequest)
+		return false
+	}
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+	r.TransferEncoding = nil
+	return true
 }
 
 func (s *Server) bump(k string) {
