@@ -2,10 +2,15 @@ package offboard
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -72,6 +77,71 @@ func TestAwaitCluster(t *testing.T) {
 			}
 			if _, ok := seen["b"]; !ok {
 				t.Error("the object that does not name bob was dropped")
+			}
+		})
+	}
+}
+
+// listingCluster is a fakeCluster that can list a kind (Lister).
+type listingCluster struct {
+	fakeCluster
+	lists   int
+	listErr error
+}
+
+func (l *listingCluster) List(_ context.Context, _ *config.Offering, _, _, kind string) (map[string][]byte, error) {
+	l.lists++
+	if l.listErr != nil {
+		return nil, l.listErr
+	}
+	out := map[string][]byte{}
+	for k, v := range l.objects {
+		if name, ok := strings.CutPrefix(k, kind+" "); ok {
+			out[name] = []byte(v)
+		}
+	}
+	return out, nil
+}
+
+// TestAtClusterLists: with many objects of a kind to read, the proof lists
+// the kind once instead of getting each; with few, or when the list fails,
+// it gets them one by one; the verdict is the same either way.
+func TestAtClusterLists(t *testing.T) {
+	o := &testConfig().Offerings[0]
+	x := &user{o: o, u: &waldur.OfferingUser{UUID: "b1", Username: "bob"}}
+	rb := func(ns string, bob bool) string {
+		s := "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata:\n  name: edit\n  namespace: " + ns + "\nsubjects:\n- kind: User\n  name: oidc:ann\n"
+		if bob {
+			s += "- kind: User\n  name: oidc:bob\n"
+		}
+		return s
+	}
+	for _, tt := range []struct {
+		name                string
+		tenants             int
+		listErr             error
+		wantLists, wantGets int
+	}{
+		{"many: one list", 20, nil, 1, 0},
+		{"few: one get each", 3, nil, 0, 3},
+		{"the list fails: one get each", 20, errors.New("forbidden"), 1, 20},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pub := &Published{Before: render.Tree{}, After: render.Tree{}}
+			objects := map[string]string{}
+			for i := range tt.tenants {
+				ns := fmt.Sprintf("t%02d", i)
+				pub.After["ns/cluster/"+ns+"/rolebinding-edit.yaml"] = []byte(rb(ns, false))
+				objects["RoleBinding "+ns+"/edit"] = rb(ns, i == tt.tenants-1) // the consumer lags in the last
+			}
+			c := &listingCluster{fakeCluster: fakeCluster{objects: objects}, listErr: tt.listErr}
+			got, err := atCluster(context.Background(), c, x, pub, map[string][]byte{})
+			want := fmt.Sprintf("the cluster's RoleBinding t%02d/edit still names the user", tt.tenants-1)
+			if err != nil || !strings.HasPrefix(got, want) {
+				t.Errorf("atCluster() = %q, %v, want %q", got, err, want)
+			}
+			if c.lists != tt.wantLists || c.gets != tt.wantGets {
+				t.Errorf("%d lists, %d gets; want %d, %d", c.lists, c.gets, tt.wantLists, tt.wantGets)
 			}
 		})
 	}
