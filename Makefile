@@ -87,6 +87,7 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./review -run '^$$' -bench Classify10k -benchtime 3x -count 1
 	$(GO) run ./internal/testenv/rabbittest/prepare
 	$(GO) test ./cli -run '^$$' -bench BenchmarkEventToCommit -benchtime 1x -timeout 30m
+	$(GO) test ./cli -run '^$$' -bench 'BenchmarkOffboarding(EventToDeleted|Apply|FluxEventToDeleted)$$' -benchtime 1x -timeout 40m
 
 fuzz: ## fuzz the renderer and the YAML encoder for a minute each
 	$(GO) test ./render -run '^$$' -fuzz FuzzRender -fuzztime 60s

@@ -62,6 +62,11 @@ type Workflow struct {
 	Log     *slog.Logger
 	// Now is the clock (tests); nil is time.Now.
 	Now func() time.Time
+	// PollInterval is how often the proof reads the cluster again while it
+	// waits for the consumer (order_done_on: applied); 0 is 2s.
+	PollInterval time.Duration
+	// Sleep waits between those reads (tests); nil waits on a timer.
+	Sleep func(ctx context.Context, d time.Duration) error
 
 	requested, claimed map[waldur.UUID]time.Time
 	run                []*user

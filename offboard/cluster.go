@@ -32,6 +32,18 @@ type Cluster interface {
 	Get(ctx context.Context, o *config.Offering, target string, ref ObjectRef) (data []byte, found bool, err error)
 }
 
+// Lister is a Cluster that can also read every object of a kind on the
+// cluster of a target at once: one request instead of one per object.
+type Lister interface {
+	// List returns the objects of the kind as YAML by "namespace/name"
+	// ("/name" for a cluster-scoped kind).
+	List(ctx context.Context, o *config.Offering, target, apiVersion, kind string) (map[string][]byte, error)
+}
+
+// listFrom is how many objects of one kind a proof must read from a
+// cluster before it lists the kind instead of getting each.
+const listFrom = 16
+
 // ObjectRef names an object on its cluster.
 type ObjectRef struct {
 	APIVersion, Kind, Namespace, Name string
@@ -74,6 +86,7 @@ func atCluster(ctx context.Context, c Cluster, x *user, pub *Published, seen map
 	for _, n := range names(x.o, x.u) {
 		ids[n] = true
 	}
+	prefetch(ctx, c, x.o, files, seen)
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		ref, err := objectRef(files[p])
 		if err != nil {
@@ -97,6 +110,46 @@ func atCluster(ctx context.Context, c Cluster, x *user, pub *Published, seen map
 		}
 	}
 	return "", nil
+}
+
+// prefetch fills seen, when c is a Lister, with the objects of every kind
+// of which at least listFrom are still to be read from one target's
+// cluster, listed at once (an object the list does not hold is absent). A
+// list that fails leaves its objects to be read one by one.
+func prefetch(ctx context.Context, c Cluster, o *config.Offering, files render.Tree, seen map[string][]byte) {
+	l, ok := c.(Lister)
+	if !ok {
+		return
+	}
+	type item struct {
+		key string
+		ref ObjectRef
+	}
+	groups := map[[3]string][]item{} // target, apiVersion, kind
+	for p, data := range files {
+		ref, err := objectRef(data)
+		if err != nil {
+			continue // atCluster reports it
+		}
+		key := p + "\x00" + ref.String()
+		if _, ok := seen[key]; ok {
+			continue
+		}
+		g := [3]string{strings.SplitN(p, "/", 3)[1], ref.APIVersion, ref.Kind}
+		groups[g] = append(groups[g], item{key, ref})
+	}
+	for g, items := range groups {
+		if len(items) < listFrom {
+			continue
+		}
+		objs, err := l.List(ctx, o, g[0], g[1], g[2])
+		if err != nil {
+			continue
+		}
+		for _, it := range items {
+			seen[it.key] = objs[it.ref.Namespace+"/"+it.ref.Name]
+		}
+	}
 }
 
 // objectRef reads what names a rendered object.
@@ -152,6 +205,39 @@ func (k *KubeCluster) Get(ctx context.Context, o *config.Offering, target string
 	}
 	data, err := yaml.Marshal(u.Object)
 	return data, true, err
+}
+
+// List implements Lister, a page of 500 objects at a time.
+func (k *KubeCluster) List(ctx context.Context, o *config.Offering, target, apiVersion, kind string) (map[string][]byte, error) {
+	p, c := o.Settings.Kubeconfig(target)
+	src := kube.Source{Path: p, Context: c}
+	dyn, err := k.client(src)
+	if err != nil {
+		return nil, err
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: %w", kind, apiVersion, err)
+	}
+	res := dyn.Resource(gv.WithResource(strings.ToLower(kind) + "s"))
+	out := map[string][]byte{}
+	opts := metav1.ListOptions{Limit: 500}
+	for {
+		l, err := res.List(ctx, opts)
+		if err != nil {
+			return nil, fmt.Errorf("list %s on %s: %w", kind, src, err)
+		}
+		for _, u := range l.Items {
+			data, err := yaml.Marshal(u.Object)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s/%s: %w", kind, u.GetNamespace(), u.GetName(), err)
+			}
+			out[u.GetNamespace()+"/"+u.GetName()] = data
+		}
+		if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			return out, nil
+		}
+	}
 }
 
 func (k *KubeCluster) client(src kube.Source) (dynamic.Interface, error) {

@@ -73,17 +73,83 @@ func (w *Workflow) Prove(ctx context.Context, res *render.Result, pub *Published
 	if w.Refused != nil {
 		refused = w.Refused()
 	}
+	var leaving []*user
+	proofs := map[*user]proof{}
 	for _, x := range w.run {
-		if !x.leaving {
-			continue
+		if x.leaving {
+			leaving = append(leaving, x)
+			proofs[x] = w.proof(ctx, x, res, pub, views, kcErr, dryRun, seen, diffs)
 		}
-		p := w.proof(ctx, x, res, pub, views, kcErr, dryRun, seen, diffs)
+	}
+	w.awaitCluster(ctx, proofs, func(x *user) proof { return w.proof(ctx, x, res, pub, views, kcErr, dryRun, seen, diffs) }, seen)
+	for _, x := range leaving {
+		p := proofs[x]
 		if why, ok := refused[x.u.Username]; ok && x.u.Username != "" {
 			p = proof{failed: "Keycloak refused to remove the user from a managed group: " + why}
 		}
 		out.Changes.Add(w.conclude(ctx, x, p, dryRun, out.Calls))
 	}
 	return out, w.records(), nil
+}
+
+// awaitCluster waits, like orders with order_done_on: applied, for the
+// consumer to apply the removals the cluster does not show yet: it reads
+// the cluster again every PollInterval and proves those users again
+// (again), until each is proved otherwise than "the cluster still names
+// the user", or its offering's order_done_timeout_seconds has passed since
+// the wait began, or ctx ends. A user still pending then stays Deleting and
+// the next run looks again. The objects that still named a waiting user are
+// dropped from seen before each round; the others (already clean, or not
+// on the cluster) are not read again.
+func (w *Workflow) awaitCluster(ctx context.Context, proofs map[*user]proof, again func(*user) proof, seen map[string][]byte) {
+	begin := w.now()
+	for {
+		ids := map[string]bool{}
+		var waiting []*user
+		for x, p := range proofs {
+			if p.atCluster && w.now().Sub(begin) < time.Duration(x.o.DoneTimeoutSeconds())*time.Second {
+				waiting = append(waiting, x)
+				for _, n := range names(x.o, x.u) {
+					ids[n] = true
+				}
+			}
+		}
+		if len(waiting) == 0 || w.sleep(ctx, w.pollInterval()) != nil {
+			return
+		}
+		for k, data := range seen {
+			if mentions(data, ids) {
+				delete(seen, k)
+			}
+		}
+		slices.SortFunc(waiting, func(a, b *user) int { return cmp.Compare(a.u.UUID, b.u.UUID) })
+		for _, x := range waiting {
+			proofs[x] = again(x)
+		}
+	}
+}
+
+// pollInterval is how often awaitCluster reads the cluster again.
+func (w *Workflow) pollInterval() time.Duration {
+	if w.PollInterval <= 0 {
+		return 2 * time.Second
+	}
+	return w.PollInterval
+}
+
+// sleep waits d or until ctx ends (its error then).
+func (w *Workflow) sleep(ctx context.Context, d time.Duration) error {
+	if w.Sleep != nil {
+		return w.Sleep(ctx, d)
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
 }
 
 // records are the report's entries of the run's users, sorted by offering
@@ -104,9 +170,12 @@ type proof struct {
 	// pending says why the removal is not seen in effect yet; failed why
 	// it failed for good; both empty: proved.
 	pending, failed string
-	commit, where   string
-	lifespan        time.Duration
-	lifespanNote    string
+	// atCluster: pending only because the cluster still names the user
+	// (the consumer has not applied the removal yet).
+	atCluster     bool
+	commit, where string
+	lifespan      time.Duration
+	lifespanNote  string
 }
 
 // proof checks one user's removal at the destination and in Keycloak. A
@@ -118,8 +187,8 @@ func (w *Workflow) proof(ctx context.Context, x *user, res *render.Result, pub *
 	if why := blocked(x, res, pub, diffs); why != "" {
 		return proof{pending: why}
 	}
-	if why := w.cluster(ctx, x, pub, dryRun, seen); why != "" {
-		return proof{pending: why}
+	if why, named := w.cluster(ctx, x, pub, dryRun, seen); why != "" {
+		return proof{pending: why, atCluster: named}
 	}
 	p.where = VerifiedApplied
 	if !pub.Applied {
@@ -165,16 +234,18 @@ func (w *Workflow) checksCluster(x *user, pub *Published, dryRun bool) bool {
 	return w.Cluster != nil && !dryRun && !pub.Applied && x.o.OrderDoneOn == config.DoneOnApplied
 }
 
-// cluster says why the cluster still lets x in, when it is checked.
-func (w *Workflow) cluster(ctx context.Context, x *user, pub *Published, dryRun bool, seen map[string][]byte) string {
+// cluster says why the cluster still lets x in, when it is checked; named
+// is true when an object there still names the user (not when the cluster
+// could not be read).
+func (w *Workflow) cluster(ctx context.Context, x *user, pub *Published, dryRun bool, seen map[string][]byte) (why string, named bool) {
 	if !w.checksCluster(x, pub, dryRun) {
-		return ""
+		return "", false
 	}
 	why, err := atCluster(ctx, w.Cluster, x, pub, seen)
 	if err != nil {
-		return "the cluster could not be read: " + err.Error()
+		return "the cluster could not be read: " + err.Error(), false
 	}
-	return why
+	return why, why != ""
 }
 
 // readBack reads Keycloak back for the leaving users, when the run has a
