@@ -50,7 +50,9 @@ func TestPushTimeout(t *testing.T) {
 		proxy.ServeHTTP(w, req)
 	}))
 	t.Cleanup(hang.Close)
-	r := open(t, strings.Replace(repoURL, srv.URL(), hang.URL, 1), "waldur", auth(srv), func(o *Options) { o.Timeout = 300 * time.Millisecond })
+	// The fetch before the push must fit in the timeout on a loaded machine
+	// too: the push alone is to run out of it.
+	r := open(t, strings.Replace(repoURL, srv.URL(), hang.URL, 1), "waldur", auth(srv), func(o *Options) { o.Timeout = 3 * time.Second })
 	ctx := context.Background()
 	if err := r.Fetch(ctx); err != nil {
 		t.Fatal(err)
