@@ -50,6 +50,9 @@ func (p *Git) open() error {
 		opts.Log = p.Log
 		p.repo, err = gitsync.Open(opts)
 	}
+	if err == nil && p.Config.Git.FluxShardBranches {
+		p.repo.SetShards(shardSource(p.Config))
+	}
 	p.openErr = failure.Classify(failure.ClassConfig, err)
 	return p.openErr
 }
@@ -171,6 +174,11 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 		}
 		return pub, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
+	if p.Config.Git.FluxShardBranches {
+		cs, err := p.shardBranches(ctx, pub, calls)
+		tenants.Merge(cs)
+		return pub, changeset.Result{Changes: tenants, Calls: calls}, err
+	}
 	if pub.Wrote && p.Config.Git.FluxReconcile {
 		p.requestReconcile(ctx)
 		calls["flux_reconcile"] = 1
@@ -220,6 +228,11 @@ func (p *Git) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, p
 	}
 	cs := *tenants
 	cs.Add(e)
+	if p.Config.Git.FluxShardBranches && guardErr == nil {
+		if err := p.dryRunShards(ctx, pub, &cs); err != nil {
+			return nil, changeset.Result{Calls: calls}, err
+		}
+	}
 	return pub, changeset.Result{Changes: cs, Calls: calls}, guardErr
 }
 
