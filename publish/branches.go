@@ -153,4 +153,3 @@ func (p *Git) dryRunShards(ctx context.Context, pub *Published, cs *changeset.Se
 	}
 	return nil
 }
-
