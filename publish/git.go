@@ -50,9 +50,7 @@ func (p *Git) open() error {
 		opts.Log = p.Log
 		p.repo, err = gitsync.Open(opts)
 	}
-	if err == nil && p.Config.Git.FluxShardBranches {
-		p.repo.SetShards(shardSource(p.Config))
-	}
+
 	p.openErr = failure.Classify(failure.ClassConfig, err)
 	return p.openErr
 }
@@ -99,6 +97,12 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	w := p.writer
 	if !p.prepared {
 		w = p.repo
+	}
+	// Per run: a config switched to or from the shard-branch layout takes
+	// effect in serve at its next run.
+	p.repo.SetShards(nil)
+	if p.Config.Git.FluxShardBranches {
+		p.repo.SetShards(shardSource(p.Config))
 	}
 	branch := p.Config.Git.Branch
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}

@@ -1,0 +1,131 @@
+package flux_test
+
+import (
+	"fmt"
+	"maps"
+	"strconv"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// The shard-branch layout (git.flux_shard_branches,
+// docs/gitops.md#the-shard-branch-layout): every shard's files go to a
+// branch of their own, moved only when they change, and the shard
+// Kustomizations build from one GitRepository each, whose revision moves
+// only with its shard.
+
+// syncBranches runs sync and returns its outcome and the shard branches it
+// moved.
+func (s *site) syncBranches() (*engine.Outcome, []string) {
+	s.t.Helper()
+	out := s.engine.Run(s.ctx, engine.Request{Command: "sync"})
+	if out.Err != nil {
+		s.t.Fatalf("sync: %v", out.Err)
+	}
+	var moved []string
+	for _, e := range out.Report.Changes {
+		if e.Kind == "ShardBranch" && e.Action == changeset.Create {
+			moved = append(moved, e.Subject)
+		}
+	}
+	return out, moved
+}
+
+// waitBranchesApplied waits until every shard's GitRepository has the tip of
+// its branch and its Kustomization has applied it.
+func (s *site) waitBranchesApplied(revs map[string]string) {
+	s.t.Helper()
+	names, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
+	s.waitFor("shard branches Ready", func() (bool, string) {
+		for _, n := range names {
+			u, err := s.dc.Resource(gitRepositories).Namespace(fluxtest.Namespace).Get(s.ctx, n, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			if got, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); got != revs[n] {
+				return false, fmt.Sprintf("GitRepository %s has %q, want %s", n, got, revs[n])
+			}
+			st, msg, applied, err := s.ready(n)
+			if err != nil || st != "True" || applied != revs[n] {
+				return false, fmt.Sprintf("%s: Ready=%s %q, applied %s, %v", n, st, msg, applied, err)
+			}
+		}
+		return true, ""
+	})
+}
+
+// A site moves from the plain Git layout to shard branches and back with
+// the real Flux controllers: no namespace gets a new UID and no object
+// changes on either switch; in between, a one-tenant change moves exactly
+// one shard branch, reaches the cluster, and moves no other object.
+func TestFluxShardBranches(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the Flux controllers")
+	}
+	const shards = 3
+	s := startWith(t, 30, shards, true)
+	s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
+	s.waitApplied(s.sync())
+	uids, before := s.uids(), versions(s.live())
+
+	// To shard branches: Flux fetches them with the site's read credential.
+	s.cfg.Git.FluxShardBranches, s.cfg.Git.FluxShardBranchesSecretName = true, "waldur-tenants-git"
+	out, moved := s.syncBranches()
+	if len(moved) != shards {
+		t.Fatalf("the switch moved %d shard branches (%v), want %d", len(moved), moved, shards)
+	}
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	if got := s.uids(); !maps.Equal(got, uids) {
+		t.Errorf("switching to shard branches changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
+	if after := versions(s.live()); !maps.Equal(after, before) {
+		t.Errorf("switching to shard branches moved %d of %d objects", differ(after, before), len(before))
+	}
+	want, owner := s.rendered()
+	s.checkMatches(want, owner)
+
+	// One tenant: one branch, one object.
+	r := s.firstResource()
+	ns := s.namespaceOf(r.UUID)
+	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
+	r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
+	before = versions(s.live())
+	out, moved = s.syncBranches()
+	if len(moved) != 1 {
+		t.Fatalf("a one-tenant change moved %v, want one shard branch", moved)
+	}
+	s.waitFor("quota changed", func() (bool, string) { return quotaIs(s, ns, strconv.Itoa(cpu+1)) })
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	after := versions(s.live())
+	quota := "ResourceQuota/" + ns + "/" + quotaName(s.live(), ns)
+	for k, rv := range before {
+		if k != quota && after[k] != rv {
+			t.Errorf("%s: resourceVersion %s → %s, though only %s changed", k, rv, after[k], quota)
+		}
+	}
+	if _, moved := s.syncBranches(); len(moved) != 0 {
+		t.Errorf("a run with nothing new moved %v", moved)
+	}
+
+	// And back to the plain Git layout.
+	before = versions(s.live())
+	s.cfg.Git.FluxShardBranches, s.cfg.Git.FluxShardBranchesSecretName = false, ""
+	s.waitApplied(s.sync())
+	if got := s.uids(); !maps.Equal(got, uids) {
+		t.Errorf("switching back to the Git layout changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
+	if after := versions(s.live()); !maps.Equal(after, before) {
+		t.Errorf("switching back to the Git layout moved %d of %d objects", differ(after, before), len(before))
+	}
+	want, owner = s.rendered()
+	s.checkMatches(want, owner)
+}
