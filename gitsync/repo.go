@@ -186,7 +186,9 @@ const maxKeeps = 100
 // long-running serve then downloads the tree only when another writer moved
 // the branch. It drops a commit made but not pushed.
 func (r *Repo) keep(ar *packp.AdvRefs) bool {
-	if r.store.Storage == nil || r.tip.IsZero() || r.keeps >= maxKeeps {
+	if r.store.Storage == nil || r.tip.IsZero() || r.keeps >= maxKeeps || len(r.shard.moves) > 0 {
+		// (Shard commits cut and not pushed: the store holds objects the
+		// server does not.)
 		return false
 	}
 	tip, err := advertised(ar, r.branch)
@@ -203,6 +205,11 @@ func (r *Repo) keep(ar *packp.AdvRefs) bool {
 	r.commit, r.newRoot, r.objs = plumbing.ZeroHash, plumbing.ZeroHash, &objects{s: r.store}
 	return true
 }
+
+// stale makes the next fetch start from nothing: after a refused push the
+// store holds objects the server may not have, which a commit of the same
+// files would otherwise not send again.
+func (r *Repo) stale() { r.keeps = maxKeeps }
 
 // reset starts a fetch from nothing.
 func (r *Repo) reset() {
@@ -343,6 +350,7 @@ func (r *Repo) Push(ctx context.Context) error {
 	}
 	start := time.Now()
 	if err := r.pushWithShards(ctx); err != nil {
+		r.stale()
 		return err
 	}
 	r.opts.Log.Info("pushed", "repository", r.url, "branch", r.opts.Branch, "commit", r.commit.String(), "parent", r.Tip(),

@@ -102,7 +102,10 @@ func (r *Repo) PlanShards(ctx context.Context, next render.Tree) ([]ShardMove, e
 		return nil, r.wrap("commit", err)
 	}
 	moves := r.shard.moves
+	// The store now holds objects the server does not: the next fetch
+	// starts afresh, or a commit of the same files would not send them.
 	r.shard.moves = nil
+	r.stale()
 	return moves, nil
 }
 
@@ -126,7 +129,7 @@ func shardRefs(ar *packp.AdvRefs) (map[string]plumbing.Hash, error) {
 // cur to next, differ from what its tip holds, naming from, the commit of
 // the branch they are cut from. Unchanged shards get none.
 func (r *Repo) cutShards(cur, next render.Tree, from plumbing.Hash, sign bool) error {
-	r.shard.moves, r.shard.objs = nil, &objects{s: r.store}
+	r.shard.moves, r.shard.objs, r.shard.pushed, r.shard.err = nil, &objects{s: r.store}, nil, nil
 	if r.shard.src == nil || from.IsZero() {
 		return nil
 	}
@@ -202,7 +205,9 @@ func (r *Repo) pushWithShards(ctx context.Context) error {
 	if err := r.sendRef(ctx, r.branch, r.tip, r.commit, r.objs.added); err != nil {
 		return err
 	}
-	r.shard.err = r.sendShards(ctx, r.commit)
+	if r.shard.err = r.sendShards(ctx, r.commit); r.shard.err != nil {
+		r.stale()
+	}
 	return nil
 }
 
@@ -214,7 +219,9 @@ func (r *Repo) PushShards(ctx context.Context) error {
 	if len(r.shard.moves) == 0 {
 		return nil
 	}
-	r.shard.err = r.sendShards(ctx, r.tip)
+	if r.shard.err = r.sendShards(ctx, r.tip); r.shard.err != nil {
+		r.stale()
+	}
 	return r.shard.err
 }
 

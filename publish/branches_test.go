@@ -1,0 +1,145 @@
+package publish_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/engine"
+	"github.com/waldur/waldur-gitops/failure"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/guard"
+	"github.com/waldur/waldur-gitops/guard/confirm"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/ociship"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// shardBranchEntries returns the ShardBranch entries of a run by action.
+func shardBranchEntries(out *engine.Outcome) map[changeset.Action][]string {
+	got := map[changeset.Action][]string{}
+	for _, e := range out.Report.Changes {
+		if e.Kind == "ShardBranch" {
+			got[e.Action] = append(got[e.Action], e.Subject)
+		}
+	}
+	return got
+}
+
+// refuseShardBranches installs an update hook in the bare repository dir
+// that declines every shard branch while the file it returns exists, and
+// takes away the server's atomic pushes, so that the branch goes first.
+func refuseShardBranches(t *testing.T, dir string) string {
+	t.Helper()
+	flag := filepath.Join(t.TempDir(), "refuse")
+	hook := "#!/bin/sh\ncase \"$1\" in refs/heads/" + gitsync.ShardBranchPrefix + "*) if [ -e " + flag + " ]; then echo 'shard branches are closed'; exit 1; fi;; esac\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(dir, "hooks", "update"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "config", "receive.advertiseAtomic", "false")
+	return flag
+}
+
+// With git.flux_shard_branches every sync moves, with the commit, the
+// branches of the shards whose files changed and no other, each commit
+// naming the main commit; a dry run lists the branches that would move; a
+// server that takes main but refuses the shard branches leaves the commit
+// in place, fails the run with a contained Git error naming it, holds the
+// orders of the tenants of the shard left behind, and the next run, with
+// nothing new to commit, moves what is missing.
+func TestSyncMovesChangedShardBranches(t *testing.T) {
+	cfg, st, dir := exampleRepo(t, 2)
+	cfg.Git.FluxShardBranches = true
+	flag := refuseShardBranches(t, dir)
+	src := &answers{st: st, drop: map[waldur.UUID]bool{}, direct: map[waldur.UUID]confirm.Gone{}}
+	e := engineOver(t, cfg, src, nil, guard.DefaultOptions())
+	ctx := context.Background()
+	names, dirs := gitsync.LayoutFor(cfg.Config).ShardDirs()
+
+	out := e.Run(ctx, engine.Request{Command: "sync"})
+	if out.Err != nil || out.Report.Commit == "" {
+		t.Fatalf("first sync: %v", out.Err)
+	}
+	if got := shardBranchEntries(out); len(got[changeset.Create]) != len(names) {
+		t.Fatalf("first sync moved %v, want all %d shards", got, len(names))
+	}
+	for i, n := range names {
+		head := gittest.Head(t, dir, gitsync.ShardBranch(n))
+		if out.Published.FluxRevisions[n] != gitsync.ShardBranch(n)+"@sha1:"+head {
+			t.Errorf("revision of %s: %q, branch at %s", n, out.Published.FluxRevisions[n], head)
+		}
+		if msg := gittest.Message(t, dir, head); !strings.Contains(msg, gitsync.ShardSourceTrailer+": "+out.Report.Commit) {
+			t.Errorf("%s does not name the main commit %s:\n%s", n, out.Report.Commit, msg)
+		}
+		want := ociship.ArtifactFiles(out.Published.After, dirs[i])
+		got := gittest.Files(t, dir, gitsync.ShardBranch(n))
+		if len(got) != len(want) {
+			t.Errorf("%s holds %d files, want the %d of its artifact", n, len(got), len(want))
+		}
+		for p, c := range want {
+			if got[p] != string(c) {
+				t.Errorf("%s: %s differs from the shard's artifact", n, p)
+			}
+		}
+	}
+	first := out.Published.FluxRevisions
+
+	// One tenant goes: the dry run names one branch.
+	gone := st.Offerings[0].Resources[0]
+	src.drop[gone.UUID] = true
+	src.direct[gone.UUID] = confirm.Gone{Why: "Waldur answers 404 for it"}
+	dry := e.Run(ctx, engine.Request{Command: "sync", DryRun: true})
+	if got := shardBranchEntries(dry); len(got[changeset.Create]) != 1 {
+		t.Fatalf("the dry run lists %v, want one shard branch", got)
+	}
+
+	// The server takes main but refuses the shard branches.
+	if err := os.WriteFile(flag, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = e.Run(ctx, engine.Request{Command: "sync"})
+	if out.Report.Commit == "" || failure.ClassOf(out.Err) != failure.ClassGit || !strings.Contains(out.Err.Error(), "flux shard branches not pushed") ||
+		!strings.Contains(out.Err.Error(), "commit "+out.Report.Commit+" was pushed") {
+		t.Fatalf("refused shard branches: commit %q, %v (class %v)", out.Report.Commit, out.Err, failure.ClassOf(out.Err))
+	}
+	if gittest.Head(t, dir, "main") != out.Report.Commit {
+		t.Error("main was not pushed")
+	}
+	held := out.Published.Held
+	if _, ok := held[gone.UUID]; !ok || !strings.Contains(held[gone.UUID], "is not pushed yet") {
+		t.Errorf("the removed tenant's order is not held: %v", held)
+	}
+	if len(held) >= len(out.Published.Before.ResourceUUIDs()) {
+		t.Errorf("every tenant held, not only those of the shard: %d", len(held))
+	}
+
+	// The server takes them again: nothing to commit, the branch moves.
+	if err := os.Remove(flag); err != nil {
+		t.Fatal(err)
+	}
+	out = e.Run(ctx, engine.Request{Command: "sync"})
+	if out.Err != nil || out.Report.Commit != "" {
+		t.Fatalf("healing run: commit %q, %v", out.Report.Commit, out.Err)
+	}
+	if got := shardBranchEntries(out); len(got[changeset.Create]) != 1 {
+		t.Fatalf("healing run moved %v, want one shard branch", got)
+	}
+	moved := 0
+	for n, rev := range out.Published.FluxRevisions {
+		if rev != first[n] {
+			moved++
+		}
+	}
+	if moved != 1 || len(out.Published.Held) != 0 {
+		t.Errorf("%d shard revisions moved, want 1; held %v", moved, out.Published.Held)
+	}
+
+	// Nothing changed: nothing moves.
+	out = e.Run(ctx, engine.Request{Command: "sync"})
+	if got := shardBranchEntries(out); out.Err != nil || len(got) != 0 {
+		t.Fatalf("idle run: %v, shard branches %v", out.Err, got)
+	}
+}
