@@ -550,3 +550,55 @@ func TestFluxObjectsOCI(t *testing.T) {
 		})
 	}
 }
+
+// The shard-branch layout generates, per shard, a GitRepository following
+// the shard's branch and a Kustomization of the same name building the
+// shard directory from it (a path at the branch's root); the index still
+// builds with kustomize.
+func TestFluxObjectsShardBranches(t *testing.T) {
+	cfg, _, tree := exampleTree(t)
+	for _, tc := range []struct{ name, secret string }{{"with a read credential", "waldur-tenants-git"}, {"anonymous", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := exampleLayout(cfg, 2)
+			l.Branches, l.BranchURL, l.BranchSecretName = true, "https://git.example.org/platform/tenants.git", tc.secret
+			out := l.Apply(maps.Clone(tree))
+			fs := writeFS(t, out, "/repo/"+cfg.Git.Path)
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/repo/"+cfg.Git.Path+"/"+FluxDir)
+			if err != nil {
+				t.Fatalf("kustomize build %s: %v", FluxDir, err)
+			}
+			names, dirs := l.ShardDirs()
+			if rm.Size() != 2*len(names) {
+				t.Fatalf("%d objects for %d shards", rm.Size(), len(names))
+			}
+			repos, kzs := map[string]map[string]any{}, map[string]map[string]any{}
+			for _, r := range rm.Resources() {
+				m, _ := r.Map()
+				spec := m["spec"].(map[string]any)
+				switch r.GetKind() {
+				case "GitRepository":
+					repos[r.GetName()] = spec
+				case "Kustomization":
+					kzs[r.GetName()] = spec
+				default:
+					t.Errorf("unexpected %s %s", r.GetKind(), r.GetName())
+				}
+			}
+			for i, n := range names {
+				repo, kz := repos[n], kzs[n]
+				if repo == nil || kz == nil {
+					t.Fatalf("shard %s: GitRepository %v, Kustomization %v", n, repo != nil, kz != nil)
+				}
+				if repo["url"] != l.BranchURL || fmt.Sprint(repo["ref"]) != "map[branch:"+ShardBranch(n)+"]" {
+					t.Errorf("GitRepository %s: url %v, ref %v", n, repo["url"], repo["ref"])
+				}
+				if got := fmt.Sprint(repo["secretRef"]); (tc.secret == "") != (repo["secretRef"] == nil) || tc.secret != "" && got != "map[name:"+tc.secret+"]" {
+					t.Errorf("GitRepository %s: secretRef %s", n, got)
+				}
+				if fmt.Sprint(kz["sourceRef"]) != "map[kind:GitRepository name:"+n+"]" || kz["path"] != "./"+dirs[i] {
+					t.Errorf("Kustomization %s: sourceRef %v, path %v", n, kz["sourceRef"], kz["path"])
+				}
+			}
+		})
+	}
+}
