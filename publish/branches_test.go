@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
@@ -141,5 +142,63 @@ func TestSyncMovesChangedShardBranches(t *testing.T) {
 	out = e.Run(ctx, engine.Request{Command: "sync"})
 	if got := shardBranchEntries(out); out.Err != nil || len(got) != 0 {
 		t.Fatalf("idle run: %v, shard branches %v", out.Err, got)
+	}
+}
+
+// A risky removal waiting on a review branch moves no shard branch: the
+// shard branches follow main. Once a person merges the review branch, the
+// next run, with nothing to commit itself, moves the branch of the removed
+// tenant's shard and no other, naming the merged commit.
+func TestReviewBranchMergedMovesItsShardBranch(t *testing.T) {
+	cfg, st, dir := exampleRepo(t, 2)
+	cfg.Git.FluxShardBranches = true
+	gittest.Git(t, dir, "config", "receive.denyDeletes", "false")
+	src := &answers{st: st, drop: map[waldur.UUID]bool{}, direct: map[waldur.UUID]confirm.Gone{}}
+	e := engineOver(t, cfg, src, nil, guard.DefaultOptions())
+	run := func(what string) *engine.Outcome {
+		t.Helper()
+		// The removal waiting on review is a skip: exit 3, the rest done.
+		out := e.Run(context.Background(), engine.Request{Command: "sync"})
+		if out.Err != nil && failure.ExitCode(out.Err) != failure.ExitPartial {
+			t.Fatalf("%s: %v", what, out.Err)
+		}
+		return out
+	}
+	run("first sync")
+
+	cfg.Review.Risky = config.ReviewBranch
+	var gone waldur.UUID
+	for _, o := range st.Offerings {
+		if o.Name == "Plain namespaces" {
+			gone = o.Resources[0].UUID
+		}
+	}
+	src.drop[gone] = true
+	src.direct[gone] = confirm.Gone{Why: "Waldur answers 404 for it"}
+	out := run("the removal")
+	if got := shardBranchEntries(out); len(got) != 0 {
+		t.Fatalf("a removal waiting on review moved shard branches %v", got)
+	}
+	var review string
+	for _, b := range out.Published.ReviewBranches {
+		review = b.Commit
+	}
+	if review == "" {
+		t.Fatal("no review branch")
+	}
+
+	// A person merges it (a fast-forward of main).
+	gittest.Git(t, dir, "update-ref", "refs/heads/main", review)
+	out = run("after the merge")
+	if out.Report.Commit != "" {
+		t.Errorf("the run after the merge committed %s", out.Report.Commit)
+	}
+	got := shardBranchEntries(out)
+	if len(got[changeset.Create]) != 1 {
+		t.Fatalf("after the merge shard branches moved %v, want one", got)
+	}
+	b, _, _ := strings.Cut(got[changeset.Create][0], " ")
+	if msg := gittest.Message(t, dir, gittest.Head(t, dir, b)); !strings.Contains(msg, gitsync.ShardSourceTrailer+": "+review) {
+		t.Errorf("%s does not name the merged commit %s:\n%s", b, review, msg)
 	}
 }
