@@ -193,6 +193,9 @@ func TestArgoCDExampleSelectsTenants(t *testing.T) {
 	}
 	matched := map[string]int{}
 	for _, f := range files {
+		if strings.HasSuffix(f, "-shards.yaml") {
+			continue // the per-shard form, an alternative (TestArgoCDShardExampleSelectsShards)
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -600,5 +603,74 @@ func TestFluxObjectsShardBranches(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The per-shard Argo CD example (the shard-branch layout) selects exactly
+// the shard directories of the in-cluster targets, and names each
+// Application and branch as the layout names the shard.
+func TestArgoCDShardExampleSelectsShards(t *testing.T) {
+	cfg, _, tree := exampleTree(t)
+	l := exampleLayout(cfg, 2)
+	tree = l.Apply(tree)
+	b, err := os.ReadFile("../examples/argocd/applicationset-shards.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var as struct {
+		Spec struct {
+			Generators []struct {
+				Git struct{ Directories []struct{ Path string } }
+			}
+			Template struct {
+				Metadata struct{ Name string }
+				Spec     struct {
+					Source struct{ TargetRevision, Path string } `json:"source"`
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &as); err != nil || len(as.Spec.Generators) != 1 || len(as.Spec.Generators[0].Git.Directories) != 1 {
+		t.Fatalf("applicationset-shards.yaml: %v %+v", err, as)
+	}
+	glob := as.Spec.Generators[0].Git.Directories[0].Path
+	want := map[string]string{}
+	names, dirs := l.ShardDirs()
+	for i, d := range dirs {
+		if strings.Contains(d, ".cluster.") {
+			want[path.Join(cfg.Git.Path, d)] = names[i]
+		}
+	}
+	got := map[string]bool{}
+	for p := range tree {
+		if d := path.Dir(p); d != "." {
+			if ok, _ := path.Match(glob, path.Join(cfg.Git.Path, d)); ok {
+				got[path.Join(cfg.Git.Path, d)] = true
+			}
+		}
+	}
+	if len(got) != len(want) || len(want) == 0 {
+		t.Fatalf("the generator selects %v, want the %d in-cluster shard directories %v", got, len(want), want)
+	}
+	// The template's names, with the directory's base name for
+	// .path.basename and replace "." "-" applied.
+	fill := func(s, base string) string {
+		s = strings.NewReplacer(`{{ .path.basename | replace "." "-" }}`, strings.ReplaceAll(base, ".", "-"), `{{ .path.basename }}`, base).Replace(s)
+		if strings.Contains(s, "{{") {
+			t.Fatalf("unexpected template %q", s)
+		}
+		return s
+	}
+	for d, name := range want {
+		base := path.Base(d)
+		if got := fill(as.Spec.Template.Metadata.Name, base); got != name {
+			t.Errorf("%s: Application %s, want the shard name %s", d, got, name)
+		}
+		if got := fill(as.Spec.Template.Spec.Source.TargetRevision, base); got != ShardBranch(name) {
+			t.Errorf("%s: targetRevision %s, want %s", d, got, ShardBranch(name))
+		}
+		if got := fill(as.Spec.Template.Spec.Source.Path, base); got != strings.TrimPrefix(d, cfg.Git.Path+"/") {
+			t.Errorf("%s: path %s", d, got)
+		}
 	}
 }

@@ -9,12 +9,15 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/engine"
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
 	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/internal/testenv/registrytest"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -117,6 +120,9 @@ func TestFluxShardBranches(t *testing.T) {
 		t.Errorf("a run with nothing new moved %v", moved)
 	}
 
+	s.switchThroughOCI(uids)
+	s.reshardBranches(uids)
+
 	// And back to the plain Git layout.
 	before = versions(s.live())
 	s.cfg.Git.FluxShardBranches, s.cfg.Git.FluxShardBranchesSecretName = false, ""
@@ -129,6 +135,85 @@ func TestFluxShardBranches(t *testing.T) {
 	}
 	want, owner = s.rendered()
 	s.checkMatches(want, owner)
+}
+
+// switchThroughOCI moves the site from shard branches to the OCI layout
+// and back: neither switch gives a namespace a new UID or changes an object.
+func (s *site) switchThroughOCI(uids map[string]types.UID) {
+	s.t.Helper()
+	host := registrytest.Start(s.t, nil)
+	before := versions(s.live())
+	g := &s.cfg.Git
+	g.FluxShardBranches, g.FluxOCIRepository, g.FluxOCIInsecure = false, host+"/site/tenants", true
+	out, pushed := s.syncOCI()
+	if pushed != g.FluxShards {
+		s.t.Errorf("the switch to OCI pushed %d artifacts, want %d", pushed, g.FluxShards)
+	}
+	s.waitOCIApplied(out.Published.FluxRevisions)
+	g.FluxShardBranches, g.FluxOCIRepository, g.FluxOCIInsecure = true, "", false
+	out, moved := s.syncBranches()
+	if len(moved) != 0 {
+		s.t.Errorf("back from OCI moved shard branches %v, whose content did not change", moved)
+	}
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	if got := s.uids(); !maps.Equal(got, uids) {
+		s.t.Errorf("switching to OCI and back changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
+	if after := versions(s.live()); !maps.Equal(after, before) {
+		s.t.Errorf("switching to OCI and back moved %d of %d objects", differ(after, before), len(before))
+	}
+}
+
+// reshardBranches lowers the shard count and then starts a new shard
+// generation in the shard-branch layout: a shard no longer generated gets a
+// commit without its directory and reports its path missing; deleting the
+// old shards (Kustomization and GitRepository) deletes no tenant object.
+func (s *site) reshardBranches(uids map[string]types.UID) {
+	s.t.Helper()
+	g := &s.cfg.Git
+	names, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
+	orphan := names[len(names)-1]
+	g.FluxShards--
+	out, moved := s.syncBranches()
+	if len(moved) < 2 {
+		s.t.Errorf("lowering the count moved %v: the orphan's branch and at least one receiving shard's", moved)
+	}
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	s.waitPathMissing(orphan)
+
+	oldNames, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
+	g.FluxShards, g.FluxShardGeneration = g.FluxShards+2, 1
+	newNames, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
+	out, moved = s.syncBranches()
+	if len(moved) != len(newNames)+len(oldNames) {
+		s.t.Errorf("a new generation moved %d shard branches, want %d new and %d emptied", len(moved), len(newNames), len(oldNames))
+	}
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	for _, n := range oldNames {
+		s.waitPathMissing(n)
+	}
+	want, owner := s.rendered()
+	s.checkMatches(want, owner)
+	gone := append(oldNames, orphan)
+	for _, n := range gone {
+		for _, gvr := range []schema.GroupVersionResource{kustomizations, gitRepositories} {
+			if err := s.dc.Resource(gvr).Namespace(fluxtest.Namespace).Delete(s.ctx, n, metav1.DeleteOptions{}); err != nil {
+				s.t.Fatalf("delete the old shard %s: %v", n, err)
+			}
+		}
+	}
+	s.waitFor("old shards deleted", func() (bool, string) {
+		for _, n := range gone {
+			if _, err := s.dc.Resource(kustomizations).Namespace(fluxtest.Namespace).Get(s.ctx, n, metav1.GetOptions{}); err == nil {
+				return false, n + " still there"
+			}
+		}
+		return true, ""
+	})
+	s.checkMatches(want, owner)
+	if got := s.uids(); !maps.Equal(got, uids) {
+		s.t.Errorf("resharding changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
 }
 
 // BenchmarkFluxOneTenantChangeBranches is BenchmarkFluxOneTenantChangeOCI
