@@ -202,3 +202,40 @@ func TestReviewBranchMergedMovesItsShardBranch(t *testing.T) {
 		t.Errorf("%s does not name the merged commit %s:\n%s", b, review, msg)
 	}
 }
+
+// A run the deletion guard refuses moves no shard branch: the guard is
+// checked before anything is committed or cut.
+func TestGuardRefusalMovesNoShardBranch(t *testing.T) {
+	cfg, st, dir := exampleRepo(t, 2)
+	cfg.Git.FluxShardBranches = true
+	src := &answers{st: st, drop: map[waldur.UUID]bool{}, direct: map[waldur.UUID]confirm.Gone{}}
+	e := engineOver(t, cfg, src, nil, guard.DefaultOptions())
+	ctx := context.Background()
+	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	names, _ := gitsync.LayoutFor(cfg.Config).ShardDirs()
+	heads := map[string]string{}
+	for _, n := range names {
+		heads[n] = gittest.Head(t, dir, gitsync.ShardBranch(n))
+	}
+	// Every tenant answers 404: the guard refuses.
+	for _, o := range st.Offerings {
+		for _, r := range o.Resources {
+			src.drop[r.UUID] = true
+			src.direct[r.UUID] = confirm.Gone{Why: "Waldur answers 404 for it"}
+		}
+	}
+	out := e.Run(ctx, engine.Request{Command: "sync"})
+	if failure.ClassOf(out.Err) != failure.ClassGuard {
+		t.Fatalf("mass removal: %v, want the guard's refusal", out.Err)
+	}
+	if got := shardBranchEntries(out); len(got) != 0 {
+		t.Errorf("a refused run reports shard branches %v", got)
+	}
+	for _, n := range names {
+		if h := gittest.Head(t, dir, gitsync.ShardBranch(n)); h != heads[n] {
+			t.Errorf("%s moved to %s on a refused run", n, h)
+		}
+	}
+}
