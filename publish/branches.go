@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"strings"
@@ -35,7 +36,7 @@ func shardSource(cfg *config.Config) gitsync.ShardSource {
 		}
 		orphans, _ := layout.Orphans(cur)
 		for _, n := range existing {
-			if strings.HasPrefix(n, cfg.Git.FluxNamePrefix) {
+			if ours(layout, n) {
 				orphans = append(orphans, n)
 			}
 		}
@@ -47,6 +48,19 @@ func shardSource(cfg *config.Config) gitsync.ShardSource {
 		}
 		return out
 	}
+}
+
+// ours reports whether a shard name is of one of the layout's targets
+// (<prefix><offering>-<target>-…), whatever its generation or number: a
+// branch of another installation in the same repository is left alone.
+func ours(l gitsync.FluxLayout, name string) bool {
+	prefix := cmp.Or(l.NamePrefix, gitsync.DefaultFluxNamePrefix)
+	for _, tg := range l.Targets {
+		if strings.HasPrefix(name, prefix+tg.Offering+"-"+tg.Target+"-") {
+			return true
+		}
+	}
+	return false
 }
 
 // shardBranches records what the push did to the shard branches: one
@@ -75,7 +89,8 @@ func (p *Git) shardBranches(ctx context.Context, pub *Published, calls map[strin
 		p.holdShards(pub, err)
 		cs.Add(changeset.Entry{Stage: "git", Kind: "ShardBranch", Subject: gitsync.ShardBranchPrefix + "*", Action: changeset.Skip,
 			Reason: err.Error(), Cause: changeset.CauseShipFailed})
-		return cs, failure.Contained(failure.Errorf(failure.ClassGit, "flux shard branches not pushed; commit %s was pushed, the next run pushes them: %w", pub.Ref, err))
+		return cs, failure.Contained(failure.Errorf(failure.ClassGit, "flux shard branches not pushed; commit %s is on %s, the next run pushes them: %w",
+			cmp.Or(pub.Ref, pub.Base), p.Config.Git.Branch, err))
 	}
 	if p.Config.Git.FluxReconcile && len(moves) > 0 {
 		p.requestBranchReconcile(ctx, pub, moves)

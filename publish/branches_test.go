@@ -103,7 +103,7 @@ func TestSyncMovesChangedShardBranches(t *testing.T) {
 	}
 	out = e.Run(ctx, engine.Request{Command: "sync"})
 	if out.Report.Commit == "" || failure.ClassOf(out.Err) != failure.ClassGit || !strings.Contains(out.Err.Error(), "flux shard branches not pushed") ||
-		!strings.Contains(out.Err.Error(), "commit "+out.Report.Commit+" was pushed") {
+		!strings.Contains(out.Err.Error(), "commit "+out.Report.Commit+" is on main") {
 		t.Fatalf("refused shard branches: commit %q, %v (class %v)", out.Report.Commit, out.Err, failure.ClassOf(out.Err))
 	}
 	if gittest.Head(t, dir, "main") != out.Report.Commit {
@@ -237,5 +237,39 @@ func TestGuardRefusalMovesNoShardBranch(t *testing.T) {
 		if h := gittest.Head(t, dir, gitsync.ShardBranch(n)); h != heads[n] {
 			t.Errorf("%s moved to %s on a refused run", n, h)
 		}
+	}
+}
+
+// A shard branch of this site that no shard directory accounts for any
+// more (a run that lowered the count failed before its shard branches went
+// out) is emptied, so that its Kustomization stops applying; a branch of
+// another installation sharing the repository is left alone.
+func TestStaleShardBranchIsEmptied(t *testing.T) {
+	cfg, st, dir := exampleRepo(t, 2)
+	cfg.Git.FluxShardBranches = true
+	e := engineOver(t, cfg, &answers{st: st}, nil, guard.DefaultOptions())
+	ctx := context.Background()
+	if out := e.Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	names, _ := gitsync.LayoutFor(cfg.Config).ShardDirs()
+	tip := gittest.Head(t, dir, gitsync.ShardBranch(names[0]))
+	stale := strings.TrimSuffix(names[0], "00") + "07"
+	other := "site-b-" + strings.TrimPrefix(names[0], "waldur-")
+	for _, n := range []string{stale, other} {
+		gittest.Git(t, dir, "update-ref", "refs/heads/"+gitsync.ShardBranch(n), tip)
+	}
+	out := e.Run(ctx, engine.Request{Command: "sync"})
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if got := shardBranchEntries(out); len(got[changeset.Create]) != 1 || !strings.Contains(got[changeset.Create][0], stale) {
+		t.Fatalf("moved %v, want only the stale %s", got, stale)
+	}
+	if files := gittest.Files(t, dir, gitsync.ShardBranch(stale)); len(files) != 0 {
+		t.Errorf("the stale shard branch still holds %d files", len(files))
+	}
+	if gittest.Head(t, dir, gitsync.ShardBranch(other)) != tip {
+		t.Error("another installation's shard branch was moved")
 	}
 }
