@@ -145,10 +145,12 @@ func (r *Repo) fetch(ctx context.Context) error {
 			req.Wants = append(req.Wants, h)
 		}
 	}
+	filtered := ar.Capabilities.Supports(capability.Filter)
 	for _, h := range r.shard.tips {
 		// Their trees, to tell which shards change and to send only
-		// what a changed shard adds.
-		if !slices.Contains(req.Wants, h) {
+		// what a changed shard adds; in a request of their own, without
+		// their blobs, where the server can leave them out.
+		if !filtered && !slices.Contains(req.Wants, h) {
 			req.Wants = append(req.Wants, h)
 		}
 	}
@@ -170,6 +172,9 @@ func (r *Repo) fetch(ctx context.Context) error {
 	c, err := object.GetCommit(r.store, tip)
 	if err != nil {
 		return r.wrap("fetch", fmt.Errorf("the fetched pack lacks the tip %s: %w", tip, err))
+	}
+	if filtered {
+		r.fetchShardTips(ctx)
 	}
 	r.tip, r.root = tip, c.TreeHash
 	r.opts.Log.Debug("fetched", "repository", r.url, "branch", r.opts.Branch, "commit", tip.String(), "duration", time.Since(start).Round(time.Millisecond).String())
@@ -218,7 +223,7 @@ func (r *Repo) reset() {
 	r.objs = &objects{s: r.store}
 	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
 	r.review = nil
-	r.shard.tips, r.shard.moves = nil, nil
+	r.shard.tips, r.shard.moves, r.shard.remote = nil, nil, nil
 }
 
 // Tip is the fetched commit, "" when the branch does not exist yet.

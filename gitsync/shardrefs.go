@@ -9,8 +9,11 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 
 	"github.com/waldur/waldur-gitops/render"
 )
@@ -50,6 +53,7 @@ type shardState struct {
 	objs   *objects                 // the objects the cut commits add
 	pushed []ShardMove              // moved by the last push
 	err    error                    // the last push of the shard branches, when it failed after the branch's
+	remote map[plumbing.Hash]bool   // blobs of the shard tips the server has and the store lacks
 }
 
 // errNoAtomic is returned, before anything is sent, by an atomic push to a
@@ -129,7 +133,7 @@ func shardRefs(ar *packp.AdvRefs) (map[string]plumbing.Hash, error) {
 // cur to next, differ from what its tip holds, naming from, the commit of
 // the branch they are cut from. Unchanged shards get none.
 func (r *Repo) cutShards(cur, next render.Tree, from plumbing.Hash, sign bool) error {
-	r.shard.moves, r.shard.objs, r.shard.pushed, r.shard.err = nil, &objects{s: r.store}, nil, nil
+	r.shard.moves, r.shard.objs, r.shard.pushed, r.shard.err = nil, &objects{s: r.store, remote: r.shard.remote}, nil, nil
 	if r.shard.src == nil || from.IsZero() {
 		return nil
 	}
@@ -243,6 +247,86 @@ func (r *Repo) sendShards(ctx context.Context, from plumbing.Hash) error {
 	r.opts.Log.Info("pushed the shard branches", "repository", r.url, "shards", len(r.shard.moves), "from", from.String(),
 		"duration", time.Since(start).Round(time.Millisecond).String())
 	r.shardsPushed()
+	return nil
+}
+
+// fetchShardTips fetches the tips of the shard branches one commit deep
+// without their blobs (a blob:none filter, which the server offers), and
+// records the blobs their trees name as the server's, so that a changed
+// shard sends only its new blobs. A failure costs only that: the shards
+// whose tip is not fetched are cut afresh and sent whole.
+func (r *Repo) fetchShardTips(ctx context.Context) {
+	r.shard.remote = map[plumbing.Hash]bool{}
+	if err := r.fetchShardTipsNow(ctx); err != nil {
+		r.opts.Log.Debug("could not fetch the shard branches' trees: changed shards are sent whole", "repository", r.url, "error", err.Error())
+	}
+}
+
+func (r *Repo) fetchShardTipsNow(ctx context.Context) error {
+	var wants []plumbing.Hash
+	for _, h := range r.shard.tips {
+		if r.store.HasEncodedObject(h) != nil && !slices.Contains(wants, h) {
+			wants = append(wants, h)
+		}
+	}
+	if len(wants) == 0 {
+		return nil
+	}
+	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
+	if err != nil {
+		return err
+	}
+	defer sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if err != nil {
+		return err
+	}
+	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+	req.Wants, req.Filter = wants, packp.FilterBlobNone()
+	_ = req.Capabilities.Set(capability.Filter)
+	if ar.Capabilities.Supports(capability.Shallow) {
+		req.Depth = packp.DepthCommits(1)
+		_ = req.Capabilities.Set(capability.Shallow)
+	}
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
+	resp, err := sess.UploadPack(ctx, req)
+	if err != nil {
+		return err
+	}
+	defer resp.Close()
+	if err := packfile.UpdateObjectStorage(r.store, demux(req.Capabilities, resp)); err != nil {
+		return err
+	}
+	for _, h := range wants {
+		c, err := object.GetCommit(r.store, h)
+		if err != nil {
+			return err
+		}
+		if err := r.remoteBlobs(c.TreeHash); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// remoteBlobs records the blobs below the tree as the server's.
+func (r *Repo) remoteBlobs(tree plumbing.Hash) error {
+	t, err := object.GetTree(r.store, tree)
+	if err != nil {
+		return err
+	}
+	for _, e := range t.Entries {
+		switch {
+		case e.Mode == filemode.Dir:
+			if err := r.remoteBlobs(e.Hash); err != nil {
+				return err
+			}
+		case e.Mode.IsFile():
+			r.shard.remote[e.Hash] = true
+		}
+	}
 	return nil
 }
 

@@ -28,6 +28,20 @@ func shardsByDir(names ...string) ShardSource {
 	}
 }
 
+// flattenedByDir is shardsByDir with every file headed by a comment, so
+// that the shards' blobs are not main's (as flattened tenant files are not).
+func flattenedByDir(names ...string) ShardSource {
+	return func(cur, next render.Tree, existing []string) []ShardContent {
+		out := shardsByDir(names...)(cur, next, existing)
+		for _, sc := range out {
+			for p, c := range sc.Files {
+				sc.Files[p] = append([]byte("# flattened\n"), c...)
+			}
+		}
+		return out
+	}
+}
+
 // syncShards runs one Sync of tree with shard branches a and b, and pushes
 // the shards alone when the branch is unchanged.
 func syncShards(t *testing.T, r *Repo, tree render.Tree) (Result, []ShardMove) {
@@ -174,5 +188,50 @@ func TestPlanShards(t *testing.T) {
 	}
 	if srv.Pushes() != pushes || len(r.ShardPending()) != 0 {
 		t.Error("planning pushed or left a move to push")
+	}
+}
+
+// A server that offers a blob:none filter gives the shard branches' tips
+// without their blobs: a fresh Repo then holds the shards' trees, not
+// their files, and a one-tenant change still sends only the new blob, the
+// trees above it and the commit; the server's repository stays whole.
+func TestShardBranchesFilteredFetch(t *testing.T) {
+	srv, url, dir := httpRepo(t)
+	gittest.Git(t, dir, "config", "uploadpack.allowFilter", "true")
+	first := open(t, url, "waldur", auth(srv))
+	first.SetShards(flattenedByDir("a", "b"))
+	tenants := []string{"a/x", "a/y", "a/z", "b/u", "b/v"}
+	syncShards(t, first, tenantTree("v1", tenants...))
+
+	r := open(t, url, "waldur", auth(srv))
+	r.SetShards(flattenedByDir("a", "b"))
+	ctx := context.Background()
+	if err := r.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.shard.remote) == 0 {
+		t.Fatal("no blob of the shard branches is known from a filtered fetch")
+	}
+	for h := range r.shard.remote {
+		if r.store.HasEncodedObject(h) == nil {
+			t.Errorf("blob %s of a shard branch was fetched", h)
+		}
+	}
+	next := tenantTree("v1", tenants...)
+	next["a/x/namespace.yaml"] = []byte("kind: Namespace\nmetadata:\n  name: x\n# v2\n")
+	if _, err := r.Commit(ctx, next, "waldur: x"); err != nil {
+		t.Fatal(err)
+	}
+	// a/x's file, the trees a/x, a and the root, the commit.
+	if n := len(r.shard.objs.added); n != 5 || len(r.shard.moves) != 1 {
+		t.Errorf("the one-tenant change adds %d shard objects over %d moves, want 5 over 1", n, len(r.shard.moves))
+	}
+	if err := r.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gittest.Git(t, dir, "fsck", "--strict")
+	files := gittest.Files(t, dir, ShardBranch("a"))
+	if len(files) != 6 || !strings.Contains(files["a/x/namespace.yaml"], "# flattened\nkind: Namespace\nmetadata:\n  name: x\n# v2") {
+		t.Errorf("shard a holds %v", files)
 	}
 }
