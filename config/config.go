@@ -224,6 +224,17 @@ type Git struct {
 	// shards it changed. A repository prefix without scheme, e.g.
 	// "registry.example.org/site/waldur-tenants".
 	FluxOCIRepository string `yaml:"flux_oci_repository"`
+	// FluxShardBranches chooses the shard-branch layout (docs/gitops.md):
+	// every run also commits each shard's files to a branch of its own,
+	// waldur-gitops/shards/<shard name>, only when they change, pushed
+	// together with the branch, and the shard Kustomizations build from one
+	// GitRepository each, so a commit costs Flux only the shards it changed
+	// with nothing but Git. FluxShardBranchesURL is the URL those
+	// GitRepositories fetch (default: URL) and FluxShardBranchesSecretName
+	// the Secret (in FluxNamespace) they fetch with; none: anonymous.
+	FluxShardBranches           bool   `yaml:"flux_shard_branches"`
+	FluxShardBranchesURL        string `yaml:"flux_shard_branches_url"`
+	FluxShardBranchesSecretName string `yaml:"flux_shard_branches_secret_name"`
 	// FluxOCIInsecure talks plain HTTP to the registry, and makes the
 	// OCIRepositories do so (a test registry only).
 	FluxOCIInsecure bool `yaml:"flux_oci_insecure"`

@@ -270,8 +270,33 @@ func (g *Git) validate(r *report) {
 		r.addf("git.flux_reconcile", nil, "flux_reconcile, flux_kubeconfig_path and flux_kubeconfig_context are only used with git.flux_shards above 0")
 	}
 	g.validateOCI(r)
+	g.validateShardBranches(r)
 	if p := g.FluxNamePrefix; p != "" && (len(p) > 30 || !namePrefix.MatchString(p)) {
 		r.addf("git.flux_name_prefix", nil, "%q cannot start a Kubernetes name: lower-case letters, digits and '-', at most 30 characters, starting with a letter", p)
+	}
+}
+
+// validateShardBranches checks the keys of the shard-branch layout.
+func (g *Git) validateShardBranches(r *report) {
+	if !g.FluxShardBranches {
+		if g.FluxShardBranchesURL != "" || g.FluxShardBranchesSecretName != "" {
+			r.addf("git.flux_shard_branches_url", nil, "flux_shard_branches_url and flux_shard_branches_secret_name are only used with git.flux_shard_branches")
+		}
+		return
+	}
+	if g.FluxShards == 0 {
+		r.addf("git.flux_shard_branches", nil, "only used with git.flux_shards above 0: the branches are the shards")
+	}
+	if g.FluxOCIRepository != "" {
+		r.addf("git.flux_shard_branches", nil, "choose one layout: git.flux_oci_repository or git.flux_shard_branches")
+	}
+	if u := g.FluxShardBranchesURL; u != "" && strings.Contains(u, "@") && strings.Contains(u, "://") {
+		if i, j := strings.Index(u, "://"), strings.Index(u, "@"); j > i && strings.Contains(u[i+3:j], ":") {
+			r.addf("git.flux_shard_branches_url", nil, "must not carry a password: Flux fetches with git.flux_shard_branches_secret_name")
+		}
+	}
+	if n := g.FluxShardBranchesSecretName; n != "" && !dnsLabel.MatchString(n) {
+		r.addf("git.flux_shard_branches_secret_name", nil, "%q is not a Kubernetes object name", n)
 	}
 }
 

@@ -24,6 +24,7 @@ func TestGitKeys(t *testing.T) {
 		{"flux objects", "{url: /srv/t.git, flux_shards: 4, flux_namespace: tenants-a, flux_source_name: repo-a, flux_source_namespace: sources, flux_name_prefix: site-a-}", config.GitFile},
 		{"flux OCI layout", "{url: /srv/t.git, flux_shards: 4, flux_oci_repository: registry.example.org/site/waldur-tenants, flux_oci_username: bot, flux_oci_password_file: pw, flux_oci_secret_name: registry}", config.GitFile},
 		{"flux OCI test registry", "{url: /srv/t.git, flux_shards: 4, flux_oci_repository: '127.0.0.1:5000/w', flux_oci_insecure: true}", config.GitFile},
+		{"flux shard branches", "{url: /srv/t.git, flux_shards: 4, flux_shard_branches: true, flux_shard_branches_url: 'https://git.internal/t.git', flux_shard_branches_secret_name: waldur-tenants-git}", config.GitFile},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,6 +81,11 @@ func TestGitProblems(t *testing.T) {
 		{"OCI password without user", "{flux_shards: 2, flux_oci_repository: registry.example.org/w, flux_oci_password_env: PW}", "git.flux_oci_username", "required with a registry password"},
 		{"OCI two passwords", "{flux_shards: 2, flux_oci_repository: registry.example.org/w, flux_oci_username: u, flux_oci_password_env: PW, flux_oci_password_file: pw}", "git.flux_oci_password_env", "set only one of"},
 		{"OCI insecure without repository", "{flux_shards: 2, flux_oci_insecure: true}", "git.flux_oci_insecure", "only used with git.flux_oci_repository"},
+		{"shard branches without shards", "{flux_shard_branches: true}", "git.flux_shard_branches", "only used with git.flux_shards above 0"},
+		{"shard branches and OCI", "{flux_shards: 2, flux_shard_branches: true, flux_oci_repository: registry.example.org/w}", "git.flux_shard_branches", "choose one layout"},
+		{"shard branch URL without the layout", "{flux_shards: 2, flux_shard_branches_url: 'https://git.internal/t.git'}", "git.flux_shard_branches_url", "only used with git.flux_shard_branches"},
+		{"shard branch URL with a password", "{flux_shards: 2, flux_shard_branches: true, flux_shard_branches_url: 'https://bot:s3cret@git.internal/t.git'}", "git.flux_shard_branches_url", "must not carry a password"},
+		{"shard branch Secret not a name", "{flux_shards: 2, flux_shard_branches: true, flux_shard_branches_secret_name: Git_Secret}", "git.flux_shard_branches_secret_name", "is not a Kubernetes object name"},
 		{"OCI secret not a name", "{flux_shards: 2, flux_oci_repository: registry.example.org/w, flux_oci_secret_name: Reg_Cred}", "git.flux_oci_secret_name", "is not a Kubernetes name"},
 		{"flux prefix upper case", "{flux_shards: 2, flux_name_prefix: Site-}", "git.flux_name_prefix", "cannot start a Kubernetes name"},
 		{"flux prefix too long", "{flux_shards: 2, flux_name_prefix: " + strings.Repeat("a", 31) + "}", "git.flux_name_prefix", "at most 30"},

@@ -160,11 +160,14 @@ const consumerRoles = "examples/rbac/consumers"
 
 // FluxReconcileAccess lists what git.flux_reconcile asks of the cluster
 // Flux runs in: annotating the GitRepository and, in the OCI layout, the
-// shards' OCIRepositories.
+// shards' OCIRepositories (in the shard-branch layout, their GitRepositories).
 func FluxReconcileAccess(g config.Git) []kube.Access {
 	out := []kube.Access{{Verb: "patch", Resource: kube.FluxGitRepositoriesGVR, Namespace: g.FluxSourceNamespace, Name: g.FluxSourceName}}
 	if g.FluxOCIRepository != "" {
 		out = append(out, kube.Access{Verb: "patch", Resource: kube.FluxOCIRepositoriesGVR, Namespace: g.FluxNamespace})
+	}
+	if g.FluxShardBranches {
+		out = append(out, kube.Access{Verb: "patch", Resource: kube.FluxGitRepositoriesGVR, Namespace: g.FluxNamespace})
 	}
 	return out
 }

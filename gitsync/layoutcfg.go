@@ -1,6 +1,7 @@
 package gitsync
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -17,6 +18,7 @@ func LayoutFor(cfg *config.Config) FluxLayout {
 		Namespace: cfg.Git.FluxNamespace, SourceName: cfg.Git.FluxSourceName,
 		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix, Generation: cfg.Git.FluxShardGeneration,
 		OCIRepository: cfg.Git.FluxOCIRepository, OCIInsecure: cfg.Git.FluxOCIInsecure, OCISecretName: cfg.Git.FluxOCISecretName,
+		Branches: cfg.Git.FluxShardBranches, BranchURL: cmp.Or(cfg.Git.FluxShardBranchesURL, cfg.Git.URL), BranchSecretName: cfg.Git.FluxShardBranchesSecretName,
 	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]

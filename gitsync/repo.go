@@ -46,6 +46,7 @@ type Repo struct {
 	commit   plumbing.Hash            // made since the fetch, not pushed yet
 	newRoot  plumbing.Hash            // tree of commit
 	review   map[string]plumbing.Hash // review branches at the fetch, by name
+	shard    shardState               // the shard branches (SetShards)
 	keeps    int                      // fetches in a row that kept the store
 }
 
@@ -129,6 +130,9 @@ func (r *Repo) fetch(ctx context.Context) error {
 	if r.review, err = reviewRefs(ar); err != nil {
 		return r.wrap("fetch", err)
 	}
+	if r.shard.tips, err = shardRefs(ar); err != nil {
+		return r.wrap("fetch", err)
+	}
 	if tip.IsZero() {
 		r.opts.Log.Info("the branch does not exist yet: the first commit creates it", "repository", r.url, "branch", r.opts.Branch)
 		return nil
@@ -138,6 +142,15 @@ func (r *Repo) fetch(ctx context.Context) error {
 	for _, h := range r.review {
 		// Their tips, for their age; they share most objects with the tip.
 		if !slices.Contains(req.Wants, h) {
+			req.Wants = append(req.Wants, h)
+		}
+	}
+	filtered := ar.Capabilities.Supports(capability.Filter)
+	for _, h := range r.shard.tips {
+		// Their trees, to tell which shards change and to send only
+		// what a changed shard adds; in a request of their own, without
+		// their blobs, where the server can leave them out.
+		if !filtered && !slices.Contains(req.Wants, h) {
 			req.Wants = append(req.Wants, h)
 		}
 	}
@@ -160,6 +173,9 @@ func (r *Repo) fetch(ctx context.Context) error {
 	if err != nil {
 		return r.wrap("fetch", fmt.Errorf("the fetched pack lacks the tip %s: %w", tip, err))
 	}
+	if filtered {
+		r.fetchShardTips(ctx)
+	}
 	r.tip, r.root = tip, c.TreeHash
 	r.opts.Log.Debug("fetched", "repository", r.url, "branch", r.opts.Branch, "commit", tip.String(), "duration", time.Since(start).Round(time.Millisecond).String())
 	return nil
@@ -175,7 +191,9 @@ const maxKeeps = 100
 // long-running serve then downloads the tree only when another writer moved
 // the branch. It drops a commit made but not pushed.
 func (r *Repo) keep(ar *packp.AdvRefs) bool {
-	if r.store.Storage == nil || r.tip.IsZero() || r.keeps >= maxKeeps {
+	if r.store.Storage == nil || r.tip.IsZero() || r.keeps >= maxKeeps || len(r.shard.moves) > 0 {
+		// (Shard commits cut and not pushed: the store holds objects the
+		// server does not.)
 		return false
 	}
 	tip, err := advertised(ar, r.branch)
@@ -185,10 +203,18 @@ func (r *Repo) keep(ar *packp.AdvRefs) bool {
 	if review, err := reviewRefs(ar); err != nil || !maps.Equal(review, r.review) {
 		return false // a review branch moved: fetch its tip too
 	}
+	if tips, err := shardRefs(ar); err != nil || !maps.Equal(tips, r.shard.tips) {
+		return false // a shard branch moved
+	}
 	r.keeps++
 	r.commit, r.newRoot, r.objs = plumbing.ZeroHash, plumbing.ZeroHash, &objects{s: r.store}
 	return true
 }
+
+// stale makes the next fetch start from nothing: after a refused push the
+// store holds objects the server may not have, which a commit of the same
+// files would otherwise not send again.
+func (r *Repo) stale() { r.keeps = maxKeeps }
 
 // reset starts a fetch from nothing.
 func (r *Repo) reset() {
@@ -197,6 +223,7 @@ func (r *Repo) reset() {
 	r.objs = &objects{s: r.store}
 	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
 	r.review = nil
+	r.shard.tips, r.shard.moves, r.shard.remote = nil, nil, nil
 }
 
 // Tip is the fetched commit, "" when the branch does not exist yet.
@@ -241,8 +268,27 @@ func (r *Repo) displayDir() string {
 	return r.dir + "/"
 }
 
-// Commit makes the commit that sets the owned directory to tree.
+// Commit makes the commit that sets the owned directory to tree and, with
+// SetShards, the commits of the shard branches whose files change, which
+// Push pushes with it (PushShards alone when the branch is unchanged).
 func (r *Repo) Commit(ctx context.Context, tree render.Tree, message string) (string, error) {
+	h, err := r.commitTree(ctx, tree, message)
+	if err != nil {
+		return "", err
+	}
+	from := r.commit
+	if from.IsZero() {
+		from = r.tip
+	}
+	if err := r.cutShards(r.cur, tree, from, true); err != nil {
+		return "", r.wrap("commit", err)
+	}
+	return h, nil
+}
+
+// commitTree makes the commit of the branch that sets the owned directory
+// to tree.
+func (r *Repo) commitTree(ctx context.Context, tree render.Tree, message string) (string, error) {
 	if _, err := r.Current(ctx); err != nil {
 		return "", err
 	}
@@ -262,37 +308,43 @@ func (r *Repo) Commit(ctx context.Context, tree render.Tree, message string) (st
 		r.opts.Log.Info("the repository already holds the rendered tree: nothing to commit", "repository", r.url, "branch", r.opts.Branch, "commit", r.Tip())
 		return "", nil
 	}
-	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: r.opts.Now()}
-	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: root}
-	if !r.tip.IsZero() {
-		c.ParentHashes = []plumbing.Hash{r.tip}
-	}
-	if r.opts.Signer != nil {
-		unsigned := r.store.NewEncodedObject()
-		if err := c.EncodeWithoutSignature(unsigned); err != nil {
-			return "", r.wrap("commit", err)
-		}
-		rd, err := unsigned.Reader()
-		if err != nil {
-			return "", r.wrap("commit", err)
-		}
-		sigBytes, err := r.opts.Signer.Sign(rd)
-		_ = rd.Close()
-		if err != nil {
-			return "", r.wrap("commit", err)
-		}
-		c.PGPSignature = string(sigBytes)
-	}
-	obj := r.store.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return "", r.wrap("commit", err)
-	}
-	h, err := r.objs.put(obj)
+	h, err := r.writeCommit(r.objs, root, r.tip, message, true)
 	if err != nil {
 		return "", r.wrap("commit", err)
 	}
 	r.commit, r.newRoot = h, root
 	return h.String(), nil
+}
+
+// writeCommit stores, through objs, a commit of root on parent (zero: none)
+// with message, signed when sign and a signer is configured.
+func (r *Repo) writeCommit(objs *objects, root, parent plumbing.Hash, message string, sign bool) (plumbing.Hash, error) {
+	sig := object.Signature{Name: r.opts.AuthorName, Email: r.opts.AuthorEmail, When: r.opts.Now()}
+	c := &object.Commit{Author: sig, Committer: sig, Message: message, TreeHash: root}
+	if !parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	if sign && r.opts.Signer != nil {
+		unsigned := r.store.NewEncodedObject()
+		if err := c.EncodeWithoutSignature(unsigned); err != nil {
+			return plumbing.ZeroHash, err
+		}
+		rd, err := unsigned.Reader()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		sigBytes, err := r.opts.Signer.Sign(rd)
+		_ = rd.Close()
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		c.PGPSignature = string(sigBytes)
+	}
+	obj := r.store.NewEncodedObject()
+	if err := c.Encode(obj); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return objs.put(obj)
 }
 
 // Push sends the commit and the objects it added, moving the branch from the
@@ -302,7 +354,8 @@ func (r *Repo) Push(ctx context.Context) error {
 		return errors.New("gitsync: Push without a commit")
 	}
 	start := time.Now()
-	if err := r.sendRef(ctx, r.branch, r.tip, r.commit, r.objs.added); err != nil {
+	if err := r.pushWithShards(ctx); err != nil {
+		r.stale()
 		return err
 	}
 	r.opts.Log.Info("pushed", "repository", r.url, "branch", r.opts.Branch, "commit", r.commit.String(), "parent", r.Tip(),
@@ -321,6 +374,15 @@ func (r *Repo) sendRef(ctx context.Context, ref plumbing.ReferenceName, old, new
 }
 
 func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, new plumbing.Hash, hashes []plumbing.Hash) error {
+	return r.sendRefsNow(ctx, []*packp.Command{{Name: ref, Old: old, New: new}}, hashes, false, nil)
+}
+
+// sendRefsNow moves every ref of cmds on the server from its Old to its New
+// in one request, sending the objects hashes in one pack. With atomic the
+// server applies all of them or none (its atomic capability; the caller
+// checks Atomic first). A ref not at its Old fails the whole request with
+// ErrRaced before anything is sent.
+func (r *Repo) sendRefsNow(ctx context.Context, cmds []*packp.Command, hashes []plumbing.Hash, atomic bool, expect map[plumbing.ReferenceName]plumbing.Hash) error {
 	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
 	if err != nil {
 		return r.wrap("push", err)
@@ -330,15 +392,31 @@ func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, 
 	if err != nil {
 		return r.wrap("push", err)
 	}
-	now, err := advertised(ar, ref)
-	if err != nil {
-		return r.wrap("push", err)
+	names := make([]string, len(cmds))
+	for i, c := range cmds {
+		now, err := advertised(ar, c.Name)
+		if err != nil {
+			return r.wrap("push", err)
+		}
+		if now != c.Old {
+			return r.wrap("push", fmt.Errorf("%w: %s is at %s, expected %s", ErrRaced, c.Name.Short(), short(now), short(c.Old)))
+		}
+		names[i] = c.Name.Short()
 	}
-	if now != old {
-		return r.wrap("push", fmt.Errorf("%w: %s is at %s, expected %s", ErrRaced, ref.Short(), short(now), short(old)))
+	for ref, want := range expect {
+		if now, err := advertised(ar, ref); err != nil || now != want {
+			return r.wrap("push", fmt.Errorf("%w: %s is at %s, expected %s", ErrRaced, ref.Short(), short(now), short(want)))
+		}
 	}
+	ref, new := cmds[0].Name, cmds[0].New
 	req := packp.NewReferenceUpdateRequestFromCapabilities(ar.Capabilities)
-	req.Commands = []*packp.Command{{Name: ref, Old: old, New: new}}
+	req.Commands = cmds
+	if atomic {
+		if !ar.Capabilities.Supports(capability.Atomic) {
+			return errNoAtomic
+		}
+		_ = req.Capabilities.Set(capability.Atomic)
+	}
 	// Ask for the side band, so that what the server's hooks print (the
 	// reason a push is declined) reaches us, and for quiet, so that nothing
 	// else does.
@@ -355,7 +433,7 @@ func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, 
 		_ = req.Capabilities.Set(capability.Quiet)
 	}
 	done := make(chan error, 1)
-	if new.IsZero() {
+	if new.IsZero() && len(cmds) == 1 {
 		if !ar.Capabilities.Supports(capability.DeleteRefs) {
 			return r.wrap("push", fmt.Errorf("the server cannot delete %s (no delete-refs capability)", ref.Short()))
 		}
@@ -375,17 +453,18 @@ func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, 
 		_ = req.Packfile.Close() // a server that stopped reading must not leave writePack blocked
 	}
 	encErr := <-done
+	which := strings.Join(names, ", ")
 	if rs != nil && rs.Error() != nil && len(rs.CommandStatuses) > 0 {
 		// The server took the objects but refused to move the ref. A hook
 		// that said no is final. Otherwise its old value may no longer have
 		// matched; Sync tells a race from another refusal by fetching again.
 		if declined(rs.Error().Error()) {
-			return r.wrap("push", &declinedError{branch: ref.Short(), err: rs.Error(), said: remote.said()})
+			return r.wrap("push", &declinedError{branch: which, err: rs.Error(), said: remote.said()})
 		}
-		return r.wrap("push", fmt.Errorf("%w: %s: %w%s", ErrRaced, ref.Short(), rs.Error(), remote.said()))
+		return r.wrap("push", fmt.Errorf("%w: %s: %w%s", ErrRaced, which, rs.Error(), remote.said()))
 	}
 	if err != nil {
-		return r.wrap("push", classifyPush(err, ref.Short(), remote.said()))
+		return r.wrap("push", classifyPush(err, which, remote.said()))
 	}
 	if encErr != nil {
 		return r.wrap("push", encErr)

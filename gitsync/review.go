@@ -73,7 +73,7 @@ func (r *Repo) PushReview(ctx context.Context, name string, tree render.Tree, me
 	if !r.commit.IsZero() {
 		return "", errors.New("gitsync: PushReview with an unpushed commit of the branch")
 	}
-	h, err := r.Commit(ctx, tree, message)
+	h, err := r.commitTree(ctx, tree, message)
 	if err != nil || h == "" {
 		return "", err
 	}

@@ -92,6 +92,14 @@ type FluxLayout struct {
 	// talk plain HTTP; OCISecretName names the Secret they pull with.
 	OCIRepository, OCISecretName string
 	OCIInsecure                  bool
+	// Branches chooses the shard-branch layout: every shard builds from its
+	// own branch, ShardBranch of its name, through a GitRepository of the
+	// shard's name at BranchURL (with the Secret BranchSecretName, when set)
+	// generated beside its Kustomization. The branch holds the same files
+	// as an OCI artifact, at its root, so the Kustomization's path is the
+	// shard directory alone.
+	Branches                    bool
+	BranchURL, BranchSecretName string
 }
 
 // OCI reports whether the layout is the OCI one (OCIRepository set).
@@ -343,6 +351,10 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 				l.writeOCIShard(&objs, name, ns, tg, dir)
 				continue
 			}
+			if l.Branches {
+				l.writeBranchShard(&objs, name, ns, tg, dir)
+				continue
+			}
 			writeShardKustomization(&objs, name, ns, tg, path.Join(l.RepoPath, dir), "GitRepository", source)
 			if sourceNS != ns {
 				fmt.Fprintf(&objs, "    namespace: %s\n", sourceNS)
@@ -372,6 +384,23 @@ func (l FluxLayout) writeOCIShard(b *strings.Builder, name, ns string, tg FluxTa
 	}
 	b.WriteString("---\n")
 	writeShardKustomization(b, name, ns, tg, dir, "OCIRepository", name)
+}
+
+// writeBranchShard writes one shard's GitRepository, following the shard's
+// branch, and the Kustomization that builds from it.
+func (l FluxLayout) writeBranchShard(b *strings.Builder, name, ns string, tg FluxTarget, dir string) {
+	writeFluxHead(b, "source.toolkit.fluxcd.io/v1", "GitRepository", name, ns, tg)
+	fmt.Fprintf(b, `spec:
+  url: %s
+  ref:
+    branch: %s
+  interval: 10m
+`, l.BranchURL, ShardBranch(name))
+	if l.BranchSecretName != "" {
+		fmt.Fprintf(b, "  secretRef:\n    name: %s\n", l.BranchSecretName)
+	}
+	b.WriteString("---\n")
+	writeShardKustomization(b, name, ns, tg, dir, "GitRepository", name)
 }
 
 // writeFluxHead writes the apiVersion, kind and metadata of a generated Flux

@@ -193,6 +193,9 @@ func TestArgoCDExampleSelectsTenants(t *testing.T) {
 	}
 	matched := map[string]int{}
 	for _, f := range files {
+		if strings.HasSuffix(f, "-shards.yaml") {
+			continue // the per-shard form, an alternative (TestArgoCDShardExampleSelectsShards)
+		}
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
@@ -548,5 +551,126 @@ func TestFluxObjectsOCI(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The shard-branch layout generates, per shard, a GitRepository following
+// the shard's branch and a Kustomization of the same name building the
+// shard directory from it (a path at the branch's root); the index still
+// builds with kustomize.
+func TestFluxObjectsShardBranches(t *testing.T) {
+	cfg, _, tree := exampleTree(t)
+	for _, tc := range []struct{ name, secret string }{{"with a read credential", "waldur-tenants-git"}, {"anonymous", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := exampleLayout(cfg, 2)
+			l.Branches, l.BranchURL, l.BranchSecretName = true, "https://git.example.org/platform/tenants.git", tc.secret
+			out := l.Apply(maps.Clone(tree))
+			fs := writeFS(t, out, "/repo/"+cfg.Git.Path)
+			rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(fs, "/repo/"+cfg.Git.Path+"/"+FluxDir)
+			if err != nil {
+				t.Fatalf("kustomize build %s: %v", FluxDir, err)
+			}
+			names, dirs := l.ShardDirs()
+			if rm.Size() != 2*len(names) {
+				t.Fatalf("%d objects for %d shards", rm.Size(), len(names))
+			}
+			repos, kzs := map[string]map[string]any{}, map[string]map[string]any{}
+			for _, r := range rm.Resources() {
+				m, _ := r.Map()
+				spec := m["spec"].(map[string]any)
+				switch r.GetKind() {
+				case "GitRepository":
+					repos[r.GetName()] = spec
+				case "Kustomization":
+					kzs[r.GetName()] = spec
+				default:
+					t.Errorf("unexpected %s %s", r.GetKind(), r.GetName())
+				}
+			}
+			for i, n := range names {
+				repo, kz := repos[n], kzs[n]
+				if repo == nil || kz == nil {
+					t.Fatalf("shard %s: GitRepository %v, Kustomization %v", n, repo != nil, kz != nil)
+				}
+				if repo["url"] != l.BranchURL || fmt.Sprint(repo["ref"]) != "map[branch:"+ShardBranch(n)+"]" {
+					t.Errorf("GitRepository %s: url %v, ref %v", n, repo["url"], repo["ref"])
+				}
+				if got := fmt.Sprint(repo["secretRef"]); (tc.secret == "") != (repo["secretRef"] == nil) || tc.secret != "" && got != "map[name:"+tc.secret+"]" {
+					t.Errorf("GitRepository %s: secretRef %s", n, got)
+				}
+				if fmt.Sprint(kz["sourceRef"]) != "map[kind:GitRepository name:"+n+"]" || kz["path"] != "./"+dirs[i] {
+					t.Errorf("Kustomization %s: sourceRef %v, path %v", n, kz["sourceRef"], kz["path"])
+				}
+			}
+		})
+	}
+}
+
+// The per-shard Argo CD example (the shard-branch layout) selects exactly
+// the shard directories of the in-cluster targets, and names each
+// Application and branch as the layout names the shard.
+func TestArgoCDShardExampleSelectsShards(t *testing.T) {
+	cfg, _, tree := exampleTree(t)
+	l := exampleLayout(cfg, 2)
+	tree = l.Apply(tree)
+	b, err := os.ReadFile("../examples/argocd/applicationset-shards.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var as struct {
+		Spec struct {
+			Generators []struct {
+				Git struct{ Directories []struct{ Path string } }
+			}
+			Template struct {
+				Metadata struct{ Name string }
+				Spec     struct {
+					Source struct{ TargetRevision, Path string } `json:"source"`
+				}
+			}
+		}
+	}
+	if err := yaml.Unmarshal(b, &as); err != nil || len(as.Spec.Generators) != 1 || len(as.Spec.Generators[0].Git.Directories) != 1 {
+		t.Fatalf("applicationset-shards.yaml: %v %+v", err, as)
+	}
+	glob := as.Spec.Generators[0].Git.Directories[0].Path
+	want := map[string]string{}
+	names, dirs := l.ShardDirs()
+	for i, d := range dirs {
+		if strings.Contains(d, ".cluster.") {
+			want[path.Join(cfg.Git.Path, d)] = names[i]
+		}
+	}
+	got := map[string]bool{}
+	for p := range tree {
+		if d := path.Dir(p); d != "." {
+			if ok, _ := path.Match(glob, path.Join(cfg.Git.Path, d)); ok {
+				got[path.Join(cfg.Git.Path, d)] = true
+			}
+		}
+	}
+	if len(got) != len(want) || len(want) == 0 {
+		t.Fatalf("the generator selects %v, want the %d in-cluster shard directories %v", got, len(want), want)
+	}
+	// The template's names, with the directory's base name for
+	// .path.basename and replace "." "-" applied.
+	fill := func(s, base string) string {
+		s = strings.NewReplacer(`{{ .path.basename | replace "." "-" }}`, strings.ReplaceAll(base, ".", "-"), `{{ .path.basename }}`, base).Replace(s)
+		if strings.Contains(s, "{{") {
+			t.Fatalf("unexpected template %q", s)
+		}
+		return s
+	}
+	for d, name := range want {
+		base := path.Base(d)
+		if got := fill(as.Spec.Template.Metadata.Name, base); got != name {
+			t.Errorf("%s: Application %s, want the shard name %s", d, got, name)
+		}
+		if got := fill(as.Spec.Template.Spec.Source.TargetRevision, base); got != ShardBranch(name) {
+			t.Errorf("%s: targetRevision %s, want %s", d, got, ShardBranch(name))
+		}
+		if got := fill(as.Spec.Template.Spec.Source.Path, base); got != strings.TrimPrefix(d, cfg.Git.Path+"/") {
+			t.Errorf("%s: path %s", d, got)
+		}
 	}
 }

@@ -21,12 +21,15 @@ import (
 type objects struct {
 	s     storer.EncodedObjectStorer
 	added []plumbing.Hash
+	// remote holds objects the server has that the store lacks (the blobs
+	// of the shard branches, fetched without them): not sent again.
+	remote map[plumbing.Hash]bool
 }
 
-// put stores obj unless the store has it already.
+// put stores obj unless the store (or the server, remote) has it already.
 func (o *objects) put(obj plumbing.EncodedObject) (plumbing.Hash, error) {
 	h := obj.Hash()
-	if o.s.HasEncodedObject(h) == nil {
+	if o.s.HasEncodedObject(h) == nil || o.remote[h] {
 		return h, nil
 	}
 	if _, err := o.s.SetEncodedObject(obj); err != nil {

@@ -98,7 +98,16 @@ func (out *Shipped) hold(s Shipment, shardDir, why string) {
 	if out.Held == nil {
 		out.Held = map[waldur.UUID]string{}
 	}
-	for _, tree := range []render.Tree{s.Before, s.After} {
+	for _, id := range ShardResources(s.Before, s.After, shardDir) {
+		out.Held[id] = why
+	}
+}
+
+// ShardResources lists the resources whose tenants the shard directory
+// lists before or after a commit.
+func ShardResources(before, after render.Tree, shardDir string) []waldur.UUID {
+	var out []waldur.UUID
+	for _, tree := range []render.Tree{before, after} {
 		dirs := map[string]bool{}
 		for f := range ShardFiles(tree, shardDir) {
 			if parts := strings.SplitN(f, "/", 4); len(parts) == 4 && parts[0] != gitsync.FluxDir {
@@ -108,11 +117,12 @@ func (out *Shipped) hold(s Shipment, shardDir, why string) {
 		for id, ds := range tree.TenantDirs() {
 			for _, d := range ds {
 				if dirs[d] {
-					out.Held[id] = why
+					out = append(out, id)
 				}
 			}
 		}
 	}
+	return out
 }
 
 // RootChanged reports whether the shard objects (_flux/*.yaml, applied

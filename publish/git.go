@@ -50,6 +50,7 @@ func (p *Git) open() error {
 		opts.Log = p.Log
 		p.repo, err = gitsync.Open(opts)
 	}
+
 	p.openErr = failure.Classify(failure.ClassConfig, err)
 	return p.openErr
 }
@@ -96,6 +97,12 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	w := p.writer
 	if !p.prepared {
 		w = p.repo
+	}
+	// Per run: a config switched to or from the shard-branch layout takes
+	// effect in serve at its next run.
+	p.repo.SetShards(nil)
+	if p.Config.Git.FluxShardBranches {
+		p.repo.SetShards(shardSource(p.Config))
 	}
 	branch := p.Config.Git.Branch
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
@@ -171,6 +178,11 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 		}
 		return pub, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
+	if p.Config.Git.FluxShardBranches {
+		cs, err := p.shardBranches(ctx, pub, calls)
+		tenants.Merge(cs)
+		return pub, changeset.Result{Changes: tenants, Calls: calls}, err
+	}
 	if pub.Wrote && p.Config.Git.FluxReconcile {
 		p.requestReconcile(ctx)
 		calls["flux_reconcile"] = 1
@@ -220,6 +232,11 @@ func (p *Git) dryRun(ctx context.Context, w gitsync.Writer, plan gitsync.Plan, p
 	}
 	cs := *tenants
 	cs.Add(e)
+	if p.Config.Git.FluxShardBranches && guardErr == nil {
+		if err := p.dryRunShards(ctx, pub, &cs); err != nil {
+			return nil, changeset.Result{Calls: calls}, err
+		}
+	}
 	return pub, changeset.Result{Changes: cs, Calls: calls}, guardErr
 }
 

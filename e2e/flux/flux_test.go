@@ -153,6 +153,9 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...str
 	if slices.ContainsFunc(gitKeys, func(k string) bool { return strings.HasPrefix(k, "flux_oci_repository:") }) {
 		example = "../../examples/flux-oci/" // the OCI layout's
 	}
+	if slices.Contains(gitKeys, "flux_shard_branches: true") {
+		example = "../../examples/flux-branches/" // the shard-branch layout's
+	}
 	gr := read(t, example+"gitrepository.yaml")
 	edited := regexp.MustCompile(`(?m)^  url: .*$`).ReplaceAllString(gr, "  url: "+repoURL)
 	if edited == gr {
