@@ -30,8 +30,8 @@ var (
 func TestExampleRBACIsEnough(t *testing.T) {
 	c := startCluster(t, []string{crdManagedNamespace, crdRancher}, "applier", "validator", "reporter")
 	files, err := filepath.Glob("../examples/rbac/*.yaml")
-	if err != nil || len(files) != 3 {
-		t.Fatalf("want the three example roles, got %v %v", files, err)
+	if err != nil || len(files) != 4 {
+		t.Fatalf("want the four example roles (apply, validate-server, report, capacity), got %v %v", files, err)
 	}
 	if _, err := c.ApplyFiles(context.Background(), files...); err != nil {
 		t.Fatal(err)
