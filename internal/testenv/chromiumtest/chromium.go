@@ -5,12 +5,11 @@ package chromiumtest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
+
+	"github.com/waldur/waldur-gitops/internal/testenv/apt"
 )
 
 // candidates are the names Debian and other distributions install the
@@ -34,25 +33,7 @@ func Find() string {
 // Install makes sure Debian's chromium is installed: nothing when Find
 // finds a browser, else apt-get as root. log gets progress lines.
 func Install(ctx context.Context, log io.Writer) error {
-	if Find() != "" {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("chromium is not installed and this is not root: apt-get install -y --no-install-recommends chromium")
-	}
-	fmt.Fprintln(log, "chromiumtest: installing chromium with apt-get (once)")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w", strings.Join(args, " "), err)
-		}
-	}
-	if Find() == "" {
-		return errors.New("apt-get installed chromium but no chromium is on PATH")
-	}
-	return nil
+	return apt.Install(ctx, log, "chromiumtest", "chromium", func() bool { return Find() != "" })
 }
 
 // Flags are the command-line flags of every test browser: headless, no

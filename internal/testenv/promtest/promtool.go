@@ -5,12 +5,11 @@ package promtest
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"strings"
+
+	"github.com/waldur/waldur-gitops/internal/testenv/apt"
 )
 
 // Find returns the path of promtool, or "" when it is not installed.
@@ -30,23 +29,5 @@ func Find() string {
 // not started: policy-rc.d is left as the machine has it, and the tests
 // only run promtool). log gets progress lines.
 func Install(ctx context.Context, log io.Writer) error {
-	if Find() != "" {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("promtool is not installed and this is not root: apt-get install -y --no-install-recommends prometheus")
-	}
-	fmt.Fprintln(log, "promtest: installing prometheus (for promtool) with apt-get (once)")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "prometheus"}} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w", strings.Join(args, " "), err)
-		}
-	}
-	if Find() == "" {
-		return errors.New("apt-get installed prometheus but promtool is not on PATH")
-	}
-	return nil
+	return apt.Install(ctx, log, "promtest", "prometheus", func() bool { return Find() != "" })
 }

@@ -34,6 +34,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/waldur/waldur-gitops/internal/testenv/apt"
 	"github.com/waldur/waldur-gitops/internal/testenv/testproc"
 )
 
@@ -83,25 +84,7 @@ func findEpmd() string {
 // and the process runs as root, it runs apt-get install (progress to log). It
 // never starts the system service.
 func Install(ctx context.Context, log io.Writer) error {
-	if findServer() != "" && findEpmd() != "" {
-		return nil
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("rabbitmq-server is not installed and this is not root: apt-get install -y --no-install-recommends rabbitmq-server")
-	}
-	fmt.Fprintln(log, "rabbittest: installing rabbitmq-server with apt-get (once)")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "rabbitmq-server"}} {
-		cmd := exec.CommandContext(ctx, "apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		cmd.Stdout, cmd.Stderr = log, log
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("apt-get %s: %w", strings.Join(args, " "), err)
-		}
-	}
-	if findServer() == "" || findEpmd() == "" {
-		return errors.New("apt-get installed rabbitmq-server but its start script or epmd is not where expected")
-	}
-	return nil
+	return apt.Install(ctx, log, "rabbittest", "rabbitmq-server", func() bool { return findServer() != "" && findEpmd() != "" })
 }
 
 // Ports are the loopback ports of a broker.
