@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/failure"
@@ -16,9 +15,7 @@ const UsageStageName = usage.EntryStage
 
 // UsageStage is the Usage seam over usage.Reporter: the reporter plans and
 // posts on the state the engine reads and renders, and its failures get the
-// engine's classes (a Waldur read: failure.ClassWaldur; a cluster read:
-// failure.ClassCluster; templates that do not render: failure.ClassConfig; posts that
-// failed: failure.ClassPartial).
+// engine's classes (usage.Classify).
 type UsageStage struct {
 	Reporter *usage.Reporter
 }
@@ -27,25 +24,7 @@ type UsageStage struct {
 func (u *UsageStage) Report(ctx context.Context, read func(context.Context) (*waldur.State, error), rend UsageRenderer, dryRun bool) (changeset.Result, error) {
 	u.Reporter.DryRun = dryRun
 	r, err := u.Reporter.RunWith(ctx, read, usage.RenderFunc(rend))
-	return r, usageClass(err)
-}
-
-// usageClass maps the usage report's errors onto the engine's classes.
-func usageClass(err error) error {
-	var re *usage.ReadError
-	var ce *usage.ClusterError
-	var rde *usage.RenderError
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &re):
-		return failure.Classify(failure.ClassWaldur, err)
-	case errors.As(err, &ce):
-		return failure.Classify(failure.ClassCluster, err)
-	case errors.As(err, &rde):
-		return failure.Classify(failure.ClassConfig, err)
-	}
-	return failure.Classify(failure.ClassPartial, err)
+	return r, usage.Classify(err)
 }
 
 // usageStages is the cycle of the usage report: the site agent's

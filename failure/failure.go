@@ -9,6 +9,7 @@ package failure
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/waldur/waldur-gitops/guard"
 )
@@ -161,4 +162,42 @@ func ExitCode(err error) int {
 type stopCoder interface {
 	error
 	StopExitCode() int
+}
+
+// Incomplete is the config error of a run whose config misses what its
+// stages need (each of errs a key or credential): exit 2, every problem
+// named, one per line when there are several, as config validation lists
+// its problems.
+func Incomplete(errs []error) error {
+	return Classify(ClassConfig, &incompleteError{errs: errs})
+}
+
+type incompleteError struct{ errs []error }
+
+func (e *incompleteError) Error() string {
+	var b strings.Builder
+	b.WriteString("the config is incomplete for this command, nothing was done: ")
+	if len(e.errs) == 1 {
+		b.WriteString(e.errs[0].Error())
+		return b.String()
+	}
+	fmt.Fprintf(&b, "%d problem(s)", len(e.errs))
+	for _, err := range e.errs {
+		b.WriteString("\n  " + strings.ReplaceAll(err.Error(), "\n", "\n  "))
+	}
+	return b.String()
+}
+
+func (e *incompleteError) Unwrap() []error { return e.errs }
+
+// Unjoin lists the errors err joins (errors.Join): err alone when it joins
+// none, none for nil.
+func Unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
 }

@@ -1,11 +1,13 @@
 package usage
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -93,4 +95,25 @@ func (s Setup) offering(o *config.Offering, snap *waldur.Snapshot) (*Offering, e
 		uo.Cluster = cl
 	}
 	return uo, nil
+}
+
+// Classify gives the report's errors their failure classes: a Waldur read
+// (*ReadError) ClassWaldur, a cluster read (*ClusterError) ClassCluster,
+// templates that do not render (*RenderError) ClassConfig, posts that
+// failed ClassPartial.
+func Classify(err error) error {
+	var re *ReadError
+	var ce *ClusterError
+	var rde *RenderError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &re):
+		return failure.Classify(failure.ClassWaldur, err)
+	case errors.As(err, &ce):
+		return failure.Classify(failure.ClassCluster, err)
+	case errors.As(err, &rde):
+		return failure.Classify(failure.ClassConfig, err)
+	}
+	return failure.Classify(failure.ClassPartial, err)
 }
