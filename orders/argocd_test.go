@@ -3,6 +3,7 @@ package orders
 import (
 	"context"
 	"errors"
+	"maps"
 	"strings"
 	"testing"
 
@@ -97,4 +98,94 @@ func TestArgoCDAppliedAt(t *testing.T) {
 			t.Errorf("err = %v, want %v", err, boom)
 		}
 	})
+}
+
+// TestArgoCDAppliedAtShardBranch: in the per-shard form a target names the
+// shard branch, and the one Application following it must be Synced at the
+// branch's tip — not at the main commit, nor found by the tenant's
+// directory — whatever the shard's health.
+func TestArgoCDAppliedAtShardBranch(t *testing.T) {
+	const (
+		repo   = "https://git.example.org/platform/tenants.git"
+		main   = "0123456789abcdef0123456789abcdef01234567"
+		tip    = "abcdefabcdefabcdefabcdefabcdefabcdefabcd"
+		old    = "fedcba9876543210fedcba9876543210fedcba98"
+		branch = "waldur-gitops/shards/waldur-team-ns-cluster-01"
+	)
+	app := func(name, url, rev, sync, synced, health string) kube.ArgoApplication {
+		return kube.ArgoApplication{Namespace: "argocd", Name: name, Sources: []kube.ArgoSource{{RepoURL: url, Path: "_flux/team-ns.cluster.01", TargetRevision: rev}},
+			SyncStatus: sync, SyncRevisions: []string{synced}, Health: health}
+	}
+	shard := app("waldur-team-ns-cluster-01", repo, branch, "Synced", tip, "Healthy")
+	neighbour := app("waldur-team-ns-cluster-00", repo, "waldur-gitops/shards/waldur-team-ns-cluster-00", "Synced", old, "Healthy")
+	deleting := shard
+	deleting.Deleting = true
+	perTenant := kube.ArgoApplication{Namespace: "argocd", Name: "team-ns-waldur-a", Sources: []kube.ArgoSource{{RepoURL: repo, Path: "waldur/team-ns/cluster/waldur-a"}},
+		SyncStatus: "Synced", SyncRevisions: []string{main}, Health: "Healthy"}
+	for _, tc := range []struct {
+		name   string
+		apps   []kube.ArgoApplication
+		tip    string
+		ok     bool
+		detail string
+	}{
+		{name: "synced at the tip", tip: tip, ok: true, apps: []kube.ArgoApplication{neighbour, shard}},
+		{name: "the branch written as a ref", tip: tip, ok: true,
+			apps: []kube.ArgoApplication{app("a", repo, "refs/heads/"+branch, "Synced", tip, "Healthy")}},
+		{name: "the repository URL written differently", tip: tip, ok: true,
+			apps: []kube.ArgoApplication{app("a", "HTTPS://Git.Example.org/platform/tenants", branch, "Synced", tip, "Healthy")}},
+		{name: "the shard's health is not the tenant's", tip: tip, ok: true,
+			apps: []kube.ArgoApplication{app("a", repo, branch, "Synced", tip, "Degraded")}},
+		{name: "synced at an older shard commit", tip: tip, apps: []kube.ArgoApplication{app("a", repo, branch, "Synced", old, "Healthy")},
+			detail: "argo cd application a of branch " + branch + " is Synced at fedcba987654, want Synced at abcdefabcdef"},
+		{name: "the main commit is not the shard's", tip: tip, apps: []kube.ArgoApplication{app("a", repo, branch, "Synced", main, "Healthy")},
+			detail: "argo cd application a of branch " + branch + " is Synced at 0123456789ab, want Synced at abcdefabcdef"},
+		{name: "out of sync at the tip", tip: tip, apps: []kube.ArgoApplication{app("a", repo, branch, "OutOfSync", tip, "Healthy")},
+			detail: "argo cd application a of branch " + branch + " is OutOfSync at abcdefabcdef"},
+		{name: "only another shard's application", tip: tip, apps: []kube.ArgoApplication{neighbour},
+			detail: "no argo cd application follows branch " + branch + " yet"},
+		{name: "a per-tenant application does not count", tip: tip, apps: []kube.ArgoApplication{perTenant},
+			detail: "no argo cd application follows branch " + branch + " yet"},
+		{name: "another repository's branch", tip: tip, apps: []kube.ArgoApplication{app("a", "https://git.example.org/other.git", branch, "Synced", tip, "Healthy")},
+			detail: "no argo cd application follows branch"},
+		{name: "two applications follow the branch", tip: tip,
+			apps:   []kube.ArgoApplication{app("a", repo, branch, "Synced", tip, "Healthy"), app("b", repo, branch, "Synced", tip, "Healthy")},
+			detail: "argo cd applications a, b all follow branch " + branch + ": want one"},
+		{name: "being deleted", tip: tip, apps: []kube.ArgoApplication{deleting},
+			detail: "argo cd application waldur-team-ns-cluster-01 is being deleted"},
+		{name: "the branch has no commit", apps: []kube.ArgoApplication{shard},
+			detail: "branch " + branch + " has no commit yet"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &ArgoCD{Apps: &fakeApps{apps: tc.apps}, Namespace: "argocd", RepoURL: repo, Path: "waldur"}
+			ok, detail, err := a.AppliedAt(context.Background(), Target{Dir: "team-ns/cluster/waldur-a", Branch: branch, Commit: tc.tip})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok != tc.ok || !strings.HasPrefix(detail, tc.detail) || (tc.detail == "") != (detail == "") {
+				t.Errorf("AppliedAt = %v, %q; want %v, %q", ok, detail, tc.ok, tc.detail)
+			}
+		})
+	}
+}
+
+func TestShardTips(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		revisions map[string]string
+		want      map[string]string
+	}{
+		{name: "shard branches", revisions: map[string]string{"waldur-a-cluster-00": "waldur-gitops/shards/waldur-a-cluster-00@sha1:0123"},
+			want: map[string]string{"waldur-a-cluster-00": "0123"}},
+		{name: "another shard's branch is not this one's", revisions: map[string]string{"waldur-a-cluster-00": "waldur-gitops/shards/waldur-a-cluster-01@sha1:0123"},
+			want: map[string]string{}},
+		{name: "OCI artifacts are no branches", revisions: map[string]string{"waldur-a-cluster-00": "latest@sha256:abcd"},
+			want: map[string]string{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := shardTips(tc.revisions); !maps.Equal(got, tc.want) {
+				t.Errorf("shardTips = %v, want %v", got, tc.want)
+			}
+		})
+	}
 }

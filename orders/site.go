@@ -72,14 +72,26 @@ func (s *Site) Stage(dryRun, clusters bool) (*Stage, error) {
 
 // Consumers makes st's Finish wait for the consumers of the pushed
 // repository at ref (the commit pushed, else the branch tip the publish was
-// planned on): Flux's shard Kustomizations (revisions: the OCI artifacts'
-// revisions by shard, when shards ship as artifacts) and Argo CD's
-// Applications. An empty ref waits for neither.
+// planned on): Flux's shard Kustomizations (revisions: the revision of each
+// shard's own source, by shard, in the OCI and shard-branch layouts) or,
+// when Argo CD consumes the repository, its Applications — per tenant
+// directory, or per shard in the shard-branch layout, each at its branch's
+// tip as revisions name it. The shard Kustomizations are then not waited
+// for: Argo CD applies the tenants, and no Flux reads the shards. An empty
+// ref waits for neither.
 func (s *Site) Consumers(st *Stage, ref string, revisions map[string]string) {
-	if s.Flux != nil && ref != "" {
-		st.Flux = &Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref, Revisions: revisions}
+	if ref == "" {
+		return
 	}
-	if s.Argo != nil && ref != "" {
-		st.Argo, st.ArgoCommit = s.Argo, ref
+	if s.Argo != nil {
+		a := *s.Argo
+		if s.Flux != nil && s.Flux.Branches {
+			a.shards = &argoShards{layout: *s.Flux, tips: shardTips(revisions)}
+		}
+		st.Argo, st.ArgoCommit = &a, ref
+		return
+	}
+	if s.Flux != nil {
+		st.Flux = &Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref, Revisions: revisions}
 	}
 }
