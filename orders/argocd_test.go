@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/kube"
 )
 
@@ -185,6 +186,55 @@ func TestShardTips(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := shardTips(tc.revisions); !maps.Equal(got, tc.want) {
 				t.Errorf("shardTips = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Site.Consumers waits for Flux and for Argo CD as configured; in the
+// shard-branch layout Argo CD runs the per-shard form, whose Applications
+// are waited for at the shard tips instead of the shard Kustomizations.
+func TestSiteConsumers(t *testing.T) {
+	const ref = "0123456789abcdef0123456789abcdef01234567"
+	plain := &gitsync.FluxLayout{Shards: 2}
+	branches := &gitsync.FluxLayout{Shards: 2, Branches: true}
+	revisions := map[string]string{"waldur-a-cluster-00": "waldur-gitops/shards/waldur-a-cluster-00@sha1:abcd"}
+	for _, tc := range []struct {
+		name               string
+		flux               *gitsync.FluxLayout
+		argo               bool
+		ref                string
+		wantFlux, wantArgo bool
+		wantTips           map[string]string // nil: not the per-shard form
+	}{
+		{name: "flux", flux: plain, ref: ref, wantFlux: true},
+		{name: "flux shard branches", flux: branches, ref: ref, wantFlux: true},
+		{name: "argo cd per tenant", argo: true, ref: ref, wantArgo: true},
+		{name: "argo cd with the git layout's shards", flux: plain, argo: true, ref: ref, wantFlux: true, wantArgo: true},
+		{name: "argo cd per shard", flux: branches, argo: true, ref: ref, wantArgo: true, wantTips: map[string]string{"waldur-a-cluster-00": "abcd"}},
+		{name: "nothing pushed or found", flux: branches, argo: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Site{Flux: tc.flux, Branch: "main"}
+			if tc.argo {
+				s.Argo = &ArgoCD{Namespace: "argocd", RepoURL: "https://git.example.org/t.git", Path: "waldur"}
+			}
+			st := &Stage{}
+			s.Consumers(st, tc.ref, revisions)
+			if (st.Flux != nil) != tc.wantFlux || (st.Argo != nil) != tc.wantArgo {
+				t.Fatalf("flux %v, argo %v; want %v, %v", st.Flux != nil, st.Argo != nil, tc.wantFlux, tc.wantArgo)
+			}
+			if st.Argo == nil {
+				return
+			}
+			if st.ArgoCommit != ref || (st.Argo.shards != nil) != (tc.wantTips != nil) {
+				t.Fatalf("argo at %q, per shard %v; want %q, %v", st.ArgoCommit, st.Argo.shards != nil, ref, tc.wantTips != nil)
+			}
+			if st.Argo.shards != nil && !maps.Equal(st.Argo.shards.tips, tc.wantTips) {
+				t.Errorf("shard tips %v, want %v", st.Argo.shards.tips, tc.wantTips)
+			}
+			if s.Argo.shards != nil {
+				t.Error("the site's ArgoCD was changed: it is shared by every run")
 			}
 		})
 	}

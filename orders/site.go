@@ -73,25 +73,26 @@ func (s *Site) Stage(dryRun, clusters bool) (*Stage, error) {
 // Consumers makes st's Finish wait for the consumers of the pushed
 // repository at ref (the commit pushed, else the branch tip the publish was
 // planned on): Flux's shard Kustomizations (revisions: the revision of each
-// shard's own source, by shard, in the OCI and shard-branch layouts) or,
-// when Argo CD consumes the repository, its Applications — per tenant
-// directory, or per shard in the shard-branch layout, each at its branch's
-// tip as revisions name it. The shard Kustomizations are then not waited
-// for: Argo CD applies the tenants, and no Flux reads the shards. An empty
-// ref waits for neither.
+// shard's own source, by shard, in the OCI and shard-branch layouts) and
+// Argo CD's Applications, one per tenant directory at ref. In the
+// shard-branch layout Argo CD, when set, is taken to run the per-shard form
+// (examples/argocd/applicationset-shards.yaml): its Applications follow the
+// shard branches, each waited for at its branch's tip as revisions name it,
+// and the shard Kustomizations, which nothing applies then, are not waited
+// for. An empty ref waits for neither.
 func (s *Site) Consumers(st *Stage, ref string, revisions map[string]string) {
 	if ref == "" {
 		return
 	}
+	perShard := s.Argo != nil && s.Flux != nil && s.Flux.Branches
+	if s.Flux != nil && !perShard {
+		st.Flux = &Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref, Revisions: revisions}
+	}
 	if s.Argo != nil {
 		a := *s.Argo
-		if s.Flux != nil && s.Flux.Branches {
+		if perShard {
 			a.shards = &argoShards{layout: *s.Flux, tips: shardTips(revisions)}
 		}
 		st.Argo, st.ArgoCommit = &a, ref
-		return
-	}
-	if s.Flux != nil {
-		st.Flux = &Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref, Revisions: revisions}
 	}
 }
