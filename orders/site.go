@@ -32,7 +32,9 @@ type Site struct {
 	Branch string
 	// Argo, set when Argo CD consumes the pushed repository
 	// (git.argocd_namespace), makes order_done_on: applied also wait for the
-	// tenant's Applications to be Synced at the pushed commit and Healthy.
+	// tenant's Applications to be Synced at the pushed commit and Healthy
+	// or, in the shard-branch layout, for the Applications of its shards to
+	// be Synced at their branches' tips (Consumers).
 	Argo *ArgoCD
 	// Capacity, when some offering has a capacity section, decides the
 	// orders that would oversell their pool before approval.
