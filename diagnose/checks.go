@@ -175,7 +175,9 @@ func FluxReconcileAccess(g config.Git) []kube.Access {
 // appliedAccess lists what order_done_on: applied reads of the consumer in
 // the cluster of offerings, when one of them waits for it: the shard
 // Kustomizations of Flux (git.flux_shards) and the Applications of Argo CD
-// (git.argocd_namespace).
+// (git.argocd_namespace). In the shard-branch layout with Argo CD the
+// shard branches are Argo CD's (its per-shard form) and no Kustomization is
+// read.
 func appliedAccess(cfg *config.Config, offerings []string) []kube.Access {
 	applied := slices.ContainsFunc(cfg.Offerings, func(o config.Offering) bool {
 		return o.OrderDoneOn == config.DoneOnApplied && slices.Contains(offerings, o.Name)
@@ -184,7 +186,7 @@ func appliedAccess(cfg *config.Config, offerings []string) []kube.Access {
 		return nil
 	}
 	var out []kube.Access
-	if cfg.Git.FluxShards > 0 {
+	if cfg.Git.FluxShards > 0 && (!cfg.Git.FluxShardBranches || cfg.Git.ArgoCDNamespace == "") {
 		out = append(out, kube.Access{Verb: "get", Resource: kube.FluxKustomizationsGVR, Namespace: cfg.Git.FluxNamespace})
 	}
 	if cfg.Git.ArgoCDNamespace != "" {

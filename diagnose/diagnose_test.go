@@ -578,3 +578,40 @@ func TestTableFitsAHundredColumns(t *testing.T) {
 		t.Errorf("wide table:\n%s", wide.String())
 	}
 }
+
+// In the shard-branch layout with Argo CD (its per-shard form), the cluster
+// row of a waiting offering asks only for the Applications: no Flux
+// Kustomization is waited for.
+func TestConsumerAccessArgoShards(t *testing.T) {
+	text := `git:
+  url: https://git.example.org/t.git
+  flux_shards: 4
+  flux_shard_branches: true
+  argocd_namespace: argo
+offerings:
+- name: Waits
+  waldur_api_url: https://waldur.example.org/api/
+  waldur_offering_uuid: 0ff00000000040008000000000000001
+  backend_type: namespace
+  order_done_on: applied
+  backend_settings: {kubeconfig_path: /k/waits.yaml}
+`
+	l, err := config.Parse([]byte(text), filepath.Join(t.TempDir(), "c.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := diagnose.Checks(l.Config, "", diagnose.Deps{
+		Waldur:  func(*config.Offering) (diagnose.WaldurAPI, error) { return fakeWaldur{}, nil },
+		Git:     func(config.Git) (diagnose.GitRemote, error) { return nil, errors.New("no git here") },
+		Cluster: func(kube.Source) (diagnose.ClusterAPI, error) { return fakeCluster{version: "v1.33.13"}, nil },
+	})
+	var row string
+	for _, r := range run(t, checks) {
+		if r.Name == "cluster" && r.Target == "/k/waits.yaml" {
+			row = r.Status + ": " + r.Detail
+		}
+	}
+	if !strings.HasPrefix(row, "pass: ") || !strings.Contains(row, "may list applications.argoproj.io in namespace argo") || strings.Contains(row, "kustomizations") {
+		t.Errorf("cluster row %q: want a pass asking for the Applications alone", row)
+	}
+}

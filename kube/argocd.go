@@ -33,9 +33,11 @@ type ArgoApplication struct {
 	Deleting bool
 }
 
-// ArgoSource is one source of an Application.
+// ArgoSource is one source of an Application: its repository, its path
+// there, and the revision it follows (spec.source.targetRevision: a branch,
+// tag or commit; "" for the repository's default branch).
 type ArgoSource struct {
-	RepoURL, Path string
+	RepoURL, Path, TargetRevision string
 }
 
 // ArgoApplications lists the Argo CD Applications of a namespace ("" for
@@ -71,7 +73,8 @@ func toArgoApplication(u *unstructured.Unstructured) ArgoApplication {
 	source := func(m map[string]any) ArgoSource {
 		url, _, _ := unstructured.NestedString(m, "repoURL")
 		path, _, _ := unstructured.NestedString(m, "path")
-		return ArgoSource{RepoURL: url, Path: path}
+		rev, _, _ := unstructured.NestedString(m, "targetRevision")
+		return ArgoSource{RepoURL: url, Path: path, TargetRevision: rev}
 	}
 	if m, ok, _ := unstructured.NestedMap(u.Object, "spec", "source"); ok {
 		a.Sources = append(a.Sources, source(m))

@@ -72,7 +72,9 @@ type Expectation struct {
 	// must have applied the pushed revision; empty without Flux.
 	Flux []FluxShard
 	// Argo lists the tenant's directories whose Argo CD Application must be
-	// Synced at the pushed commit and Healthy; empty without Argo CD.
+	// Synced at the pushed commit and Healthy, or, in the per-shard form,
+	// the shard branches whose Application must be Synced at their tip (for
+	// Gone too); empty without Argo CD.
 	Argo []Target
 
 	tenant string   // the tenant's directory name
@@ -143,7 +145,10 @@ func appliedIn(ctx context.Context, c Cluster, e *Expectation, argo *argoLists) 
 		return true, "", nil
 	}
 	if e.Gone {
-		return gone(ctx, c, e)
+		if ok, detail, err := gone(ctx, c, e); !ok || err != nil {
+			return ok, detail, err
+		}
+		return argoApplied(ctx, c, e, argo)
 	}
 	ns, err := c.Namespace(ctx, e.Namespace)
 	switch {

@@ -325,3 +325,106 @@ func TestAppliedListsArgoApplicationsOncePerRound(t *testing.T) {
 		t.Errorf("%d orders over %d rounds listed the Applications %d times, want %d (once a round)", len(slugs), syncedAt+1, got, want)
 	}
 }
+
+// argoShardSite is a harness whose offering waits, with order_done_on:
+// applied, for the per-shard form of Argo CD (git.flux_shard_branches: two
+// shards), wired as sync wires it (orders.Site.Consumers), its cluster a
+// fake holding namespaces, quotas and Applications. shardApp returns the
+// Application the example generates for a shard, Synced at revision.
+func argoShardSite(t *testing.T) (h *harness, dyn *dynamicfake.FakeDynamicClient, clock *fakeClock, shards []string, shardApp func(name, revision string) *unstructured.Unstructured) {
+	t.Helper()
+	h = newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
+	target := gitsync.FluxTarget{Offering: h.cfg.Offerings[0].DirName(), Target: render.TargetCluster}
+	layout := gitsync.FluxLayout{Shards: 2, RepoPath: "waldur", Targets: []gitsync.FluxTarget{target}, Branches: true, BranchURL: argoRepo}
+	h.layout = &layout
+	shards = []string{layout.ShardName(target, 0), layout.ShardName(target, 1)}
+	dyn = dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		kube.NamespacesGVR: "NamespaceList", kube.ResourceQuotasGVR: "ResourceQuotaList", kube.ArgoApplicationsGVR: "ApplicationList",
+	})
+	clock = &fakeClock{t: time.Date(2026, 3, 5, 10, 0, 0, 0, time.UTC)}
+	h.stage.Offerings[0].Cluster = kube.NewReaderFor(dyn)
+	h.stage.Now, h.stage.Sleep, h.stage.PollInterval = clock.now, clock.sleep, 5*time.Second
+	site := &orders.Site{Flux: &layout, Branch: "main", Argo: &orders.ArgoCD{Namespace: "argocd", RepoURL: argoRepo, Path: "waldur"}}
+	site.Consumers(h.stage, argoCommit, map[string]string{
+		shards[0]: gitsync.ShardBranch(shards[0]) + "@sha1:" + shardTip(0),
+		shards[1]: gitsync.ShardBranch(shards[1]) + "@sha1:" + shardTip(1),
+	})
+	shardApp = func(name, revision string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "argoproj.io/v1alpha1", "kind": "Application",
+			"metadata": map[string]any{"name": name, "namespace": "argocd"},
+			"spec":     map[string]any{"source": map[string]any{"repoURL": argoRepo, "path": "_flux/" + name, "targetRevision": gitsync.ShardBranch(name)}},
+			"status": map[string]any{
+				"sync":   map[string]any{"status": "Synced", "revision": revision},
+				"health": map[string]any{"status": "Healthy"},
+			},
+		}}
+	}
+	return h, dyn, clock, shards, shardApp
+}
+
+// shardTip is the tip of shard n's branch in argoShardSite.
+func shardTip(n int) string { return strings.Repeat(string(rune('a'+n)), 40) }
+
+// In the per-shard form of Argo CD an order is done only once the
+// Application following its tenant's shard branch is Synced at the
+// branch's tip, not at the main commit, whatever the other shard shows; no
+// Flux Kustomization is waited for.
+func TestAppliedWaitsForArgoShardApplication(t *testing.T) {
+	h, dyn, clock, shards, shardApp := argoShardSite(t)
+	ctx := context.Background()
+	mine := gitsync.ShardOf("waldur-nu", 2)
+	_, _ = dyn.Resource(kube.NamespacesGVR).Create(ctx, namespace("waldur-nu", nil), metav1.CreateOptions{})
+	_, _ = dyn.Resource(kube.ResourceQuotasGVR).Namespace("waldur-nu").Create(ctx,
+		quota("waldur-nu", "waldur-quota", map[string]any{"limits.cpu": "2", "limits.memory": "2Gi"}), metav1.CreateOptions{})
+	apps := dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd")
+	_, _ = apps.Create(ctx, shardApp(shards[mine], argoCommit), metav1.CreateOptions{})
+	_, _ = apps.Create(ctx, shardApp(shards[1-mine], "fedcba9876543210fedcba9876543210fedcba98"), metav1.CreateOptions{})
+
+	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource("nu", waldur.ResourceCreating, limits("cpu", "2", "ram", "2")), nil)
+	c := h.cycle(true, true)
+	e := entry(t, c.finish, ord)
+	want := "argo cd application " + shards[mine] + " of branch " + gitsync.ShardBranch(shards[mine]) + " is Synced at 0123456789ab, want Synced at " + shardTip(mine)[:12]
+	if e.Action != changeset.Skip || !strings.Contains(e.Reason, want) || h.orderState(ord) != waldur.OrderExecuting {
+		t.Fatalf("entry %+v, order %s; want the reason to say %q", e, h.orderState(ord), want)
+	}
+	syncedAt := clock.sleeps + 2
+	clock.onPoll = func(n int) {
+		if n == syncedAt { // Argo CD syncs the shard branch's tip
+			_, _ = apps.Update(ctx, shardApp(shards[mine], shardTip(mine)), metav1.UpdateOptions{})
+		}
+	}
+	h.cycle(true, true)
+	if h.orderState(ord) != waldur.OrderDone || clock.sleeps != syncedAt {
+		t.Errorf("order %s after %d polls; want done once the shard's Application synced its branch (poll %d)", h.orderState(ord), clock.sleeps, syncedAt)
+	}
+}
+
+// In the per-shard form a termination waits, once the namespace is gone,
+// for every shard of the offering to be Synced at its branch's tip: the
+// tree no longer says which shard held the tenant, and that shard's
+// Application prunes it.
+func TestAppliedTerminateWaitsForArgoShards(t *testing.T) {
+	h, dyn, clock, shards, shardApp := argoShardSite(t)
+	ctx := context.Background()
+	apps := dyn.Resource(kube.ArgoApplicationsGVR).Namespace("argocd")
+	_, _ = apps.Create(ctx, shardApp(shards[0], shardTip(0)), metav1.CreateOptions{})
+	_, _ = apps.Create(ctx, shardApp(shards[1], argoCommit), metav1.CreateOptions{})
+	res := h.resource("nu", waldur.ResourceTerminating, limits("cpu", "1"))
+	ord := h.order(waldur.OrderTerminate, waldur.OrderExecuting, res, nil)
+	c := h.cycle(true, true)
+	want := "argo cd application " + shards[1] + " of branch " + gitsync.ShardBranch(shards[1]) + " is Synced at 0123456789ab"
+	if e := entry(t, c.finish, ord); e.Action != changeset.Skip || !strings.Contains(e.Reason, want) || h.orderState(ord) != waldur.OrderExecuting {
+		t.Fatalf("entry %+v, order %s; want the reason to say %q", e, h.orderState(ord), want)
+	}
+	syncedAt := clock.sleeps + 2
+	clock.onPoll = func(n int) {
+		if n == syncedAt {
+			_, _ = apps.Update(ctx, shardApp(shards[1], shardTip(1)), metav1.UpdateOptions{})
+		}
+	}
+	h.cycle(true, true)
+	if h.orderState(ord) != waldur.OrderDone || clock.sleeps != syncedAt {
+		t.Errorf("order %s after %d polls; want done once every shard's Application synced its branch (poll %d)", h.orderState(ord), clock.sleeps, syncedAt)
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/kube"
 )
 
@@ -30,6 +29,13 @@ type Target struct {
 	// Gone: the tenant's directory was removed (a termination), and the
 	// consumer must have deleted what it applied from it.
 	Gone bool
+	// Branch, in the per-shard form of Argo CD (git.flux_shard_branches),
+	// is the shard branch (gitsync.ShardBranch) of the shard that holds the
+	// tenant, or held it for Gone; Dir is then unused and Commit is the
+	// branch's tip, the shard commit cut from the order's commit or, when
+	// the shard did not change since, from an earlier one. The Application
+	// following the branch must be Synced at it.
+	Branch string
 }
 
 // ArgoApplications lists Argo CD Applications; *kube.Reader implements it.
@@ -52,12 +58,24 @@ var _ ArgoApplications = (*kube.Reader)(nil)
 // Target.Commit the run's commit. Terminations keep the cluster check: the
 // resources finalizer deletes the namespace before the Application goes.
 // Apps is left nil there; each offering's cluster reader fills it.
+//
+// In the per-shard form (git.flux_shard_branches,
+// examples/argocd/applicationset-shards.yaml) an Application follows a shard
+// branch instead of reading a tenant's directory, and the wait is for the
+// Application following the branch of each shard that holds the tenant to
+// be Synced at the branch's tip, the shard commit cut from the order's
+// commit (Site.Consumers sets it up); for a termination, every shard of
+// the offering's targets, since one of them prunes the tenant.
 type ArgoCD struct {
 	Apps ArgoApplications
 	// Namespace is where the Applications live ("" for every namespace).
 	Namespace string
 	// RepoURL is git.url; Path is git.path, the prefix of tenant directories.
 	RepoURL, Path string
+
+	// shards, set by Site.Consumers in the shard-branch layout, makes the
+	// orders wait for the Applications of the per-shard form.
+	shards *argoShards
 }
 
 var _ Consumer = (*ArgoCD)(nil)
@@ -68,6 +86,9 @@ func (a *ArgoCD) AppliedAt(ctx context.Context, t Target) (bool, string, error) 
 	lists, ok := a.Apps.(*argoLists)
 	if !ok {
 		lists = listOnce(a.Apps)
+	}
+	if t.Branch != "" {
+		return a.shardAppliedAt(ctx, lists, t)
 	}
 	dir := path.Join(a.Path, t.Dir)
 	mine, err := lists.reading(ctx, a.Namespace, a.RepoURL, dir)
@@ -89,11 +110,7 @@ func (a *ArgoCD) AppliedAt(ctx context.Context, t Target) (bool, string, error) 
 		return false, "no argo cd application reads " + dir + " yet", nil
 	case 1:
 	default:
-		names := make([]string, len(mine))
-		for i, app := range mine {
-			names[i] = app.Name
-		}
-		return false, "argo cd applications " + strings.Join(names, ", ") + " all read " + dir + ": want one", nil
+		return false, "argo cd applications " + appNames(mine) + " all read " + dir + ": want one", nil
 	}
 	app := mine[0]
 	switch {
@@ -122,11 +139,13 @@ type argoLists struct {
 }
 
 // argoIndex is one namespace's list: every Application, and the
-// Applications by each source's repository and path (argoKey).
+// Applications by each source's repository and path (argoKey) and by each
+// source's repository and target revision (branchKey).
 type argoIndex struct {
-	all    []kube.ArgoApplication
-	byPath map[string][]kube.ArgoApplication
-	err    error
+	all      []kube.ArgoApplication
+	byPath   map[string][]kube.ArgoApplication
+	byBranch map[string][]kube.ArgoApplication
+	err      error
 }
 
 func (l *argoLists) ArgoApplications(ctx context.Context, namespace string) ([]kube.ArgoApplication, error) {
@@ -138,7 +157,7 @@ func (l *argoLists) list(ctx context.Context, namespace string) *argoIndex {
 	if ix, ok := l.byNS[namespace]; ok {
 		return ix
 	}
-	ix := &argoIndex{byPath: map[string][]kube.ArgoApplication{}}
+	ix := &argoIndex{byPath: map[string][]kube.ArgoApplication{}, byBranch: map[string][]kube.ArgoApplication{}}
 	ix.all, ix.err = l.apps.ArgoApplications(ctx, namespace)
 	for _, app := range ix.all {
 		seen := map[string]bool{}
@@ -146,6 +165,10 @@ func (l *argoLists) list(ctx context.Context, namespace string) *argoIndex {
 			if k := argoKey(s.RepoURL, s.Path); !seen[k] {
 				seen[k] = true
 				ix.byPath[k] = append(ix.byPath[k], app)
+			}
+			if k := branchKey(s.RepoURL, s.TargetRevision); s.TargetRevision != "" && !seen[k] {
+				seen[k] = true
+				ix.byBranch[k] = append(ix.byBranch[k], app)
 			}
 		}
 	}
@@ -160,6 +183,19 @@ func (l *argoLists) reading(ctx context.Context, namespace, repo, dir string) ([
 	return ix.byPath[argoKey(repo, dir)], ix.err
 }
 
+// following returns the Applications of namespace with a source following
+// branch of repo, in the order of the list.
+func (l *argoLists) following(ctx context.Context, namespace, repo, branch string) ([]kube.ArgoApplication, error) {
+	ix := l.list(ctx, namespace)
+	return ix.byBranch[branchKey(repo, branch)], ix.err
+}
+
+// branchKey is a source's repository, as argoKey compares it, and the
+// branch its target revision names, written bare or as refs/heads/<branch>.
+func branchKey(repo, revision string) string {
+	return argoKey(repo, "") + "\x01" + strings.TrimPrefix(revision, "refs/heads/")
+}
+
 // argoKey is a source's repository and path as compared: the repository the
 // way people write it (with or without .git or a trailing slash, the host in
 // any case), the path cleaned.
@@ -170,6 +206,14 @@ func argoKey(repo, dir string) string {
 		u = strings.ToLower(scheme) + "://" + strings.ToLower(host) + "/" + p
 	}
 	return u + "\x00" + path.Clean(dir)
+}
+
+func appNames(apps []kube.ArgoApplication) string {
+	names := make([]string, len(apps))
+	for i, app := range apps {
+		names[i] = app.Name
+	}
+	return strings.Join(names, ", ")
 }
 
 func orUnknown(s string) string {
@@ -195,22 +239,4 @@ func shortRev(r string) string {
 		return r[:12]
 	}
 	return r
-}
-
-// expect adds to every Done order of an offering with order_done_on: applied
-// (not a termination) the tenant's directories, to be applied at commit.
-func (a *ArgoCD) expect(plan []Executing, commit string) {
-	if a == nil || commit == "" {
-		return
-	}
-	for i := range plan {
-		e := &plan[i]
-		if e.Outcome != Done || e.Expect == nil || e.Expect.Gone || e.Offering.DoneOn != config.DoneOnApplied {
-			continue
-		}
-		e.Expect.argo = a
-		for _, d := range e.Expect.dirs {
-			e.Expect.Argo = append(e.Expect.Argo, Target{Dir: d, Commit: commit})
-		}
-	}
 }

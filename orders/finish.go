@@ -192,7 +192,7 @@ func (s *Stage) Finish(ctx context.Context, st *waldur.State, res *render.Result
 	r := s.newRun(FinishStage)
 	plan := PlanFinish(s.Offerings, st, res, pushed)
 	s.Flux.expect(plan, pushed)
-	s.Argo.expect(plan, s.ArgoCommit)
+	s.Argo.expect(plan, s.ArgoCommit, pushed)
 	s.refuse(plan)
 	if !s.DryRun {
 		r.waitApplied(ctx, plan)

@@ -132,7 +132,9 @@ type Stage struct {
 	// shard Kustomization of the tenant to report the pushed revision applied.
 	Flux *Flux
 	// Argo, when set, makes order_done_on: applied also wait for the
-	// tenant's Argo CD Applications to be Synced at ArgoCommit and Healthy.
+	// tenant's Argo CD Applications to be Synced at ArgoCommit and Healthy
+	// (in the per-shard form, its shards' Applications at their branches'
+	// tips; Site.Consumers sets that up).
 	Argo       *ArgoCD
 	ArgoCommit string
 	// Capacity, when set, keeps orders that would oversell their pool from

@@ -32,7 +32,9 @@ type Site struct {
 	Branch string
 	// Argo, set when Argo CD consumes the pushed repository
 	// (git.argocd_namespace), makes order_done_on: applied also wait for the
-	// tenant's Applications to be Synced at the pushed commit and Healthy.
+	// tenant's Applications to be Synced at the pushed commit and Healthy
+	// or, in the shard-branch layout, for the Applications of its shards to
+	// be Synced at their branches' tips (Consumers).
 	Argo *ArgoCD
 	// Capacity, when some offering has a capacity section, decides the
 	// orders that would oversell their pool before approval.
@@ -72,14 +74,27 @@ func (s *Site) Stage(dryRun, clusters bool) (*Stage, error) {
 
 // Consumers makes st's Finish wait for the consumers of the pushed
 // repository at ref (the commit pushed, else the branch tip the publish was
-// planned on): Flux's shard Kustomizations (revisions: the OCI artifacts'
-// revisions by shard, when shards ship as artifacts) and Argo CD's
-// Applications. An empty ref waits for neither.
+// planned on): Flux's shard Kustomizations (revisions: the revision of each
+// shard's own source, by shard, in the OCI and shard-branch layouts) and
+// Argo CD's Applications, one per tenant directory at ref. In the
+// shard-branch layout Argo CD, when set, is taken to run the per-shard form
+// (examples/argocd/applicationset-shards.yaml): its Applications follow the
+// shard branches, each waited for at its branch's tip as revisions name it,
+// and the shard Kustomizations, which nothing applies then, are not waited
+// for. An empty ref waits for neither.
 func (s *Site) Consumers(st *Stage, ref string, revisions map[string]string) {
-	if s.Flux != nil && ref != "" {
+	if ref == "" {
+		return
+	}
+	perShard := s.Argo != nil && s.Flux != nil && s.Flux.Branches
+	if s.Flux != nil && !perShard {
 		st.Flux = &Flux{Layout: *s.Flux, Revision: s.Branch + "@sha1:" + ref, Revisions: revisions}
 	}
-	if s.Argo != nil && ref != "" {
-		st.Argo, st.ArgoCommit = s.Argo, ref
+	if s.Argo != nil {
+		a := *s.Argo
+		if perShard {
+			a.shards = &argoShards{layout: *s.Flux, tips: shardTips(revisions)}
+		}
+		st.Argo, st.ArgoCommit = &a, ref
 	}
 }
