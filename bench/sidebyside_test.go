@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -157,8 +159,10 @@ type sideWorld struct {
 	waldur                 *waldurtest.Server
 	// complaints collects what the fake Waldur says about the requests.
 	complaints *lockedBuffer
-	kc         *kctest.Server
-	cluster    *kubetest.Cluster
+	// posts counts the write requests Waldur received.
+	posts   atomic.Int64
+	kc      *kctest.Server
+	cluster *kubetest.Cluster
 }
 
 // newSideWorld starts a site with synth's state of n tenants.
@@ -175,6 +179,11 @@ func newSideWorld(b *testing.B, n int, cluster bool, self, bin string) *sideWorl
 		b.Fatal(err)
 	}
 	w.waldur.Seed(w.state)
+	w.waldur.OnRequest(func(r *http.Request, _ []byte) {
+		if r.Method != http.MethodGet {
+			w.posts.Add(1)
+		}
+	})
 	w.kc = kctest.NewServer()
 	w.kc.AddRealm(sideRealm)
 	for _, o := range w.state.Offerings {
@@ -264,7 +273,7 @@ func (w *sideWorld) close() {
 
 // sideDelta is what Waldur and Keycloak received during one pass.
 type sideDelta struct {
-	waldur, keycloak, keycloakWrites int
+	waldur, waldurWrites, keycloak, keycloakWrites int
 	// usagePosts counts set_usage requests.
 	usagePosts int
 }
@@ -294,7 +303,7 @@ func (w *sideWorld) run(b *testing.B, p sidePass, check func(*testing.B, *sideWo
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	w.kc.ResetCounts()
-	wBefore, uBefore := w.waldur.Requests(""), w.waldur.Requests(setUsagePath)
+	wBefore, uBefore, pBefore := w.waldur.Requests(""), w.waldur.Requests(setUsagePath), w.posts.Load()
 	err := cmd.Run()
 	raw, rerr := os.ReadFile(mfile)
 	if rerr != nil {
@@ -312,6 +321,7 @@ func (w *sideWorld) run(b *testing.B, p sidePass, check func(*testing.B, *sideWo
 	}
 	r.sideDelta = sideDelta{
 		waldur:         w.waldur.Requests("") - wBefore,
+		waldurWrites:   int(w.posts.Load() - pBefore),
 		keycloak:       w.kc.Requests(),
 		keycloakWrites: w.kc.Writes(),
 		usagePosts:     w.waldur.Requests(setUsagePath) - uBefore,
@@ -326,8 +336,9 @@ func reportSide(b *testing.B, runs []sideRun) {
 		return
 	}
 	var wall, cpu time.Duration
-	var wr, kr, kw int
+	var wr, ww, kr, kw int
 	for _, r := range runs {
+		ww += r.waldurWrites
 		wall += r.Wall
 		cpu += r.User + r.Sys
 		wr += r.waldur
@@ -338,6 +349,7 @@ func reportSide(b *testing.B, runs []sideRun) {
 	b.ReportMetric(wall.Seconds()/k, "wall-s")
 	b.ReportMetric(cpu.Seconds()/k, "cpu-s")
 	b.ReportMetric(float64(wr)/k, "waldur-req")
+	b.ReportMetric(float64(ww)/k, "waldur-writes")
 	b.ReportMetric(float64(kr)/k, "keycloak-req")
 	b.ReportMetric(float64(kw)/k, "keycloak-writes")
 }
