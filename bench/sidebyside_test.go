@@ -48,10 +48,6 @@ import (
 //
 // $WALDUR_GITOPS_BENCH_SIDE_TENANTS replaces the sizes (default "100,1000").
 
-// sideSeed is the synthetic state of the side-by-side benchmark; change it
-// only together with its results in BENCHMARKS.md.
-const sideSeed = 20261128
-
 // sideRealm is the Keycloak realm synth's config names.
 const sideRealm = "hpc"
 
@@ -103,7 +99,7 @@ var sidePasses = []sidePass{
 
 // BenchmarkSideBySide reports, per tenant count, pass and step, the wall
 // time and CPU seconds of the process and the requests Waldur and Keycloak
-// received from it (see the comment at sideSeed's file head).
+// received from it (see the comment at the head of this file).
 func BenchmarkSideBySide(b *testing.B) {
 	self, err := os.Executable()
 	if err != nil {
@@ -168,7 +164,7 @@ type sideWorld struct {
 // newSideWorld starts a site with synth's state of n tenants.
 func newSideWorld(b *testing.B, n int, cluster bool, self, bin string) *sideWorld {
 	b.Helper()
-	opts := synth.Options{Tenants: n, Seed: sideSeed, BackendTypes: []string{config.BackendK8sUTNamespace}}
+	opts := synth.Options{Tenants: n, Seed: seed, BackendTypes: []string{config.BackendK8sUTNamespace}}
 	// Not b.TempDir: the world outlives the step that made it.
 	dir, err := os.MkdirTemp("", "sidebyside")
 	if err != nil {
