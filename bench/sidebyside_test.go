@@ -7,9 +7,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -155,8 +157,10 @@ type sideWorld struct {
 	waldur                 *waldurtest.Server
 	// complaints collects what the fake Waldur says about the requests.
 	complaints *lockedBuffer
-	// posts counts the write requests Waldur received.
+	// posts counts the write requests Waldur received, writes them by
+	// action (the last segment of the path), for the log.
 	posts   atomic.Int64
+	writes  actionCounts
 	kc      *kctest.Server
 	cluster *kubetest.Cluster
 }
@@ -178,6 +182,7 @@ func newSideWorld(b *testing.B, n int, cluster bool, self, bin string) *sideWorl
 	w.waldur.OnRequest(func(r *http.Request, _ []byte) {
 		if r.Method != http.MethodGet {
 			w.posts.Add(1)
+			w.writes.add(r.Method + " " + path.Base(r.URL.Path))
 		}
 	})
 	w.kc = kctest.NewServer()
@@ -323,6 +328,7 @@ func (w *sideWorld) run(b *testing.B, p sidePass, check func(*testing.B, *sideWo
 		usagePosts:     w.waldur.Requests(setUsagePath) - uBefore,
 	}
 	check(b, w, r.sideDelta)
+	b.Logf("%s: %s wall, Waldur writes %s", strings.Join(p.args(w)[:1], " "), r.Wall.Round(time.Millisecond), w.writes.take())
 	return r
 }
 
@@ -348,6 +354,33 @@ func reportSide(b *testing.B, runs []sideRun) {
 	b.ReportMetric(float64(ww)/k, "waldur-writes")
 	b.ReportMetric(float64(kr)/k, "keycloak-req")
 	b.ReportMetric(float64(kw)/k, "keycloak-writes")
+}
+
+// actionCounts counts requests by a key, safe for concurrent handlers.
+type actionCounts struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *actionCounts) add(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.n == nil {
+		a.n = map[string]int{}
+	}
+	a.n[key]++
+}
+
+// take returns the counts sorted by key, as text, and starts over.
+func (a *actionCounts) take() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(a.n)) {
+		parts = append(parts, fmt.Sprintf("%s %d", k, a.n[k]))
+	}
+	clear(a.n)
+	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 // lockedBuffer is a bytes.Buffer safe for the fake Waldur's handlers.
