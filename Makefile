@@ -69,7 +69,10 @@ fmt: ## format the code
 	gofmt -w $$(git ls-files '*.go')
 
 # ./bench includes BenchmarkCLISync: the peak RSS of the real `sync` per
-# profile at 10,000 tenants (BENCHMARKS.md, "Memory of a sync").
+# profile at 10,000 tenants (BENCHMARKS.md, "Memory of a sync"), and
+# BenchmarkSideBySide: apply, keycloak and report beside the site agent's
+# three passes at 100 and 1,000 tenants, against a real kube-apiserver
+# (BENCHMARKS.md, "Beside the site agent").
 # BenchmarkKeycloak runs against the in-repo fake, BenchmarkKeycloakReal
 # against a real Keycloak that internal/testenv/keycloaktest starts (BENCHMARKS.md,
 # "Keycloak against a real server").
