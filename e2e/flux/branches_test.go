@@ -242,6 +242,7 @@ func BenchmarkFluxOneTenantChangeBranches(b *testing.B) {
 	ns := s.namespaceOf(r.UUID)
 	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
 	var toQuota, toReady, run time.Duration
+	profiled := s.profile(b)
 	cpu0 := s.flux.CPU()
 	n, touched := 0, 0
 	for b.Loop() {
@@ -259,6 +260,7 @@ func BenchmarkFluxOneTenantChangeBranches(b *testing.B) {
 		toReady += time.Since(at)
 	}
 	cpu1 := s.flux.CPU()
+	profiled()
 	per := func(d time.Duration) float64 { return d.Seconds() / float64(n) }
 	b.ReportMetric(per(run), "s-run")
 	b.ReportMetric(per(toQuota), "s-to-quota")

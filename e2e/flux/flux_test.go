@@ -168,7 +168,7 @@ func startWith(t testing.TB, tenants, shards int, shardRoot bool, gitKeys ...str
 	if _, err := cluster.ApplyFiles(ctx, files...); err != nil {
 		t.Fatal(err)
 	}
-	s.flux, err = fluxtest.Start(ctx, bins, cluster.KubeconfigPath(kubetest.Admin))
+	s.flux, err = fluxtest.StartWith(ctx, bins, cluster.KubeconfigPath(kubetest.Admin), fluxtest.FlagsFromEnv())
 	if err != nil {
 		t.Fatal(err)
 	}

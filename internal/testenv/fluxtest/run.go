@@ -35,10 +35,30 @@ type Controllers struct {
 // kubeconfig and waits until they are ready. The CRDs (CRDs) must be
 // applied first. Call Stop when done.
 func Start(ctx context.Context, bins *Binaries, kubeconfig string) (*Controllers, error) {
-	return testproc.Retry(ctx, 3, func() (*Controllers, error) { return start(ctx, bins, kubeconfig) })
+	return StartWith(ctx, bins, kubeconfig, Flags{})
 }
 
-func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controllers, err error) {
+// Flags are command-line flags added to each controller's own, such as a
+// site at scale sets (kustomize-controller's --kube-api-qps and
+// --kube-api-burst: docs/gitops.md#flux-at-scale).
+type Flags struct {
+	Source, Kustomize []string
+}
+
+// FlagsFromEnv reads Flags from $WALDUR_GITOPS_FLUX_SOURCE_FLAGS and
+// $WALDUR_GITOPS_FLUX_KUSTOMIZE_FLAGS (space-separated), so that a benchmark
+// can be run with the controllers tuned as a site would tune them.
+func FlagsFromEnv() Flags {
+	return Flags{Source: strings.Fields(os.Getenv("WALDUR_GITOPS_FLUX_SOURCE_FLAGS")),
+		Kustomize: strings.Fields(os.Getenv("WALDUR_GITOPS_FLUX_KUSTOMIZE_FLAGS"))}
+}
+
+// StartWith is Start with flags added to the controllers'.
+func StartWith(ctx context.Context, bins *Binaries, kubeconfig string, f Flags) (*Controllers, error) {
+	return testproc.Retry(ctx, 3, func() (*Controllers, error) { return start(ctx, bins, kubeconfig, f) })
+}
+
+func start(ctx context.Context, bins *Binaries, kubeconfig string, f Flags) (_ *Controllers, err error) {
 	g, err := testproc.NewGroup("waldur-gitops-flux-", "WALDUR_GITOPS_KUBE_KEEP")
 	if err != nil {
 		return nil, err
@@ -61,14 +81,14 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string) (_ *Controlle
 	if err := os.MkdirAll(storage, 0o755); err != nil {
 		return nil, err
 	}
-	src, err := c.run("source-controller", bins.SourceController, kubeconfig,
-		"--storage-path="+storage, "--storage-addr="+addr(0), "--storage-adv-addr="+addr(0),
-		"--metrics-addr="+addr(1), "--health-addr="+addr(2), "--log-encoding=json")
+	src, err := c.run("source-controller", bins.SourceController, kubeconfig, append([]string{
+		"--storage-path=" + storage, "--storage-addr=" + addr(0), "--storage-adv-addr=" + addr(0),
+		"--metrics-addr=" + addr(1), "--health-addr=" + addr(2), "--log-encoding=json"}, f.Source...)...)
 	if err != nil {
 		return nil, err
 	}
-	kc, err := c.run("kustomize-controller", bins.KustomizeController, kubeconfig,
-		"--metrics-addr="+addr(3), "--health-addr="+addr(4), "--log-encoding=json")
+	kc, err := c.run("kustomize-controller", bins.KustomizeController, kubeconfig, append([]string{
+		"--metrics-addr=" + addr(3), "--health-addr=" + addr(4), "--log-encoding=json"}, f.Kustomize...)...)
 	if err != nil {
 		return nil, err
 	}
