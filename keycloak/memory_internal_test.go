@@ -1,8 +1,10 @@
 package keycloak
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/waldur/waldur-gitops/config"
 )
@@ -15,7 +17,7 @@ func TestMemoryKey(t *testing.T) {
 	}
 	base := Target{URL: "https://sso.example.org/", Realm: "waldur", Offerings: []*config.Offering{off("0001")}}
 	m := NewMemory("")
-	if err := m.put(&realmMemory{Key: memoryKey(base), URL: "https://sso.example.org", Realm: "waldur", Groups: map[string]*memGroup{}}); err != nil {
+	if err := m.put(context.Background(), &realmMemory{Key: memoryKey(base), URL: "https://sso.example.org", Realm: "waldur", Groups: map[string]*memGroup{}}, true); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -32,7 +34,7 @@ func TestMemoryKey(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r, why, _ := m.take(tc.t)
+			r, why, _ := m.take(context.Background(), tc.t, time.Now())
 			if (r != nil) != tc.found || !strings.Contains(why, tc.why) {
 				t.Errorf("found %v (%q), want %v (%q)", r != nil, why, tc.found, tc.why)
 			}

@@ -168,7 +168,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	p := &targetPass{t: t, o: o, c: c, start: now(), every: t.Settings.VerifyInterval()}
 	desired := Desire(t, res.Groups)
-	p.recallMemory()
+	p.recallMemory(ctx)
 	var scopedWants []DesiredGroup
 	if len(o.Resources) > 0 {
 		p.scope = map[waldur.UUID]bool{}
@@ -202,13 +202,13 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	if err != nil || o.DryRun {
 		if err == nil {
-			p.remember(nil, plan)
+			p.remember(ctx, nil, plan)
 		}
 		return plan, c.Calls(), p.how, err
 	}
 	x, err := execute(ctx, c, plan)
 	plan.Changes, plan.FailedUsers, plan.RefusedUsers = x.out, x.failed, x.refused
-	p.remember(x, plan)
+	p.remember(ctx, x, plan)
 	return plan, c.Calls(), p.how, err
 }
 
@@ -238,11 +238,11 @@ type targetPass struct {
 }
 
 // recallMemory takes the realm's memory, or says why there is none.
-func (p *targetPass) recallMemory() {
+func (p *targetPass) recallMemory(ctx context.Context) {
 	switch {
 	case p.o.Memory != nil && p.every > 0:
 		var warn string
-		p.mem, p.why, warn = p.o.Memory.take(p.t)
+		p.mem, p.why, warn = p.o.Memory.take(ctx, p.t, p.start)
 		if warn != "" && p.o.Log != nil {
 			p.o.Log.Warn(warn, "realm", p.t.String())
 		}
@@ -261,6 +261,9 @@ func (p *targetPass) readEvents(ctx context.Context) error {
 		return nil
 	}
 	ev := adminEventsOf(ctx, p.c)
+	if err := p.checkStoredEvents(ctx, ev); err != nil {
+		return err
+	}
 	if p.mem != nil && ev.usable && p.mem.EventsFrom > 0 {
 		switch {
 		case ev.retention > 0 && p.start.Sub(p.mem.EventsRead) > ev.retention/2:
@@ -298,6 +301,25 @@ func (p *targetPass) readEvents(ctx context.Context) error {
 		if ev.failed && p.mem != nil {
 			p.eventsFrom, p.eventsRead = p.mem.EventsFrom, p.mem.EventsRead
 		}
+	}
+	return nil
+}
+
+// checkStoredEvents drops a memory read from a store whose admin-event
+// position lies after the realm's newest event: no pass of waldur-gitops
+// leaves that, and trusting it would skip the changes made since.
+func (p *targetPass) checkStoredEvents(ctx context.Context, ev realmEvents) error {
+	if p.mem == nil || !p.mem.stored || !ev.usable || p.mem.EventsFrom <= 0 {
+		return nil
+	}
+	newest, err := newestEvent(ctx, p.c)
+	switch {
+	case IsForbidden(err):
+		return nil // the events are not read below either
+	case err != nil:
+		return err
+	case p.mem.EventsFrom > newest+1:
+		p.mem, p.why = nil, "the remembered admin-event position is after the realm's newest event"
 	}
 	return nil
 }
@@ -351,8 +373,9 @@ func (p *targetPass) planRemembered(ctx context.Context, in *PlanInput, desired,
 }
 
 // remember saves what this pass read and did for the next one, when the
-// realm has a memory.
-func (p *targetPass) remember(x *execution, plan *Plan) {
+// realm has a memory; a dry run keeps it in this process only, never in the
+// memory's store.
+func (p *targetPass) remember(ctx context.Context, x *execution, plan *Plan) {
 	if p.o.Memory == nil || p.every <= 0 {
 		return
 	}
@@ -360,7 +383,7 @@ func (p *targetPass) remember(x *execution, plan *Plan) {
 	if p.rc != nil {
 		m.covered, m.scoped = p.rc.covered, p.scope != nil
 	}
-	if err := p.o.Memory.put(m.build()); err != nil && p.o.Log != nil {
+	if err := p.o.Memory.put(ctx, m.build(), !p.o.DryRun); err != nil && p.o.Log != nil {
 		p.o.Log.Warn("keycloak state not saved; the next run reads every group", "realm", p.t.String(), "error", err.Error())
 	}
 }
