@@ -22,7 +22,9 @@ type gitState struct {
 }
 
 // String names the ref in messages.
-func (s *gitState) String() string { return "keycloak state ref " + gitsync.StateRef(KeycloakStateName) }
+func (s *gitState) String() string {
+	return "keycloak state ref " + gitsync.StateRef(KeycloakStateName)
+}
 
 // Load reads the state ref alone.
 func (s *gitState) Load(ctx context.Context) ([]byte, error) {
