@@ -78,9 +78,9 @@ func (m *Memory) Path() string {
 // Store is where the memory is kept between processes; nil: nowhere.
 func (m *Memory) Store() Store { return m.store }
 
-// stateVersion is the format of the state; a state of another version is
-// not used.
-const stateVersion = 1
+// stateVersion is the format of the state written (storedState); a state
+// of another version than this or 1 is not used.
+const stateVersion = 2
 
 // stateFile is the stored state's content.
 type stateFile struct {
@@ -170,7 +170,7 @@ func (m *Memory) load(ctx context.Context, now time.Time) {
 		m.warn = fmt.Sprintf("%s is not valid (%v); every group is read again", m.store, err)
 		return
 	}
-	if f.Version != stateVersion {
+	if f.Version != stateVersion && f.Version != 1 {
 		m.warn = fmt.Sprintf("%s has version %d, not %d; every group is read again", m.store, f.Version, stateVersion)
 		return
 	}
@@ -259,12 +259,12 @@ func (m *Memory) save(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", m.store, err)
 	}
-	if len(data) > MaxState {
+	if len(data) > maxState {
 		if m.tooBig {
 			return nil
 		}
 		m.tooBig = true
-		return fmt.Errorf("%s: %w: %d bytes, the bound is %d; kept in this process only", m.store, ErrStateTooLarge, len(data), MaxState)
+		return fmt.Errorf("%s: %w: %d bytes, the bound is %d; kept in this process only", m.store, ErrStateTooLarge, len(data), maxState)
 	}
 	if err := m.store.Save(ctx, data); err != nil {
 		return fmt.Errorf("save %s: %w", m.store, err)
