@@ -60,6 +60,11 @@ type Options struct {
 	Resources []waldur.UUID
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// RunInterval is how often the runs come (orders.run_interval, serve's
+	// --interval): a pass from a memory read from its store re-reads at
+	// least the share of verify_every that one interval is, whatever the
+	// memory says of its last pass. 0: the config's orders.run_interval.
+	RunInterval time.Duration
 }
 
 // Result is the outcome of a run over every realm.
@@ -90,6 +95,9 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 	targets := Targets(cfg)
 	if len(targets) == 0 {
 		return out, nil
+	}
+	if o.RunInterval == 0 {
+		o.RunInterval = cfg.Orders.Every()
 	}
 	rendered := map[waldur.UUID]bool{}
 	for _, t := range res.Tenants {
@@ -324,6 +332,17 @@ func (p *targetPass) checkStoredEvents(ctx context.Context, ev realmEvents) erro
 	return nil
 }
 
+// lastPass is when the last pass began, for the rotation's share: a memory
+// read from a store cannot make it later than one run interval ago, so that
+// every pass from it re-reads at least the share of its schedule.
+func (p *targetPass) lastPass() time.Time {
+	last := p.mem.LastPass
+	if p.mem.stored && p.o.RunInterval > 0 && p.start.Sub(last) < p.o.RunInterval {
+		last = p.start.Add(-p.o.RunInterval)
+	}
+	return last
+}
+
 // planRemembered plans from the realm's memory. Nothing is written on the
 // strength of the memory: the groups the plan would change are read again,
 // and the plan made again. When the plan cannot be made that way it drops
@@ -332,7 +351,7 @@ func (p *targetPass) planRemembered(ctx context.Context, in *PlanInput, desired,
 	if p.scope != nil {
 		in.Desired = scopedWants
 	}
-	rc, err := observeRemembered(ctx, p.c, in.Desired, p.mem, p.scope, p.start, p.every, p.changed)
+	rc, err := observeRemembered(ctx, p.c, in.Desired, p.mem, p.scope, p.lastPass(), p.start, p.every, p.changed)
 	if err != nil {
 		p.how = "remembered"
 		return nil, err

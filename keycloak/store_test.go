@@ -148,6 +148,22 @@ var storeScenarios = []scenario{
 			t.Errorf("the groups the plan would change were not read again: %v", r.Calls)
 		}
 	}},
+	{name: "store: a memory forged to say just verified still re-reads the share of one run interval", run: func(t *testing.T, e *env) {
+		c, st := newClock(), &memStore{}
+		e.mustRun(c.with(keycloak.NewStoredMemory(st)))
+		st.forge(t, stamp(c.now))
+		r := e.mustRun(c.with(keycloak.NewStoredMemory(st)))
+		// orders.run_interval (15m) of verify_every (12h) of the groups, at least one.
+		if got := reads(r)[keycloak.CallGetGroup]; got < 1 {
+			t.Errorf("a memory saying every group was read just now postponed the rotation: %v", r.Calls)
+		}
+		// The same memory kept in the process is trusted: nothing to re-read.
+		m := keycloak.NewStoredMemory(nil)
+		e.mustRun(c.with(m))
+		if r := e.mustRun(c.with(m)); reads(r)[keycloak.CallGetGroup] != 0 {
+			t.Errorf("an in-process memory of this instant re-read groups: %v", r.Calls)
+		}
+	}},
 	{name: "store: a dry run never writes the store", run: func(t *testing.T, e *env) {
 		c, st := newClock(), &memStore{}
 		dry := func(o *keycloak.Options) { o.DryRun = true }
