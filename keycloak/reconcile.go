@@ -391,6 +391,10 @@ func (p *targetPass) planRemembered(ctx context.Context, in *PlanInput, desired,
 	return plan, nil
 }
 
+// stateSaveTimeout bounds the save of the memory after a pass, which goes
+// on when the run's deadline cut the pass.
+const stateSaveTimeout = 15 * time.Second
+
 // remember saves what this pass read and did for the next one, when the
 // realm has a memory; a dry run keeps it in this process only, never in the
 // memory's store.
@@ -402,6 +406,10 @@ func (p *targetPass) remember(ctx context.Context, x *execution, plan *Plan) {
 	if p.rc != nil {
 		m.covered, m.scoped = p.rc.covered, p.scope != nil
 	}
+	// A pass cut by the run's deadline is worth keeping too: the save gets
+	// a little time of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateSaveTimeout)
+	defer cancel()
 	if err := p.o.Memory.put(ctx, m.build(), !p.o.DryRun); err != nil && p.o.Log != nil {
 		p.o.Log.Warn("keycloak state not saved; the next run reads every group", "realm", p.t.String(), "error", err.Error())
 	}

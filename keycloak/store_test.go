@@ -26,7 +26,10 @@ type memStore struct {
 }
 
 func (s *memStore) Load(context.Context) ([]byte, error) { return s.data, nil }
-func (s *memStore) Save(_ context.Context, d []byte) error {
+func (s *memStore) Save(ctx context.Context, d []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	s.data, s.saves = slices.Clone(d), s.saves+1
 	return nil
 }
@@ -162,6 +165,22 @@ var storeScenarios = []scenario{
 		e.mustRun(c.with(m))
 		if r := e.mustRun(c.with(m)); reads(r)[keycloak.CallGetGroup] != 0 {
 			t.Errorf("an in-process memory of this instant re-read groups: %v", r.Calls)
+		}
+	}},
+	{name: "store: a pass cut by the deadline still saves what it did", fakeOnly: true, run: func(t *testing.T, e *env) {
+		c, st := newClock(), &memStore{}
+		e.fake.SetWriteLatency(100 * time.Millisecond)
+		e.keycloak = ", concurrency: 1"
+		cfg := e.config()
+		ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+		defer cancel()
+		o := keycloak.Options{ClientOptions: fast}
+		c.with(keycloak.NewStoredMemory(st))(&o)
+		if _, err := keycloak.Reconcile(ctx, cfg, e.render(cfg), o); err == nil {
+			t.Fatal("the pass was not cut by its deadline")
+		}
+		if st.saves != 1 {
+			t.Errorf("the cut pass saved its memory %d times, want once", st.saves)
 		}
 	}},
 	{name: "store: a dry run never writes the store", run: func(t *testing.T, e *env) {
