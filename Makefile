@@ -83,6 +83,7 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	$(GO) test ./apply -run '^$$' -bench Apply1000 -benchtime 3x -count 1 -benchmem -timeout 30m
 	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloak$$' -benchtime 1x -timeout 30m
 	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloakReal$$' -benchtime 1x -timeout 60m
+	$(GO) test ./keycloak -run '^$$' -bench 'BenchmarkKeycloakDefaultStore$$' -benchtime 1x -timeout 30m
 	$(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChange(OCI)?$$' -benchtime 3x -count 1 -timeout 30m
 	WALDUR_GITOPS_FLUX_BENCH=1000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 30m
 	WALDUR_GITOPS_FLUX_BENCH=10000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 60m

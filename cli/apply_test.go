@@ -89,6 +89,11 @@ func TestApplyClosesTheLoop(t *testing.T) {
 	if code != ExitOK || kc.Writes() != 0 || rep.Counts["apply"]["create"]+rep.Counts["apply"]["update"] != 0 {
 		t.Errorf("second apply: exit %d, %d Keycloak writes, counts %v\n%s", code, kc.Writes(), rep.Counts, stderr)
 	}
+	// The second process took the Keycloak memory from the ConfigMap the
+	// first left in the kubeconfig's namespace: no listing of the realm.
+	if n := kc.Calls()["GET /groups"]; n != 0 {
+		t.Errorf("second apply listed the realm %d times: the memory was not kept in the cluster", n)
+	}
 }
 
 // TestApplyErrsRefusedOrders: a tenant the API server cannot take (its CRD is

@@ -104,9 +104,14 @@ type Config struct {
 	Report string `yaml:"report"`
 	// KeycloakState names a file the Keycloak stage keeps what its passes
 	// found in between runs (relative to the config file), so that a run
-	// started afresh (a CronJob) need not read every group again; "": only
-	// serve remembers, in memory.
+	// started afresh (a CronJob) need not read every group again; "": kept
+	// where the run writes anyway (a state ref of the GitOps repository,
+	// ConfigMaps in direct mode); KeycloakStateOff: no memory at all.
 	KeycloakState string `yaml:"keycloak_state"`
+	// KeycloakStateNamespace holds the ConfigMaps of the Keycloak memory in
+	// direct mode ("": POD_NAMESPACE, else the kubeconfig's or the service
+	// account's namespace).
+	KeycloakStateNamespace string `yaml:"keycloak_state_namespace"`
 	// Metrics names the Prometheus Pushgateway the run's metrics are pushed to.
 	Metrics Metrics `yaml:"metrics"`
 	// Orders sets when executing orders are done, for every offering.

@@ -23,6 +23,10 @@ const (
 	DefaultKeycloakVerifyEvery = 12 * time.Hour
 )
 
+// KeycloakStateOff, as keycloak_state, turns the Keycloak memory off: every
+// pass reads every group.
+const KeycloakStateOff = "off"
+
 // Group-name presets.
 const (
 	// GroupPresetSiteAgent names groups as the Python site agent does.

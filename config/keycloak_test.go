@@ -206,3 +206,31 @@ func TestKeycloakCredentialSources(t *testing.T) {
 		t.Errorf("empty client secret variable: %v", err)
 	}
 }
+
+// TestKeycloakStateKey: keycloak_state is a file relative to the config, or
+// "off", which is no file; keycloak_state_namespace is kept as written.
+func TestKeycloakStateKey(t *testing.T) {
+	for _, tc := range []struct {
+		name, text, want, ns string
+	}{
+		{"unset", "", "", ""},
+		{"a file", "keycloak_state: kc.json\n", "kc.json", ""},
+		{"off", "keycloak_state: off\n", config.KeycloakStateOff, ""},
+		{"namespace", "keycloak_state_namespace: waldur-gitops\n", "", "waldur-gitops"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l := mustParse(t, tc.text+oneOffering("okd", "", ""))
+			got := l.KeycloakState
+			if tc.want == "kc.json" {
+				if filepath.Base(got) != "kc.json" || !filepath.IsAbs(got) {
+					t.Errorf("keycloak_state = %q, want kc.json beside the config", got)
+				}
+			} else if got != tc.want {
+				t.Errorf("keycloak_state = %q, want %q", got, tc.want)
+			}
+			if l.KeycloakStateNamespace != tc.ns {
+				t.Errorf("keycloak_state_namespace = %q, want %q", l.KeycloakStateNamespace, tc.ns)
+			}
+		})
+	}
+}

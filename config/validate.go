@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/validation"
+
 	"github.com/waldur/waldur-gitops/backend"
 	"github.com/waldur/waldur-gitops/manifest"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -64,7 +66,7 @@ func (c *Config) applyDefaults(file string) {
 	if c.Report != "" && !filepath.IsAbs(c.Report) {
 		c.Report = filepath.Join(filepath.Dir(file), c.Report)
 	}
-	if c.KeycloakState != "" && !filepath.IsAbs(c.KeycloakState) {
+	if c.KeycloakState != "" && c.KeycloakState != KeycloakStateOff && !filepath.IsAbs(c.KeycloakState) {
 		c.KeycloakState = filepath.Join(filepath.Dir(file), c.KeycloakState)
 	}
 	if c.Git.AuthorEmail == "" {
@@ -110,8 +112,13 @@ func (c *Config) validate(r *report) {
 	c.Review.validate(r)
 	c.validateDeadlines(r)
 	c.Serve.LeaderElection.validate(r)
-	if st, err := os.Stat(c.KeycloakState); c.KeycloakState != "" && err == nil && !st.Mode().IsRegular() {
+	if st, err := os.Stat(c.KeycloakState); c.KeycloakState != "" && c.KeycloakState != KeycloakStateOff && err == nil && !st.Mode().IsRegular() {
 		r.addf("keycloak_state", nil, "%s is not a regular file; name a file the Keycloak stage may replace", c.KeycloakState)
+	}
+	for _, m := range validation.IsDNS1123Label(c.KeycloakStateNamespace) {
+		if c.KeycloakStateNamespace != "" {
+			r.addf("keycloak_state_namespace", nil, "%q is not a valid namespace name: %s", c.KeycloakStateNamespace, m)
+		}
 	}
 	if a := c.Usage.Allocation; a != AllocationPeak && a != AllocationTimeWeighted {
 		r.addf("usage.allocation", nil, "must be %s or %s, got %q", AllocationPeak, AllocationTimeWeighted, a)

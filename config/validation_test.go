@@ -133,6 +133,7 @@ func TestSingleProblems(t *testing.T) {
 		{"rancher bad quota_name", oneOffering("rancher", "      cluster_id: c-1\n      quota_name: q_1\n", ""), "offerings[0].backend_settings.quota_name", "not a valid object name"},
 		{"rancher key of another profile", oneOffering("rancher", "      cluster_id: c-1\n      cr_namespace: x\n", ""), "offerings[0].backend_settings.cr_namespace", "unknown key"},
 		{"keycloak_state a directory", "keycloak_state: /\n" + oneOffering("okd", "", ""), "keycloak_state", "not a regular file"},
+		{"keycloak_state_namespace not a name", "keycloak_state_namespace: Waldur_GitOps\n" + oneOffering("okd", "", ""), "keycloak_state_namespace", "not a valid namespace name"},
 		{"duplicate key", "timezone: UTC\ntimezone: UTC\n" + oneOffering("okd", "", ""), "timezone", "duplicate key"},
 		{"duplicate map key", oneOffering("okd", "      namespace_labels: {a: x, a: y}\n", ""), "offerings[0].backend_settings.namespace_labels.a", "duplicate key"},
 		{"non-string map key", oneOffering("okd", "      namespace_labels: {[a]: x}\n", ""), "offerings[0].backend_settings.namespace_labels", "mapping keys must be strings"},

@@ -132,7 +132,7 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Validator = &publish.ServerValidator{Config: cfg, Options: opts}
 	}
 	if o.Identities && len(keycloak.Targets(cfg)) > 0 {
-		s.Identities = &KeycloakStage{&keycloak.Identities{Config: cfg, Log: o.Log, Memory: keycloak.NewMemory(cfg.KeycloakState)}}
+		s.Identities = &KeycloakStage{&keycloak.Identities{Config: cfg, Log: o.Log, Memory: publish.KeycloakMemory(cfg, s.Publisher, o.DryRun)}}
 	}
 	g := guard.Options{MaxFraction: *cfg.DeletionGuard.MaxFraction, MinCount: *cfg.DeletionGuard.MinCount}
 	if o.Feedback && api != nil && s.Publisher != nil {

@@ -349,8 +349,9 @@ func TestExampleDeployOverlays(t *testing.T) {
 			if len(subjects) != 1 || !reflect.DeepEqual(subjects[0], want) {
 				t.Errorf("ClusterRoleBinding subjects %v, want only %v", subjects, want)
 			}
-			if len(rbac) != 2 {
-				t.Errorf("direct mode grants %v, want only the ClusterRole and its binding", rbac)
+			checkStateRBAC(t, objs, saName, ns)
+			if len(rbac) != 4 {
+				t.Errorf("direct mode grants %v, want only the ClusterRole, the Keycloak state Role and their bindings", rbac)
 			}
 		})
 	}
@@ -433,5 +434,38 @@ func checkHA(t *testing.T, objs []*unstructured.Unstructured, pod map[string]any
 	pdb := one(t, objs, "PodDisruptionBudget")
 	if field(t, pdb.Object, "spec", "minAvailable") != int64(1) {
 		t.Errorf("PodDisruptionBudget %v, want minAvailable 1", pdb.Object["spec"])
+	}
+}
+
+// checkStateRBAC: direct mode may get, create and update the ConfigMaps of
+// the Keycloak memory (publish.ConfigMapStore) in its own namespace, bound to
+// its ServiceAccount, and nothing else with that Role.
+func checkStateRBAC(t *testing.T, objs []*unstructured.Unstructured, sa, ns string) {
+	t.Helper()
+	role := one(t, objs, "Role")
+	if role.GetNamespace() != ns {
+		t.Errorf("Role %s is in %q, want the CronJob's namespace %q", role.GetName(), role.GetNamespace(), ns)
+	}
+	verbs := map[string]bool{}
+	for _, r := range field(t, role.Object, "rules").([]any) {
+		rule := r.(map[string]any)
+		if !reflect.DeepEqual(rule["resources"], []any{"configmaps"}) || !reflect.DeepEqual(rule["apiGroups"], []any{""}) {
+			t.Errorf("Role %s grants %v, want only configmaps", role.GetName(), rule)
+		}
+		names, _ := rule["resourceNames"].([]any)
+		for _, v := range rule["verbs"].([]any) {
+			verbs[v.(string)] = true
+			if v != "create" && (len(names) == 0 || names[0] != "waldur-gitops-keycloak-state") {
+				t.Errorf("Role %s: %s is not limited to the state ConfigMaps (%v)", role.GetName(), v, names)
+			}
+		}
+	}
+	if !reflect.DeepEqual(verbs, map[string]bool{"get": true, "create": true, "update": true}) {
+		t.Errorf("Role %s verbs %v, want get, create, update", role.GetName(), verbs)
+	}
+	rb := one(t, objs, "RoleBinding")
+	want := map[string]any{"kind": "ServiceAccount", "name": sa, "namespace": ns}
+	if field(t, rb.Object, "roleRef", "name") != role.GetName() || !reflect.DeepEqual(field(t, rb.Object, "subjects"), []any{want}) {
+		t.Errorf("RoleBinding %s: roleRef %v subjects %v", rb.GetName(), rb.Object["roleRef"], rb.Object["subjects"])
 	}
 }

@@ -19,8 +19,10 @@
 // Reconcile and PlanChanges run the three for every Keycloak realm the config
 // names; PlanChanges stops before Execute, for dry runs.
 //
-// With a Memory (Options.Memory: serve keeps one between runs, the config's
-// keycloak_state keeps it in a file) a pass does not read the whole realm:
+// With a Memory (Options.Memory: serve keeps one between runs, and a Store
+// keeps it between processes — the config's keycloak_state file, or where the
+// run publishes, wired by publish.KeycloakMemory) a pass does not read the
+// whole realm:
 // it trusts what the last pass found except for a rotating slice that brings
 // every group back within keycloak.verify_every, looks the desired groups it
 // does not know up by path, and reads again every group the plan would change

@@ -2,21 +2,17 @@ package keycloak
 
 import (
 	"cmp"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/waldur/waldur-gitops/changeset"
-	"github.com/waldur/waldur-gitops/internal/atomicfile"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -24,44 +20,69 @@ import (
 // need not read every group again: per realm, the managed and desired groups
 // by path with their id, marker attributes, subgroups and direct members, and
 // when each was last read from Keycloak. serve keeps one Memory per config
-// between runs; with a path it is also kept in a state file, for runs that
-// start afresh each time (a CronJob with a volume).
+// between runs; with a Store it is also kept between processes (a state
+// file, a ref of the GitOps repository, ConfigMaps: see the engine's wiring),
+// for runs that start afresh each time (a CronJob).
 //
 // A pass with a memory (see Options.Memory) reads only what it cannot trust:
 // the groups of this run's verification slice (every group is re-read within
 // keycloak.verify_every), the desired groups it does not know (looked up by
 // path), and, before any write, every group the plan would change. Nothing
 // is removed or deleted on the strength of the memory alone. Without a
-// memory for the realm and config (the first run, a state file written for
-// another realm, URL or set of offerings, a file that cannot be read) the pass
-// reads everything, as without a memory. The state file holds no secret:
+// memory for the realm and config (the first run, a state written for
+// another realm, URL or set of offerings, a state that cannot be read) the
+// pass reads everything, as without a memory. The state holds no secret:
 // group paths, ids and attributes, and member ids and user names.
+//
+// What a store holds is untrusted: a time in it that lies in the future
+// (a group's last read, the last pass, the last read of the admin events)
+// counts as never.
 //
 // A Memory is safe for concurrent use.
 type Memory struct {
-	path string
+	store Store
 
 	mu     sync.Mutex
 	loaded bool
 	realms map[string]*realmMemory
-	// warn holds why the state file was not used, until a pass reports it.
+	// warn holds why the stored state was not used, until a pass reports it.
 	warn string
+	// tooBig: the state was once over MaxState (warned once).
+	tooBig bool
 }
 
 // NewMemory returns an empty memory; with a path it is read from that state
 // file at its first use and written back after every pass.
 func NewMemory(path string) *Memory {
-	return &Memory{path: path, realms: map[string]*realmMemory{}}
+	if path == "" {
+		return NewStoredMemory(nil)
+	}
+	return NewStoredMemory(FileStore{Path: path})
 }
 
-// Path is the memory's state file, "" for a memory held only in this process.
-func (m *Memory) Path() string { return m.path }
+// NewStoredMemory returns an empty memory read from s at its first use and
+// written back to it after every pass that is not a dry run; nil s: a memory
+// held only in this process.
+func NewStoredMemory(s Store) *Memory {
+	return &Memory{store: s, realms: map[string]*realmMemory{}}
+}
 
-// stateVersion is the format of the state file; a file of another version is
-// not used.
-const stateVersion = 1
+// Path is the memory's state file, "" for a memory held elsewhere.
+func (m *Memory) Path() string {
+	if f, ok := m.store.(FileStore); ok {
+		return f.Path
+	}
+	return ""
+}
 
-// stateFile is the state file's content.
+// Store is where the memory is kept between processes; nil: nowhere.
+func (m *Memory) Store() Store { return m.store }
+
+// stateVersion is the format of the state written (storedState); a state
+// of another version than this or 1 is not used.
+const stateVersion = 2
+
+// stateFile is the stored state's content.
 type stateFile struct {
 	// Comment tells a person what the file is.
 	Comment string         `json:"comment"`
@@ -86,6 +107,9 @@ type realmMemory struct {
 	// not use them. EventsRead is when (this host's clock) that was.
 	EventsFrom int64     `json:"events_from,omitempty"`
 	EventsRead time.Time `json:"events_read,omitzero"`
+	// stored: read from a store, not left by a pass of this process; its
+	// EventsFrom is checked against the realm's newest event.
+	stored bool
 }
 
 // memGroup is one remembered group.
@@ -122,43 +146,64 @@ func memoryKey(t Target) string {
 	return hex.EncodeToString(sum[:16])
 }
 
-// load reads the state file once; what cannot be used is left out with a
-// warning for the next pass to log.
-func (m *Memory) load() {
+// load reads the store once; what cannot be used is left out with a
+// warning for the next pass to log, and every time after now is taken for
+// never (m.mu held).
+func (m *Memory) load(ctx context.Context, now time.Time) {
 	if m.loaded {
 		return
 	}
 	m.loaded = true
-	if m.path == "" {
+	if m.store == nil {
 		return
 	}
-	data, err := os.ReadFile(m.path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return
-	}
+	data, err := m.store.Load(ctx)
 	if err != nil {
-		m.warn = fmt.Sprintf("keycloak state file %s cannot be read (%v); every group is read again", m.path, err)
+		m.warn = fmt.Sprintf("%s cannot be read (%v); every group is read again", m.store, err)
 		return
 	}
-	var f stateFile
-	if err := json.Unmarshal(data, &f); err != nil {
-		m.warn = fmt.Sprintf("keycloak state file %s is not valid (%v); every group is read again", m.path, err)
+	if data == nil {
 		return
 	}
-	if f.Version != stateVersion {
-		m.warn = fmt.Sprintf("keycloak state file %s has version %d, not %d; every group is read again", m.path, f.Version, stateVersion)
+	f, err := decodeState(data)
+	if err != nil {
+		m.warn = fmt.Sprintf("%s is not valid (%v); every group is read again", m.store, err)
+		return
+	}
+	if f.Version != stateVersion && f.Version != 1 {
+		m.warn = fmt.Sprintf("%s has version %d, not %d; every group is read again", m.store, f.Version, stateVersion)
 		return
 	}
 	for _, r := range f.Realms {
 		if r == nil || r.Key == "" || r.Groups == nil || !r.valid() {
 			continue
 		}
+		r.distrust(now)
 		m.realms[r.Key] = r
 	}
 }
 
-// valid reports whether a memory read from a file is whole: every group has
-// an id and a name that ends its path.
+// distrust takes every time after now in a stored memory for never: a group
+// last read in the future is re-read, a last pass in the future makes the
+// next pass re-read every group, and admin events last read in the future
+// are not used.
+func (r *realmMemory) distrust(now time.Time) {
+	r.stored = true
+	if r.LastPass.After(now) {
+		r.LastPass = time.Time{}
+	}
+	if r.EventsRead.After(now) {
+		r.EventsRead, r.EventsFrom = time.Time{}, 0
+	}
+	for _, g := range r.Groups {
+		if g.Verified.After(now) {
+			g.Verified = time.Time{}
+		}
+	}
+}
+
+// valid reports whether a stored memory is whole: every group has an id and
+// a name that ends its path.
 func (r *realmMemory) valid() bool {
 	for p, g := range r.Groups {
 		if g == nil || g.ID == "" || g.Name == "" || p != g.Parent+"/"+g.Name {
@@ -169,11 +214,11 @@ func (r *realmMemory) valid() bool {
 }
 
 // take returns the memory of t, or nil and why there is none; it also
-// returns, once, a warning about the state file.
-func (m *Memory) take(t Target) (*realmMemory, string, string) {
+// returns, once, a warning about the stored state. now is the pass's clock.
+func (m *Memory) take(ctx context.Context, t Target, now time.Time) (*realmMemory, string, string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.load()
+	m.load(ctx, now)
 	warn := m.warn
 	m.warn = ""
 	r := m.realms[memoryKey(t)]
@@ -189,29 +234,40 @@ func (m *Memory) take(t Target) (*realmMemory, string, string) {
 	return nil, why, warn
 }
 
-// put stores the memory of a target and writes the state file.
-func (m *Memory) put(r *realmMemory) error {
+// put stores the memory of a target and, when keep, writes the store.
+func (m *Memory) put(ctx context.Context, r *realmMemory, keep bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.realms[r.Key] = r
-	return m.save()
+	if !keep {
+		return nil
+	}
+	return m.save(ctx)
 }
 
-// save writes the state file (m.mu held).
-func (m *Memory) save() error {
-	if m.path == "" {
+// save writes the store (m.mu held). A state over MaxState is not written;
+// that is an error once.
+func (m *Memory) save(ctx context.Context) error {
+	if m.store == nil {
 		return nil
 	}
 	f := stateFile{Comment: "waldur-gitops: what the Keycloak passes found (docs/keycloak.md#large-realms); safe to delete", Version: stateVersion}
 	for _, k := range slices.Sorted(maps.Keys(m.realms)) {
 		f.Realms = append(f.Realms, m.realms[k])
 	}
-	data, err := json.Marshal(f)
+	data, err := encodeState(f)
 	if err != nil {
-		return fmt.Errorf("keycloak state file %s: %w", m.path, err)
+		return fmt.Errorf("%s: %w", m.store, err)
 	}
-	if err := atomicfile.Write(m.path, data); err != nil {
-		return fmt.Errorf("keycloak state file: %w", err)
+	if len(data) > maxState {
+		if m.tooBig {
+			return nil
+		}
+		m.tooBig = true
+		return fmt.Errorf("%s: %w: %d bytes, the bound is %d; kept in this process only", m.store, ErrStateTooLarge, len(data), maxState)
+	}
+	if err := m.store.Save(ctx, data); err != nil {
+		return fmt.Errorf("save %s: %w", m.store, err)
 	}
 	return nil
 }

@@ -220,7 +220,7 @@ var memoryScenarios = []scenario{
 			t.Fatal(err)
 		}
 		for _, secret := range []string{"s3cret", "admin-password"} {
-			if strings.Contains(string(data), secret) {
+			if strings.Contains(string(decodeStored(t, data)), secret) {
 				t.Errorf("the state file holds %q", secret)
 			}
 		}

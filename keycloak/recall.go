@@ -27,8 +27,9 @@ type recall struct {
 // scoped run, those of its resources) are taken as they were, except the
 // rotation's slice, which is re-read with every group of a scoped run; the
 // desired groups the memory lacks are looked up by path; then members and
-// users are read as Observe does.
-func observeRemembered(ctx context.Context, c *Client, desired []DesiredGroup, mem *realmMemory, scope map[waldur.UUID]bool, now time.Time, every time.Duration, changed []string) (*recall, error) {
+// users are read as Observe does. last is when the last pass began, as far
+// as the rotation is concerned (see targetPass.lastPass).
+func observeRemembered(ctx context.Context, c *Client, desired []DesiredGroup, mem *realmMemory, scope map[waldur.UUID]bool, last, now time.Time, every time.Duration, changed []string) (*recall, error) {
 	r := &recall{c: c, t: c.Target(), mem: mem, desired: desired, want: map[string]*DesiredGroup{}}
 	for i := range desired {
 		r.want[desired[i].Path] = &desired[i]
@@ -52,7 +53,7 @@ func observeRemembered(ctx context.Context, c *Client, desired []DesiredGroup, m
 	if scope != nil {
 		check = r.covered
 	} else {
-		check = rotation(r.a, mem.LastPass, now, every)
+		check = rotation(r.a, last, now, every)
 		r.verified = len(check)
 		for _, p := range changed {
 			if r.a.Groups[p] != nil && !slices.Contains(check, p) {

@@ -60,6 +60,11 @@ type Options struct {
 	Resources []waldur.UUID
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// RunInterval is how often the runs come (orders.run_interval, serve's
+	// --interval): a pass from a memory read from its store re-reads at
+	// least the share of verify_every that one interval is, whatever the
+	// memory says of its last pass. 0: the config's orders.run_interval.
+	RunInterval time.Duration
 }
 
 // Result is the outcome of a run over every realm.
@@ -90,6 +95,9 @@ func Reconcile(ctx context.Context, cfg *config.Config, res *render.Result, o Op
 	targets := Targets(cfg)
 	if len(targets) == 0 {
 		return out, nil
+	}
+	if o.RunInterval == 0 {
+		o.RunInterval = cfg.Orders.Every()
 	}
 	rendered := map[waldur.UUID]bool{}
 	for _, t := range res.Tenants {
@@ -168,7 +176,7 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	p := &targetPass{t: t, o: o, c: c, start: now(), every: t.Settings.VerifyInterval()}
 	desired := Desire(t, res.Groups)
-	p.recallMemory()
+	p.recallMemory(ctx)
 	var scopedWants []DesiredGroup
 	if len(o.Resources) > 0 {
 		p.scope = map[waldur.UUID]bool{}
@@ -202,13 +210,13 @@ func reconcileTarget(ctx context.Context, t Target, res *render.Result, rendered
 	}
 	if err != nil || o.DryRun {
 		if err == nil {
-			p.remember(nil, plan)
+			p.remember(ctx, nil, plan)
 		}
 		return plan, c.Calls(), p.how, err
 	}
 	x, err := execute(ctx, c, plan)
 	plan.Changes, plan.FailedUsers, plan.RefusedUsers = x.out, x.failed, x.refused
-	p.remember(x, plan)
+	p.remember(ctx, x, plan)
 	return plan, c.Calls(), p.how, err
 }
 
@@ -238,11 +246,11 @@ type targetPass struct {
 }
 
 // recallMemory takes the realm's memory, or says why there is none.
-func (p *targetPass) recallMemory() {
+func (p *targetPass) recallMemory(ctx context.Context) {
 	switch {
 	case p.o.Memory != nil && p.every > 0:
 		var warn string
-		p.mem, p.why, warn = p.o.Memory.take(p.t)
+		p.mem, p.why, warn = p.o.Memory.take(ctx, p.t, p.start)
 		if warn != "" && p.o.Log != nil {
 			p.o.Log.Warn(warn, "realm", p.t.String())
 		}
@@ -261,6 +269,9 @@ func (p *targetPass) readEvents(ctx context.Context) error {
 		return nil
 	}
 	ev := adminEventsOf(ctx, p.c)
+	if err := p.checkStoredEvents(ctx, ev); err != nil {
+		return err
+	}
 	if p.mem != nil && ev.usable && p.mem.EventsFrom > 0 {
 		switch {
 		case ev.retention > 0 && p.start.Sub(p.mem.EventsRead) > ev.retention/2:
@@ -302,6 +313,36 @@ func (p *targetPass) readEvents(ctx context.Context) error {
 	return nil
 }
 
+// checkStoredEvents drops a memory read from a store whose admin-event
+// position lies after the realm's newest event: no pass of waldur-gitops
+// leaves that, and trusting it would skip the changes made since.
+func (p *targetPass) checkStoredEvents(ctx context.Context, ev realmEvents) error {
+	if p.mem == nil || !p.mem.stored || !ev.usable || p.mem.EventsFrom <= 0 {
+		return nil
+	}
+	newest, err := newestEvent(ctx, p.c)
+	switch {
+	case IsForbidden(err):
+		return nil // the events are not read below either
+	case err != nil:
+		return err
+	case p.mem.EventsFrom > newest+1:
+		p.mem, p.why = nil, "the remembered admin-event position is after the realm's newest event"
+	}
+	return nil
+}
+
+// lastPass is when the last pass began, for the rotation's share: a memory
+// read from a store cannot make it later than one run interval ago, so that
+// every pass from it re-reads at least the share of its schedule.
+func (p *targetPass) lastPass() time.Time {
+	last := p.mem.LastPass
+	if p.mem.stored && p.o.RunInterval > 0 && p.start.Sub(last) < p.o.RunInterval {
+		last = p.start.Add(-p.o.RunInterval)
+	}
+	return last
+}
+
 // planRemembered plans from the realm's memory. Nothing is written on the
 // strength of the memory: the groups the plan would change are read again,
 // and the plan made again. When the plan cannot be made that way it drops
@@ -310,7 +351,7 @@ func (p *targetPass) planRemembered(ctx context.Context, in *PlanInput, desired,
 	if p.scope != nil {
 		in.Desired = scopedWants
 	}
-	rc, err := observeRemembered(ctx, p.c, in.Desired, p.mem, p.scope, p.start, p.every, p.changed)
+	rc, err := observeRemembered(ctx, p.c, in.Desired, p.mem, p.scope, p.lastPass(), p.start, p.every, p.changed)
 	if err != nil {
 		p.how = "remembered"
 		return nil, err
@@ -350,9 +391,14 @@ func (p *targetPass) planRemembered(ctx context.Context, in *PlanInput, desired,
 	return plan, nil
 }
 
+// stateSaveTimeout bounds the save of the memory after a pass, which goes
+// on when the run's deadline cut the pass.
+const stateSaveTimeout = 15 * time.Second
+
 // remember saves what this pass read and did for the next one, when the
-// realm has a memory.
-func (p *targetPass) remember(x *execution, plan *Plan) {
+// realm has a memory; a dry run keeps it in this process only, never in the
+// memory's store.
+func (p *targetPass) remember(ctx context.Context, x *execution, plan *Plan) {
 	if p.o.Memory == nil || p.every <= 0 {
 		return
 	}
@@ -360,7 +406,11 @@ func (p *targetPass) remember(x *execution, plan *Plan) {
 	if p.rc != nil {
 		m.covered, m.scoped = p.rc.covered, p.scope != nil
 	}
-	if err := p.o.Memory.put(m.build()); err != nil && p.o.Log != nil {
+	// A pass cut by the run's deadline is worth keeping too: the save gets
+	// a little time of its own.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stateSaveTimeout)
+	defer cancel()
+	if err := p.o.Memory.put(ctx, m.build(), !p.o.DryRun); err != nil && p.o.Log != nil {
 		p.o.Log.Warn("keycloak state not saved; the next run reads every group", "realm", p.t.String(), "error", err.Error())
 	}
 }
