@@ -1,0 +1,264 @@
+package render
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"hash"
+	"log/slog"
+	"sync"
+
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// ScopeCause says why a render rendered every resource instead of taking
+// the unchanged ones from the last render (Memory). It is logged at debug.
+type ScopeCause string
+
+// The reasons a render with a Memory renders in full.
+const (
+	// ScopeNoLastRender: nothing is remembered yet (the first render of an
+	// engine, so also the first after a config change).
+	ScopeNoLastRender ScopeCause = "no_last_render"
+	// ScopeOfferingChanged: an offering-wide input changed (the offering
+	// was unread, or is now read again): its resources all render.
+	ScopeOfferingChanged ScopeCause = "offering_changed"
+)
+
+// Memory keeps, from one render to the next, what each resource rendered to
+// and a digest of everything that went into it: the resource, its orders and
+// what they make of its limits (Update orders, plan quotas, holds), its
+// project's team and accounts, and the offering users those name. A render
+// with a Memory (Renderer.Remembering) renders only the resources whose digest
+// changed, and takes the tenants, groups, warnings and skips of the others
+// from the last render, so an event that touches one resource renders one
+// tenant (plus those its change reaches through a shared team or user).
+// Names are still claimed for every resource in creation order: a
+// remembered resource whose names another has taken in the meantime, or
+// that was skipped for a name conflict, is rendered again. The result is the
+// same, byte for byte, as a render without a Memory.
+//
+// A Memory belongs to one config and its templates (serve keeps one per
+// engine). It is safe for concurrent use; renders replace what it holds.
+type Memory struct {
+	mu   sync.Mutex
+	byOf map[string]map[waldur.UUID]*memo
+	log  *slog.Logger
+	last ScopeStats
+}
+
+// ScopeStats is what the latest render with a Memory did.
+type ScopeStats struct {
+	// Rendered and Reused count the resources rendered and those taken
+	// from the last render.
+	Rendered, Reused int
+	// Full, when set, is why every resource of some offering rendered.
+	Full ScopeCause
+}
+
+// NewMemory returns an empty Memory; log (nil: none) is told at debug how
+// each render was scoped.
+func NewMemory(log *slog.Logger) *Memory {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Memory{log: log}
+}
+
+// Stats is what the latest render with m did.
+func (m *Memory) Stats() ScopeStats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.last
+}
+
+// memo is what one resource rendered to.
+type memo struct {
+	sum                   [sha256.Size]byte
+	claims, projectClaims []string
+	orders                []waldur.UUID
+	name                  string
+	warnings              []string
+	excluded              []excludedMember
+	tenants               []*Tenant
+	groups                []Group
+	err                   error
+}
+
+// Remembering makes Render take the unchanged resources from m (see Memory).
+func (r *Renderer) Remembering(m *Memory) *Renderer {
+	c := *r
+	c.memory = m
+	return &c
+}
+
+// scope is one render's use of a Memory: what the last render left, and
+// what this one leaves.
+type scope struct {
+	m     *Memory
+	prev  map[string]map[waldur.UUID]*memo
+	next  map[string]map[waldur.UUID]*memo
+	stats ScopeStats
+}
+
+// begin starts a render's scope; nil without a Memory.
+func (m *Memory) begin() *scope {
+	if m == nil {
+		return nil
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	s := &scope{m: m, prev: m.byOf, next: map[string]map[waldur.UUID]*memo{}}
+	if s.prev == nil {
+		s.stats.Full = ScopeNoLastRender
+	}
+	return s
+}
+
+// offering is what the last render left of one offering, nil when nothing.
+func (s *scope) offering(name string) map[waldur.UUID]*memo {
+	if s == nil {
+		return nil
+	}
+	prev, ok := s.prev[name]
+	if !ok && s.prev != nil {
+		s.stats.Full = ScopeOfferingChanged
+	}
+	s.next[name] = map[waldur.UUID]*memo{}
+	return prev
+}
+
+// end keeps what this render left, replacing the last render's.
+func (s *scope) end() {
+	if s == nil {
+		return
+	}
+	s.m.mu.Lock()
+	defer s.m.mu.Unlock()
+	s.m.byOf, s.m.last = s.next, s.stats
+	if s.stats.Full != "" {
+		s.m.log.Debug("rendered in full", "cause", string(s.stats.Full), "resources", s.stats.Rendered)
+		return
+	}
+	s.m.log.Debug("rendered what changed", "rendered", s.stats.Rendered, "reused", s.stats.Reused)
+}
+
+// keep remembers what job j of offering rendered to. A job skipped for a
+// name another resource holds is not remembered: it depends on others.
+func (s *scope) keep(offering string, j *job) {
+	if s == nil {
+		return
+	}
+	if j.reused {
+		s.stats.Reused++
+	} else {
+		s.stats.Rendered++
+	}
+	if j.claimErr {
+		return
+	}
+	s.next[offering][j.res.UUID] = &memo{
+		sum: j.sum, claims: j.claims, projectClaims: j.projectClaims, orders: j.orders,
+		name: j.name, warnings: j.warnings, excluded: j.excluded, tenants: j.tenants, groups: j.groups, err: j.err,
+	}
+}
+
+// reuse fills j from what its resource rendered to last time when its
+// inputs are the same and its names are still free, claiming them as
+// claimNames would; it reports whether it did.
+func reuse(prev map[waldur.UUID]*memo, j *job, claimed map[string]waldur.UUID, projectClaimed map[string]*waldur.Resource) bool {
+	m := prev[j.res.UUID]
+	if m == nil || m.sum != j.sum {
+		return false
+	}
+	// The names are claimed before the templates run, so a resource whose
+	// templates failed holds them too.
+	for _, name := range m.claims {
+		if _, taken := claimed[name]; taken {
+			return false
+		}
+	}
+	if checkProjectClaims(m.projectClaims, j.res, projectClaimed) != nil {
+		return false
+	}
+	takeClaims(j.res, m.claims, m.projectClaims, claimed, projectClaimed)
+	j.reused = true
+	j.claims, j.projectClaims = m.claims, m.projectClaims
+	j.name, j.warnings, j.excluded, j.tenants, j.groups, j.err = m.name, m.warnings, m.excluded, m.tenants, m.groups, m.err
+	return true
+}
+
+// digests are the per-render digests of what resources share: their
+// project's team and accounts with the offering users they name.
+type digests struct {
+	in       *offeringInput
+	h        hash.Hash
+	projects map[waldur.UUID][sha256.Size]byte
+	// accounts are the service and course accounts by project.
+	accounts map[waldur.UUID][]any
+}
+
+// newDigests digests the resources of one offering's input.
+func newDigests(in *offeringInput) *digests {
+	return &digests{in: in, h: sha256.New(), projects: map[waldur.UUID][sha256.Size]byte{}}
+}
+
+// resource digests everything rendering r reads; orders are the orders its
+// tenant fulfils.
+func (d *digests) resource(r *waldur.Resource, orders []waldur.UUID) [sha256.Size]byte {
+	in := d.in
+	project := d.project(r.ProjectUUID)
+	d.h.Reset()
+	enc := json.NewEncoder(d.h)
+	_ = enc.Encode(r)
+	_ = enc.Encode(orders)
+	for _, o := range in.orders[r.UUID] {
+		_ = enc.Encode(o)
+		_ = enc.Encode(in.held[o.UUID])
+	}
+	_ = enc.Encode(in.updates[r.UUID])
+	_ = enc.Encode(in.holds[r.UUID])
+	d.h.Write(project[:])
+	var sum [sha256.Size]byte
+	d.h.Sum(sum[:0])
+	return sum
+}
+
+// project digests a project's team, its service and course accounts, and
+// the offering users they name, once per render.
+func (d *digests) project(p waldur.UUID) [sha256.Size]byte {
+	if sum, ok := d.projects[p]; ok {
+		return sum
+	}
+	in := d.in
+	h := sha256.New()
+	enc := json.NewEncoder(h)
+	user := func(name string) { _ = enc.Encode(in.users[name]) }
+	for _, m := range in.st.Teams[p] {
+		_ = enc.Encode(m)
+		user(m.OfferingUserUsername)
+	}
+	if d.accounts == nil {
+		d.accounts = map[waldur.UUID][]any{}
+		for i := range in.st.ServiceAccounts {
+			a := &in.st.ServiceAccounts[i]
+			d.accounts[a.ProjectUUID] = append(d.accounts[a.ProjectUUID], a)
+		}
+		for i := range in.st.CourseAccounts {
+			a := &in.st.CourseAccounts[i]
+			d.accounts[a.ProjectUUID] = append(d.accounts[a.ProjectUUID], a)
+		}
+	}
+	for _, a := range d.accounts[p] {
+		_ = enc.Encode(a)
+		switch a := a.(type) {
+		case *waldur.ServiceAccount:
+			user(a.Username)
+		case *waldur.CourseAccount:
+			user(a.Username)
+		}
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	d.projects[p] = sum
+	return sum
+}
