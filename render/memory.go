@@ -1,9 +1,8 @@
 package render
 
 import (
-	"crypto/sha256"
 	"encoding/json"
-	"hash"
+	"hash/maphash"
 	"log/slog"
 	"sync"
 
@@ -40,10 +39,11 @@ const (
 // A Memory belongs to one config and its templates (serve keeps one per
 // engine). It is safe for concurrent use; renders replace what it holds.
 type Memory struct {
-	mu   sync.Mutex
-	byOf map[string]map[waldur.UUID]*memo
-	log  *slog.Logger
-	last ScopeStats
+	mu    sync.Mutex
+	seeds [2]maphash.Seed
+	byOf  map[string]map[waldur.UUID]*memo
+	log   *slog.Logger
+	last  ScopeStats
 }
 
 // ScopeStats is what the latest render with a Memory did.
@@ -61,7 +61,7 @@ func NewMemory(log *slog.Logger) *Memory {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Memory{log: log}
+	return &Memory{log: log, seeds: [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}}
 }
 
 // Stats is what the latest render with m did.
@@ -71,9 +71,13 @@ func (m *Memory) Stats() ScopeStats {
 	return m.last
 }
 
+// digest sums what went into one resource's render: 128 bits of two
+// independently seeded hashes.
+type digest [2]uint64
+
 // memo is what one resource rendered to.
 type memo struct {
-	sum                   [sha256.Size]byte
+	sum                   digest
 	claims, projectClaims []string
 	orders                []waldur.UUID
 	name                  string
@@ -98,6 +102,7 @@ type scope struct {
 	prev  map[string]map[waldur.UUID]*memo
 	next  map[string]map[waldur.UUID]*memo
 	stats ScopeStats
+	seeds [2]maphash.Seed
 }
 
 // begin starts a render's scope; nil without a Memory.
@@ -107,7 +112,7 @@ func (m *Memory) begin() *scope {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := &scope{m: m, prev: m.byOf, next: map[string]map[waldur.UUID]*memo{}}
+	s := &scope{m: m, prev: m.byOf, next: map[string]map[waldur.UUID]*memo{}, seeds: m.seeds}
 	if s.prev == nil {
 		s.stats.Full = ScopeNoLastRender
 	}
@@ -191,52 +196,82 @@ func reuse(prev map[waldur.UUID]*memo, j *job, claimed map[string]waldur.UUID, p
 // project's team and accounts with the offering users they name.
 type digests struct {
 	in       *offeringInput
-	h        hash.Hash
-	projects map[waldur.UUID][sha256.Size]byte
+	h        *hasher
+	projects map[waldur.UUID]digest
 	// accounts are the service and course accounts by project.
 	accounts map[waldur.UUID][]any
 }
 
-// newDigests digests the resources of one offering's input.
-func newDigests(in *offeringInput) *digests {
-	return &digests{in: in, h: sha256.New(), projects: map[waldur.UUID][sha256.Size]byte{}}
+// hasher feeds JSON encodings into two seeded hashes.
+type hasher struct {
+	a, b maphash.Hash
+	enc  *json.Encoder
+}
+
+func (h *hasher) Write(p []byte) (int, error) {
+	_, _ = h.a.Write(p)
+	return h.b.Write(p)
+}
+
+// add encodes v into the sum; what cannot be encoded cannot be compared, so
+// it makes the sum unique.
+func (h *hasher) add(v any) {
+	if err := h.enc.Encode(v); err != nil {
+		_, _ = h.Write([]byte(err.Error()))
+	}
+}
+
+func (h *hasher) sum() digest {
+	s := digest{h.a.Sum64(), h.b.Sum64()}
+	h.a.Reset()
+	h.b.Reset()
+	return s
+}
+
+func newHasher(seeds [2]maphash.Seed) *hasher {
+	h := &hasher{}
+	h.a.SetSeed(seeds[0])
+	h.b.SetSeed(seeds[1])
+	h.enc = json.NewEncoder(h)
+	return h
+}
+
+// newDigests digests the resources of one offering's input; nil without a
+// scope.
+func (s *scope) digests(in *offeringInput) *digests {
+	if s == nil {
+		return nil
+	}
+	return &digests{in: in, h: newHasher(s.seeds), projects: map[waldur.UUID]digest{}}
 }
 
 // resource digests everything rendering r reads; orders are the orders its
-// tenant fulfils.
-func (d *digests) resource(r *waldur.Resource, orders []waldur.UUID) [sha256.Size]byte {
-	in := d.in
-	project := d.project(r.ProjectUUID)
-	d.h.Reset()
-	enc := json.NewEncoder(d.h)
-	_ = enc.Encode(r)
-	_ = enc.Encode(orders)
-	for _, o := range in.orders[r.UUID] {
-		_ = enc.Encode(o)
-		_ = enc.Encode(in.held[o.UUID])
+// tenant fulfils. Nil digests give the zero digest.
+func (d *digests) resource(r *waldur.Resource, orders []waldur.UUID) digest {
+	if d == nil {
+		return digest{}
 	}
-	_ = enc.Encode(in.updates[r.UUID])
-	_ = enc.Encode(in.holds[r.UUID])
-	d.h.Write(project[:])
-	var sum [sha256.Size]byte
-	d.h.Sum(sum[:0])
-	return sum
+	in, h := d.in, d.h
+	project := d.project(r.ProjectUUID)
+	h.add(r)
+	h.add(orders)
+	for _, o := range in.orders[r.UUID] {
+		h.add(o)
+		h.add(in.held[o.UUID])
+	}
+	h.add(in.updates[r.UUID])
+	h.add(in.holds[r.UUID])
+	h.add(project)
+	return h.sum()
 }
 
 // project digests a project's team, its service and course accounts, and
 // the offering users they name, once per render.
-func (d *digests) project(p waldur.UUID) [sha256.Size]byte {
+func (d *digests) project(p waldur.UUID) digest {
 	if sum, ok := d.projects[p]; ok {
 		return sum
 	}
-	in := d.in
-	h := sha256.New()
-	enc := json.NewEncoder(h)
-	user := func(name string) { _ = enc.Encode(in.users[name]) }
-	for _, m := range in.st.Teams[p] {
-		_ = enc.Encode(m)
-		user(m.OfferingUserUsername)
-	}
+	in, h := d.in, d.h
 	if d.accounts == nil {
 		d.accounts = map[waldur.UUID][]any{}
 		for i := range in.st.ServiceAccounts {
@@ -248,17 +283,20 @@ func (d *digests) project(p waldur.UUID) [sha256.Size]byte {
 			d.accounts[a.ProjectUUID] = append(d.accounts[a.ProjectUUID], a)
 		}
 	}
+	for _, m := range in.st.Teams[p] {
+		h.add(m)
+		h.add(in.users[m.OfferingUserUsername])
+	}
 	for _, a := range d.accounts[p] {
-		_ = enc.Encode(a)
+		h.add(a)
 		switch a := a.(type) {
 		case *waldur.ServiceAccount:
-			user(a.Username)
+			h.add(in.users[a.Username])
 		case *waldur.CourseAccount:
-			user(a.Username)
+			h.add(in.users[a.Username])
 		}
 	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
+	sum := h.sum()
 	d.projects[p] = sum
 	return sum
 }

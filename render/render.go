@@ -300,7 +300,7 @@ type job struct {
 	// What a Memory keeps: the digest of the job's inputs, the names it
 	// claimed, whether it failed on a name another holds, and whether it
 	// was taken from the last render.
-	sum                   [32]byte
+	sum                   digest
 	claims, projectClaims []string
 	claimErr, reused      bool
 }
@@ -335,7 +335,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
 	in.holds = r.holds
-	remembered, dg := sc.offering(o.Name), newDigests(in)
+	remembered, dg := sc.offering(o.Name), sc.digests(in)
 	in.terminations(res.Terminations)
 	for id, why := range in.held {
 		if res.Held == nil {
@@ -375,9 +375,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		}
 		orders = in.holdUpdates(rs.UUID, orders, res)
 		j := &job{res: rs, orders: orders}
-		if sc != nil {
-			j.sum = dg.resource(rs, orders)
-		}
+		j.sum = dg.resource(rs, orders)
 		if !reuse(remembered, j, claimed, projectClaimed) {
 			j.data, j.err = in.tenantData(p, rs)
 			if j.err == nil {
