@@ -1,10 +1,16 @@
 package render
 
 import (
-	"encoding/json"
+	"encoding/binary"
+	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/waldur/waldur-gitops/waldur"
 )
@@ -202,39 +208,113 @@ type digests struct {
 	accounts map[waldur.UUID][]any
 }
 
-// hasher feeds JSON encodings into two seeded hashes.
+// hasher feeds values into two seeded hashes, walking them field by field
+// (every field, exported or not, so a field added to a Waldur type is
+// covered without a change here); map keys are taken in sorted order.
 type hasher struct {
-	a, b maphash.Hash
-	enc  *json.Encoder
+	seeds [2]maphash.Seed
+	buf   []byte
 }
 
-func (h *hasher) Write(p []byte) (int, error) {
-	_, _ = h.a.Write(p)
-	return h.b.Write(p)
+func (h *hasher) str(s string) {
+	h.u64(uint64(len(s)))
+	h.buf = append(h.buf, s...)
 }
 
-// add encodes v into the sum; what cannot be encoded cannot be compared, so
-// it makes the sum unique.
-func (h *hasher) add(v any) {
-	if err := h.enc.Encode(v); err != nil {
-		_, _ = h.Write([]byte(err.Error()))
+func (h *hasher) u64(v uint64) { h.buf = binary.LittleEndian.AppendUint64(h.buf, v) }
+
+// add adds v to the sum.
+func (h *hasher) add(v any) { h.value(reflect.ValueOf(v)) }
+
+var timeType = reflect.TypeFor[time.Time]()
+
+func (h *hasher) value(v reflect.Value) {
+	if !v.IsValid() {
+		h.u64(0)
+		return
+	}
+	h.u64(uint64(v.Kind()))
+	switch v.Kind() {
+	case reflect.String:
+		h.str(v.String())
+	case reflect.Bool:
+		if v.Bool() {
+			h.u64(1)
+		} else {
+			h.u64(0)
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		h.u64(uint64(v.Int()))
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		h.u64(v.Uint())
+	case reflect.Float32, reflect.Float64:
+		h.u64(math.Float64bits(v.Float()))
+	case reflect.Struct:
+		if v.Type() == timeType && v.CanInterface() {
+			t := v.Interface().(time.Time)
+			_, off := t.Zone()
+			h.u64(uint64(t.UnixNano()))
+			h.u64(uint64(off))
+			h.str(t.Location().String())
+			return
+		}
+		for i := range v.NumField() {
+			h.value(v.Field(i))
+		}
+	case reflect.Slice, reflect.Array:
+		h.u64(uint64(v.Len()))
+		for i := range v.Len() {
+			h.value(v.Index(i))
+		}
+	case reflect.Map:
+		h.mapValue(v)
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			h.u64(0)
+			return
+		}
+		h.u64(1)
+		h.value(v.Elem())
+	default:
+		// Functions and channels carry no data a template reads; an
+		// unsafe pointer neither.
 	}
 }
 
+// mapValue adds a map's entries in the order of their keys' text.
+func (h *hasher) mapValue(v reflect.Value) {
+	h.u64(uint64(v.Len()))
+	if v.IsNil() {
+		return
+	}
+	keys := v.MapKeys()
+	text := make([]string, len(keys))
+	for i, k := range keys {
+		if k.Kind() == reflect.String {
+			text[i] = k.String()
+		} else {
+			text[i] = fmt.Sprint(k)
+		}
+	}
+	order := make([]int, len(keys))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(text[a], text[b]) })
+	for _, i := range order {
+		h.str(text[i])
+		h.value(v.MapIndex(keys[i]))
+	}
+}
+
+// sum is the digest of what was added since the last sum.
 func (h *hasher) sum() digest {
-	s := digest{h.a.Sum64(), h.b.Sum64()}
-	h.a.Reset()
-	h.b.Reset()
+	s := digest{maphash.Bytes(h.seeds[0], h.buf), maphash.Bytes(h.seeds[1], h.buf)}
+	h.buf = h.buf[:0]
 	return s
 }
 
-func newHasher(seeds [2]maphash.Seed) *hasher {
-	h := &hasher{}
-	h.a.SetSeed(seeds[0])
-	h.b.SetSeed(seeds[1])
-	h.enc = json.NewEncoder(h)
-	return h
-}
+func newHasher(seeds [2]maphash.Seed) *hasher { return &hasher{seeds: seeds} }
 
 // newDigests digests the resources of one offering's input; nil without a
 // scope.
