@@ -264,4 +264,3 @@ func (e *eventMaker) setLimit(l waldur.Limits, v waldur.Amount) waldur.Limits {
 	out[keys[e.r.IntN(len(keys))]] = v
 	return out
 }
-
