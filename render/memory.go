@@ -206,6 +206,9 @@ type digests struct {
 	projects map[waldur.UUID]digest
 	// accounts are the service and course accounts by project.
 	accounts map[waldur.UUID][]any
+	// dropObjects is the renderer's: a tenant kept with its objects is
+	// not one rendered without them.
+	dropObjects bool
 }
 
 // hasher feeds values into two seeded hashes, walking them field by field
@@ -316,13 +319,13 @@ func (h *hasher) sum() digest {
 
 func newHasher(seeds [2]maphash.Seed) *hasher { return &hasher{seeds: seeds} }
 
-// newDigests digests the resources of one offering's input; nil without a
-// scope.
-func (s *scope) digests(in *offeringInput) *digests {
+// digests digests the resources of one offering's input for renderer r;
+// nil without a scope.
+func (s *scope) digests(r *Renderer, in *offeringInput) *digests {
 	if s == nil {
 		return nil
 	}
-	return &digests{in: in, h: newHasher(s.seeds), projects: map[waldur.UUID]digest{}}
+	return &digests{in: in, h: newHasher(s.seeds), projects: map[waldur.UUID]digest{}, dropObjects: r.dropObjects}
 }
 
 // resource digests everything rendering r reads; orders are the orders its
@@ -342,6 +345,7 @@ func (d *digests) resource(r *waldur.Resource, orders []waldur.UUID) digest {
 	h.add(in.updates[r.UUID])
 	h.add(in.holds[r.UUID])
 	h.add(project)
+	h.add(d.dropObjects)
 	return h.sum()
 }
 

@@ -335,7 +335,7 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
 	in.holds = r.holds
-	remembered, dg := sc.offering(o.Name), sc.digests(in)
+	remembered, dg := sc.offering(o.Name), sc.digests(r, in)
 	in.terminations(res.Terminations)
 	for id, why := range in.held {
 		if res.Held == nil {
