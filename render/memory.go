@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"log/slog"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -289,6 +290,22 @@ func (h *hasher) mapValue(v reflect.Value) {
 	h.u64(uint64(v.Len()))
 	if v.IsNil() {
 		return
+	}
+	if v.CanInterface() {
+		switch m := v.Interface().(type) {
+		case waldur.Limits:
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				h.str(k)
+				h.str(string(m[k]))
+			}
+			return
+		case map[string]string:
+			for _, k := range slices.Sorted(maps.Keys(m)) {
+				h.str(k)
+				h.str(m[k])
+			}
+			return
+		}
 	}
 	keys := v.MapKeys()
 	text := make([]string, len(keys))
