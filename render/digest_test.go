@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"reflect"
 	"testing"
 	"time"
@@ -60,4 +61,39 @@ func setSome(v reflect.Value) bool {
 		return false
 	}
 	return true
+}
+
+// TestRememberedTenantsShareTheTreeInPlace: a tenant taken from the memory
+// holds the bytes of the tree in place now (fetched since, written by
+// someone else), not a second copy of them.
+func TestRememberedTenantsShareTheTreeInPlace(t *testing.T) {
+	cfg, st, _ := example(t)
+	tpls, err := LoadTemplates(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cur Tree
+	r := New(cfg, tpls).SharingWith(func() Tree { return cur }).Remembering(NewMemory(nil))
+	first, err := r.Render(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur = Tree{}
+	for p, data := range first.Tree(nil) {
+		cur[p] = bytes.Clone(data) // equal bytes, another copy
+	}
+	again, err := r.Render(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(again.Tenants); n == 0 {
+		t.Fatal("no tenants")
+	}
+	for _, tn := range again.Tenants {
+		for _, f := range tn.Files {
+			if in := cur[tn.Dir+"/"+f.Name]; &in[0] != &f.Data[0] {
+				t.Fatalf("%s/%s holds its own copy, not the tree's", tn.Dir, f.Name)
+			}
+		}
+	}
 }

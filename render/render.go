@@ -316,6 +316,11 @@ func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev T
 	parallel.For(len(jobs), r.workers, func(i int) {
 		j := jobs[i]
 		if j.reused {
+			// Equal bytes of a tree fetched since are shared too: one
+			// copy of an unchanged file, whoever wrote the tree.
+			for _, tn := range j.tenants {
+				tn.share(prev)
+			}
 			return
 		}
 		if j.err == nil {
