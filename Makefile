@@ -89,6 +89,7 @@ bench: ## run every benchmark (see BENCHMARKS.md; takes a while)
 	WALDUR_GITOPS_FLUX_BENCH=10000/16 $(GO) test ./e2e/flux -run '^$$' -bench 'FluxOneTenantChangeOCI$$' -benchtime 3x -count 1 -timeout 60m
 	$(GO) test ./ociship -run '^$$' -bench ShardArtifacts10k -benchtime 3x -count 1
 	$(GO) test ./review -run '^$$' -bench Classify10k -benchtime 3x -count 1
+	$(GO) test ./render -run '^$$' -bench BenchmarkRenderRemembered -benchtime 5x -count 1 -benchmem
 	$(GO) run ./internal/testenv/rabbittest/prepare
 	$(GO) test ./cli -run '^$$' -bench BenchmarkEventToCommit -benchtime 1x -timeout 30m
 	$(GO) test ./cli -run '^$$' -bench 'BenchmarkOffboarding(EventToDeleted|Apply|FluxEventToDeleted)$$' -benchtime 1x -timeout 40m

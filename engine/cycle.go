@@ -47,11 +47,7 @@ func (e *Engine) stages(req Request) []stage {
 	var list []stage
 	list = append(list, stage{name: "waldur", class: failure.ClassWaldur, run: func(ctx context.Context, o *Outcome) (changeset.Result, error) {
 		var err error
-		if r, ok := s.Source.(Refresher); ok && len(req.Resources) > 0 && e.last != nil && e.last.State != nil {
-			o.State, err = r.Refresh(ctx, e.last.State, req.Resources)
-		} else {
-			o.State, err = s.Source.Read(ctx)
-		}
+		o.State, err = e.read(ctx, req)
 		return changeset.Result{Changes: source.Unread(o.State)}, err
 	}})
 	if s.Announcer != nil {

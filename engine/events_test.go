@@ -16,8 +16,9 @@ import (
 
 func TestEventRequest(t *testing.T) {
 	last := &Outcome{State: &waldur.State{Offerings: []waldur.OfferingState{{Name: "a", Resources: []waldur.Resource{
-		{UUID: "r1", ProjectUUID: "p1"}, {UUID: "r2", ProjectUUID: "p1"}, {UUID: "r3", ProjectUUID: "p2"},
-	}}}}}
+		{UUID: "r1", ProjectUUID: "p1"}, {UUID: "r2", ProjectUUID: "p1"}, {UUID: "r3", ProjectUUID: "p2"}, {UUID: "r4", ProjectUUID: "p3"},
+	}, OfferingUsers: []waldur.OfferingUser{{UUID: "u1", Username: "alice"}, {UUID: "u2"}, {UUID: "u3", Username: "carol"}},
+		Teams: map[waldur.UUID][]waldur.TeamMember{"p2": {{OfferingUserUsername: "alice"}}, "p3": {{OfferingUserUsername: "alice"}, {OfferingUserUsername: "bob"}}}}}}}
 	for _, tc := range []struct {
 		name    string
 		trigger events.Trigger
@@ -25,12 +26,18 @@ func TestEventRequest(t *testing.T) {
 		want    []waldur.UUID
 		full    bool
 		skip    bool
+		why     events.FullCause
 	}{
+		{name: "an offering user's projects", trigger: events.Trigger{OfferingUsers: []waldur.UUID{"u1"}}, last: last, want: []waldur.UUID{"r3", "r4"}},
+		{name: "an offering user not seen", trigger: events.Trigger{OfferingUsers: []waldur.UUID{"u9"}}, last: last, full: true, why: events.FullUnattributed},
+		{name: "an offering user without a username", trigger: events.Trigger{OfferingUsers: []waldur.UUID{"u2"}}, last: last, full: true, why: events.FullUnattributed},
+		{name: "an offering user in no team", trigger: events.Trigger{OfferingUsers: []waldur.UUID{"u3"}}, last: last, full: true, why: events.FullUnattributed},
+		{name: "an event type read in full", trigger: events.Trigger{Full: true, Why: events.FullEventType}, last: last, full: true, why: events.FullEventType},
 		{name: "resources", trigger: events.Trigger{Resources: []waldur.UUID{"r9"}}, last: last, want: []waldur.UUID{"r9"}},
 		{name: "a project's resources", trigger: events.Trigger{Resources: []waldur.UUID{"r3"}, Projects: []waldur.UUID{"p1"}}, last: last,
 			want: []waldur.UUID{"r1", "r2", "r3"}},
 		{name: "full", trigger: events.Trigger{Resources: []waldur.UUID{"r1"}, Full: true}, last: last, full: true},
-		{name: "no last run", trigger: events.Trigger{Resources: []waldur.UUID{"r1"}}, full: true},
+		{name: "no last run", trigger: events.Trigger{Resources: []waldur.UUID{"r1"}}, full: true, why: events.FullNoLastRun},
 		{name: "a project without our resources", trigger: events.Trigger{Projects: []waldur.UUID{"p9"}}, last: last, skip: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -43,6 +50,10 @@ func TestEventRequest(t *testing.T) {
 				t.Errorf("want a full run, got %v", req.Resources)
 			case !tc.full && !slices.Equal(req.Resources, tc.want):
 				t.Errorf("resources %v, want %v", req.Resources, tc.want)
+			case req.Full != tc.why:
+				t.Errorf("full because %q, want %q", req.Full, tc.why)
+			case !slices.Equal(req.OfferingUsers, tc.trigger.OfferingUsers) && !tc.full:
+				t.Errorf("offering users %v, want %v", req.OfferingUsers, tc.trigger.OfferingUsers)
 			}
 			if ok && req.Command != "serve" {
 				t.Errorf("command %q", req.Command)
@@ -114,5 +125,65 @@ func TestFeedbackGetsTheRunsGuard(t *testing.T) {
 	allowed.Allow = true
 	if want := []guard.Options{g, allowed, g}; !reflect.DeepEqual(fb.runs, want) {
 		t.Errorf("feedback got %+v, want %+v", fb.runs, want)
+	}
+}
+
+// readLog records which reads a source was asked for.
+type readLog struct {
+	st    *waldur.State
+	calls []string
+}
+
+func (s *readLog) Read(context.Context) (*waldur.State, error) {
+	s.calls = append(s.calls, "read")
+	return s.st, nil
+}
+
+func (s *readLog) Refresh(_ context.Context, last *waldur.State, _ []waldur.UUID) (*waldur.State, error) {
+	s.calls = append(s.calls, "refresh")
+	return last, nil
+}
+
+// userReadLog is a readLog that can read offering users alone.
+type userReadLog struct{ *readLog }
+
+func (s userReadLog) RefreshUsers(context.Context, *waldur.State, []waldur.UUID) error {
+	s.calls = append(s.calls, "users")
+	return nil
+}
+
+// TestOfferingUserRunReads: a run asked to look at offering users refreshes
+// them with its resources when the source can, and reads everything when it
+// cannot (stale users would render stale members); a run a cause makes full
+// reads everything.
+func TestOfferingUserRunReads(t *testing.T) {
+	st := &waldur.State{Offerings: []waldur.OfferingState{{Name: "a", Resources: []waldur.Resource{{UUID: "r1"}}}}}
+	for _, tc := range []struct {
+		name  string
+		users bool
+		req   Request
+		want  []string
+	}{
+		{"users", true, Request{Resources: []waldur.UUID{"r1"}, OfferingUsers: []waldur.UUID{"u1"}}, []string{"read", "refresh", "users"}},
+		{"no user refresh", false, Request{Resources: []waldur.UUID{"r1"}, OfferingUsers: []waldur.UUID{"u1"}}, []string{"read", "read"}},
+		{"resources", false, Request{Resources: []waldur.UUID{"r1"}}, []string{"read", "refresh"}},
+		{"a full event run", true, Request{Full: events.FullEventType}, []string{"read", "read"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rl := &readLog{st: st}
+			var src Source = rl
+			if tc.users {
+				src = userReadLog{rl}
+			}
+			e := New(Seams{Source: src}, func(*waldur.State) (*render.Result, error) { return &render.Result{}, nil }, guard.DefaultOptions(), nil)
+			for _, req := range []Request{{Command: "serve"}, tc.req} {
+				if out := e.Run(context.Background(), req); out.Err != nil {
+					t.Fatal(out.Err)
+				}
+			}
+			if !slices.Equal(rl.calls, tc.want) {
+				t.Errorf("calls %v, want %v", rl.calls, tc.want)
+			}
+		})
 	}
 }

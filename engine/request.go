@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
@@ -21,6 +22,12 @@ type Request struct {
 	// that is a Refresher reads them (and the open orders) into the last
 	// run's state instead of reading every offering again.
 	Resources []waldur.UUID
+	// OfferingUsers, with Resources, are offering users to read again too
+	// (a Source that is a UserRefresher); a source that cannot makes the
+	// run read in full.
+	OfferingUsers []waldur.UUID
+	// Full, on an event-triggered run that reads everything, is why.
+	Full events.FullCause
 }
 
 // Outcome is what one run leaves: its report (exit code included) and what

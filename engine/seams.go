@@ -24,6 +24,12 @@ type Refresher interface {
 	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
 }
 
+// UserRefresher is a Refresher that can also read a few offering users
+// again into a refreshed state (an offering_user event).
+type UserRefresher interface {
+	RefreshUsers(ctx context.Context, st *waldur.State, users []waldur.UUID) error
+}
+
 // Renderer renders a state; render.Renderer.Render is the one the engine uses.
 type Renderer func(*waldur.State) (*render.Result, error)
 

@@ -144,7 +144,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		s.Feedback = feedbackStage{fb}
 	}
 	s.Offboarding = offboarding(cfg, o, api, s.Identities)
-	r := render.New(cfg, tpls)
+	// Serve keeps the engine: its renders take what did not change from the
+	// last one (render.Memory); a verb's two renders (approve, render) too.
+	r := render.New(cfg, tpls).Remembering(render.NewMemory(o.Log))
 	if filesOnly(o) {
 		r = r.WithoutObjects()
 	}

@@ -50,8 +50,9 @@ var ObjectTypes = []string{TypeOrder, TypeResource, TypeUserRole, TypeOfferingUs
 var LegacyObjectTypes = []string{TypeOrder, TypeResource, TypeUserRole, TypeOfferingUser, TypeServiceAccount, TypeCourseAccount}
 
 // fullSyncTypes are the object types whose events need a full sync: a
-// targeted one refreshes resources, their teams and the open orders only.
-var fullSyncTypes = []string{TypeOfferingUser, TypeServiceAccount, TypeCourseAccount, TypeOfferingResourcesSync}
+// targeted one refreshes resources, their teams, the open orders and the
+// offering users an offering_user event names only.
+var fullSyncTypes = []string{TypeServiceAccount, TypeCourseAccount, TypeOfferingResourcesSync}
 
 // settledOrderStates are order states no sync acts on (the site agent skips
 // the same ones).
@@ -67,6 +68,8 @@ type Event struct {
 	Resource waldur.UUID
 	// Project is the project a user_role or account message is about.
 	Project waldur.UUID
+	// OfferingUser is the offering user an offering_user message is about.
+	OfferingUser waldur.UUID
 	// Order and OrderState are an order message's order.
 	Order      waldur.UUID
 	OrderState string
@@ -115,6 +118,7 @@ func Decode(body []byte) (Event, error) {
 	e.OfferingUUID = uuid("offering_uuid")
 	e.Resource = uuid("resource_uuid", "marketplace_resource_uuid")
 	e.Project = uuid("project_uuid")
+	e.OfferingUser = uuid("offering_user_uuid")
 	e.Order = uuid("order_uuid")
 	e.OrderState = str("order_state")
 	if e.OrderState == "" {
@@ -149,8 +153,15 @@ type Trigger struct {
 	// Projects are the projects of events that named a project but no
 	// resource (a role or an account changed in the project).
 	Projects []waldur.UUID
-	// Full asks for a full sync: some event named neither.
+	// OfferingUsers are the offering users offering_user events named,
+	// sorted and unique: the run reads them again, with the resources of
+	// the projects whose teams list them.
+	OfferingUsers []waldur.UUID
+	// Full asks for a full sync: some event named none of these, or is of
+	// a type only a full sync reads (FullCause says which).
 	Full bool
+	// Why is why Full is set.
+	Why FullCause
 	// Events counts the events, by object type.
 	Events map[string]int
 	// First is when the oldest of them arrived (for the event → commit
@@ -169,17 +180,41 @@ func (t *Trigger) add(e Event, at time.Time) {
 	}
 	switch {
 	case slices.Contains(fullSyncTypes, e.ObjectType):
-		// What these change (offering users, accounts) is read only by a
-		// full sync.
-		t.Full = true
+		// What these change (accounts, the whole offering) is read only by
+		// a full sync.
+		t.Full, t.Why = true, FullEventType
+	case e.ObjectType == TypeOfferingUser && e.OfferingUser != "":
+		t.OfferingUsers = insertSorted(t.OfferingUsers, e.OfferingUser)
+	case e.ObjectType == TypeOfferingUser:
+		t.Full, t.Why = true, FullUnattributed
 	case e.Resource != "":
 		t.Resources = insertSorted(t.Resources, e.Resource)
 	case e.Project != "":
 		t.Projects = insertSorted(t.Projects, e.Project)
 	default:
-		t.Full = true
+		t.Full, t.Why = true, FullUnattributed
 	}
 }
+
+// FullCause is why an event-triggered run reads and renders the whole
+// site instead of the part its events name; it is logged at debug.
+type FullCause string
+
+// The reasons an event run is a full run.
+const (
+	// FullEventType: an event of a type only a full sync reads (accounts,
+	// offering_resources_sync).
+	FullEventType FullCause = "event_type"
+	// FullUnattributed: an event that names nothing the run can look at
+	// alone (no resource, project or offering user; an offering user the
+	// last run did not see, or without a username).
+	FullUnattributed FullCause = "unattributed"
+	// FullNoLastRun: there is no last run to refresh (the first run, a
+	// new config, or a last run whose read failed).
+	FullNoLastRun FullCause = "no_last_run"
+	// FullCannotRefresh: the source cannot read offering users alone.
+	FullCannotRefresh FullCause = "cannot_refresh"
+)
 
 func insertSorted(list []waldur.UUID, u waldur.UUID) []waldur.UUID {
 	i, found := slices.BinarySearch(list, u)

@@ -67,8 +67,16 @@ func TestCoalescer(t *testing.T) {
 		t.Errorf("the trigger came %s after the first event, before the window closed", d)
 	}
 	c.Add(Event{ObjectType: TypeOfferingUser}, time.Now())
-	if tr, ok := c.Next(ctx); !ok || !tr.Full {
-		t.Fatalf("an offering_user event: %+v, want a full sync", tr)
+	if tr, ok := c.Next(ctx); !ok || !tr.Full || tr.Why != FullUnattributed {
+		t.Fatalf("an offering_user event naming no user: %+v, want a full sync", tr)
+	}
+	c.Add(Event{ObjectType: TypeOfferingUser, OfferingUser: "u"}, time.Now())
+	if tr, ok := c.Next(ctx); !ok || tr.Full || !slices.Equal(tr.OfferingUsers, []waldur.UUID{"u"}) {
+		t.Fatalf("an offering_user event: %+v, want the user to look at", tr)
+	}
+	c.Add(Event{ObjectType: TypeServiceAccount, Project: "p"}, time.Now())
+	if tr, ok := c.Next(ctx); !ok || !tr.Full || tr.Why != FullEventType {
+		t.Fatalf("a service_account event: %+v, want a full sync", tr)
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()

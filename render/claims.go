@@ -34,6 +34,9 @@ type claimant struct {
 // both, so its Create order is erred and nothing of it is written. Two
 // tenants' members are never merged into one group.
 func (res *Result) ResolveClaims(cfg *config.Config, st *waldur.State, inPlace InPlace) {
+	if len(cfg.Offerings) < 2 {
+		return // within one offering the renderer settled every name
+	}
 	who := claimants(cfg, st)
 	owner := map[string]claimant{} // claim → first claimant
 	losers := map[waldur.UUID]string{}

@@ -180,6 +180,8 @@ type Renderer struct {
 	previous func() Tree
 	// holds are the quota values kept while usage is above a cut.
 	holds QuotaHolds
+	// memory, when set, holds what the last render made of each resource.
+	memory *Memory
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
@@ -241,6 +243,8 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 	if r.previous != nil {
 		prev = r.previous()
 	}
+	sc := r.memory.begin()
+	defer sc.end()
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
 		if why, unread := st.Unread[o.Name]; unread {
@@ -263,7 +267,7 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		if o.PreserveUnmanagedBackendUsers {
 			res.known(o.Name, ost.OfferingUsers)
 		}
-		r.renderOffering(o, ost, res, groups, prev)
+		r.renderOffering(o, ost, res, groups, prev, sc)
 	}
 	slices.SortFunc(res.Tenants, func(a, b *Tenant) int { return cmp.Compare(a.Dir, b.Dir) })
 	for _, g := range groups {
@@ -293,6 +297,12 @@ type job struct {
 	warnings []string
 	excluded []excludedMember
 	tenants  []*Tenant
+	// What a Memory keeps: the digest of the job's inputs, the names it
+	// claimed, whether it failed on a name another holds, and whether it
+	// was taken from the last render.
+	sum                   digest
+	claims, projectClaims []string
+	claimErr, reused      bool
 }
 
 // renderBatch is how many resources phase 1 prepares before phase 2 builds
@@ -305,6 +315,14 @@ const renderBatch = 256
 func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev Tree) {
 	parallel.For(len(jobs), r.workers, func(i int) {
 		j := jobs[i]
+		if j.reused {
+			// Equal bytes of a tree fetched since are shared too: one
+			// copy of an unchanged file, whoever wrote the tree.
+			for _, tn := range j.tenants {
+				tn.share(prev)
+			}
+			return
+		}
 		if j.err == nil {
 			j.tenants, j.err = r.buildTenants(o, p, j)
 		}
@@ -318,10 +336,11 @@ func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev T
 	})
 }
 
-func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group, prev Tree) {
+func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group, prev Tree, sc *scope) {
 	p := newProfile(o)
 	in := newOfferingInput(o, st)
 	in.holds = r.holds
+	remembered, dg := sc.offering(o.Name), sc.digests(r, in)
 	in.terminations(res.Terminations)
 	for id, why := range in.held {
 		if res.Held == nil {
@@ -361,9 +380,13 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 		}
 		orders = in.holdUpdates(rs.UUID, orders, res)
 		j := &job{res: rs, orders: orders}
-		j.data, j.err = in.tenantData(p, rs)
-		if j.err == nil {
-			j.err = claimNames(p, j, claimed, projectClaimed)
+		j.sum = dg.resource(rs, orders)
+		if !reuse(remembered, j, claimed, projectClaimed) {
+			j.data, j.err = in.tenantData(p, rs)
+			if j.err == nil {
+				j.err = claimNames(p, j, claimed, projectClaimed)
+				j.claimErr = j.err != nil
+			}
 		}
 		jobs = append(jobs, j)
 		if len(jobs)-batch == r.batch {
@@ -374,6 +397,9 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	r.buildBatch(o, p, jobs[batch:], prev)
 	// Phase 3, in order: collect.
 	collectJobs(o, jobs, res, groups)
+	for _, j := range jobs {
+		sc.keep(o.Name, j)
+	}
 }
 
 // claimNames claims the names a job's tenant takes, in resource order, so
@@ -390,16 +416,22 @@ func claimNames(p profile, j *job, claimed map[string]waldur.UUID, projectClaime
 	if err := checkProjectClaims(p.projectClaims(j.data), rs, projectClaimed); err != nil {
 		return err
 	}
-	for _, name := range p.claims(j.data) {
+	j.claims, j.projectClaims = p.claims(j.data), p.projectClaims(j.data)
+	takeClaims(rs, j.claims, j.projectClaims, claimed, projectClaimed)
+	j.groups = p.groups(j.data)
+	return nil
+}
+
+// takeClaims records the names resource rs takes.
+func takeClaims(rs *waldur.Resource, names, projectNames []string, claimed map[string]waldur.UUID, projectClaimed map[string]*waldur.Resource) {
+	for _, name := range names {
 		claimed[name] = rs.UUID
 	}
-	for _, name := range p.projectClaims(j.data) {
+	for _, name := range projectNames {
 		if _, taken := projectClaimed[name]; !taken {
 			projectClaimed[name] = rs
 		}
 	}
-	j.groups = p.groups(j.data)
-	return nil
 }
 
 // collectJobs adds an offering's rendered jobs to res in resource order: the
@@ -437,7 +469,10 @@ func collectJobs(o *config.Offering, jobs []*job, res *Result, groups map[string
 				have.Resources = append(have.Resources, g.Resources...)
 				continue
 			}
+			// A copy: the job's groups may be remembered (Memory) and
+			// merging must not write into them.
 			gc := g
+			gc.Members, gc.Resources = slices.Clone(g.Members), slices.Clone(g.Resources)
 			groups[key] = &gc
 		}
 	}

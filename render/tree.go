@@ -142,14 +142,36 @@ func (t Tree) Equal(o Tree) bool {
 func (t Tree) tenants() map[string][]string {
 	out := map[string][]string{}
 	for p := range t {
-		parts := strings.SplitN(p, "/", tenantDepth+1)
-		if len(parts) <= tenantDepth {
+		dir, ok := tenantDir(p)
+		if !ok {
 			continue
 		}
-		dir := path.Join(parts[:tenantDepth]...)
 		out[dir] = append(out[dir], p)
 	}
 	return out
+}
+
+// tenantDir is the tenant directory a file path lies in: its first
+// tenantDepth elements, joined and cleaned; ok is false for a path with
+// fewer elements below them. A clean prefix (every tree the tool writes) is
+// taken as it is, without splitting the path.
+func tenantDir(p string) (dir string, ok bool) {
+	end, n := 0, 0
+	for end = 0; end < len(p); end++ {
+		if p[end] == '/' {
+			if n++; n == tenantDepth {
+				break
+			}
+		}
+	}
+	if n < tenantDepth {
+		return "", false
+	}
+	if dir = p[:end]; path.Clean(dir) == dir && !strings.HasPrefix(dir, "/") {
+		return dir, true
+	}
+	parts := strings.SplitN(p, "/", tenantDepth+1)
+	return path.Join(parts[:tenantDepth]...), true
 }
 
 // tenantResource reads the resource UUID a tenant directory was rendered for
