@@ -18,6 +18,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -383,6 +384,11 @@ func (r *Repo) sendRefNow(ctx context.Context, ref plumbing.ReferenceName, old, 
 // checks Atomic first). A ref not at its Old fails the whole request with
 // ErrRaced before anything is sent.
 func (r *Repo) sendRefsNow(ctx context.Context, cmds []*packp.Command, hashes []plumbing.Hash, atomic bool, expect map[plumbing.ReferenceName]plumbing.Hash) error {
+	return r.sendRefsFrom(ctx, r.store, cmds, hashes, atomic, expect)
+}
+
+// sendRefsFrom is sendRefsNow with the objects read from src.
+func (r *Repo) sendRefsFrom(ctx context.Context, src storer.EncodedObjectStorer, cmds []*packp.Command, hashes []plumbing.Hash, atomic bool, expect map[plumbing.ReferenceName]plumbing.Hash) error {
 	sess, err := r.client.NewReceivePackSession(r.ep, r.opts.Auth)
 	if err != nil {
 		return r.wrap("push", err)
@@ -443,7 +449,7 @@ func (r *Repo) sendRefsNow(ctx context.Context, cmds []*packp.Command, hashes []
 		pr, pw := io.Pipe()
 		req.Packfile = pr
 		go func() {
-			err := writePack(pw, r.store, hashes)
+			err := writePack(pw, src, hashes)
 			_ = pw.CloseWithError(err)
 			done <- err
 		}()
