@@ -99,3 +99,32 @@ func TestDecodeRawsDoesNotCopyRecords(t *testing.T) {
 		})
 	}
 }
+
+// A UUID decodes the same through the shortcut for plain strings as through
+// encoding/json.
+func TestUUIDDecodesAsJSONString(t *testing.T) {
+	for _, raw := range []string{
+		`"0D000000-0000-4000-8000-000000000001"`, `"0d000000000040008000000000000001"`, `""`, `null`,
+		`"not a uuid"`, `"\u0030d000000000040008000000000000001"`, `"caf\u00e9"`, "\"tab\tin\"", `12`, `"ü"`,
+	} {
+		t.Run(raw, func(t *testing.T) {
+			var got UUID
+			gerr := got.UnmarshalJSON([]byte(raw))
+			var s string
+			want, werr := UUID(""), json.Unmarshal([]byte(raw), &s)
+			if werr == nil && s != "" {
+				if p, err := ParseUUID(s); err == nil {
+					want = p
+				} else {
+					want = UUID(strings.ToLower(strings.ReplaceAll(s, "-", "")))
+				}
+			}
+			if raw == "null" {
+				werr = nil
+			}
+			if got != want || (gerr != nil) != (werr != nil) {
+				t.Errorf("UnmarshalJSON(%s) = %q, %v; want %q, error %t", raw, got, gerr, want, werr != nil)
+			}
+		})
+	}
+}

@@ -53,9 +53,11 @@ func (u *UUID) UnmarshalJSON(b []byte) error {
 		*u = ""
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("uuid: %w", err)
+	s, plain := plainString(b)
+	if !plain {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("uuid: %w", err)
+		}
 	}
 	if s == "" {
 		*u = ""
@@ -68,6 +70,22 @@ func (u *UUID) UnmarshalJSON(b []byte) error {
 	}
 	*u = p
 	return nil
+}
+
+// plainString is the JSON string b when it is one of printable ASCII
+// without escapes, as every UUID on the wire is; ok is false otherwise and
+// the caller decodes b with encoding/json.
+func plainString(b []byte) (s string, ok bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	for _, c := range in {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(in), true
 }
 
 // Valid reports whether u is 32 lowercase hex digits.
