@@ -128,3 +128,12 @@ func TestUUIDDecodesAsJSONString(t *testing.T) {
 		})
 	}
 }
+
+// Decoding a UUID as Waldur sends it costs one string, no nested decoding.
+func TestUUIDDecodeAllocations(t *testing.T) {
+	raw := []byte(`"0d000000000040008000000000000001"`)
+	var u UUID
+	if n := testing.AllocsPerRun(10, func() { _ = u.UnmarshalJSON(raw) }); n > 1 {
+		t.Errorf("%.0f allocations, want at most 1", n)
+	}
+}
