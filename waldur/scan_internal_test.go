@@ -137,3 +137,21 @@ func TestUUIDDecodeAllocations(t *testing.T) {
 		t.Errorf("%.0f allocations, want at most 2", n)
 	}
 }
+
+// Valid agrees with ParseUUID on values of 32 characters and refuses others.
+func TestUUIDValidMatchesParse(t *testing.T) {
+	for _, u := range []string{
+		"0d000000000040008000000000000001", "0D000000000040008000000000000001", "0d00000000004000800000000000000g",
+		"0d000000-0000-4000-8000-00000001", " 0d00000000004000800000000000001", "0d0000000000400080000000000000011",
+		"", "0d00000000004000800000000000000:", "0d00000000004000800000000000000@", "0d00000000004000800000000000000`",
+		"0d00000000004000800000000000000/", "0d00000000004000800000000000000G", "0d00000000004000800000000000000\x10",
+	} {
+		t.Run(u, func(t *testing.T) {
+			_, err := ParseUUID(u)
+			want := err == nil && len(u) == 32
+			if got := UUID(u).Valid(); got != want {
+				t.Errorf("Valid(%q) = %t, want %t", u, got, want)
+			}
+		})
+	}
+}

@@ -89,9 +89,17 @@ func plainString(b []byte) (s string, ok bool) {
 }
 
 // Valid reports whether u is 32 lowercase hex digits.
+// (ParseUUID accepts upper case too, and so does Valid.)
 func (u UUID) Valid() bool {
-	_, err := ParseUUID(string(u))
-	return err == nil && len(u) == 32
+	if len(u) != 32 {
+		return false
+	}
+	for i := range len(u) {
+		if c := u[i]; (c < '0' || c > '9') && (c|0x20 < 'a' || c|0x20 > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Amount is a numeric value that Waldur may send as a JSON number or as a string
