@@ -5,8 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -200,5 +203,41 @@ func TestNoopRecordNotWrittenByDryRun(t *testing.T) {
 	}
 	if now := stateRefs(); now != recorded {
 		t.Errorf("state refs after a dry run: %q, want %q as before", now, recorded)
+	}
+}
+
+// A server that refuses the record's ref costs every run its fetch, and
+// nothing else: the sync succeeds and says why in a warning.
+func TestNoopRecordRefused(t *testing.T) {
+	s := newNoopSite(t)
+	hook := "#!/bin/sh\ncase \"$1\" in " + gitsync.StateRefPrefix + "*) echo 'no state refs here'; exit 1;; esac\nexit 0\n"
+	if err := os.WriteFile(filepath.Join(s.dir, "hooks", "update"), []byte(hook), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	for i, wantCommit := range []bool{true, false} {
+		s.mu.Lock()
+		s.branchFs = 0
+		s.mu.Unlock()
+		log := slog.New(slog.NewTextHandler(&logs, nil))
+		out := engineOver(t, s.cfg, s.src, log, guard.DefaultOptions()).Run(context.Background(), engine.Request{Command: "sync"})
+		if out.Err != nil {
+			t.Fatalf("sync %d: %v", i+1, out.Err)
+		}
+		if got := out.Published.Wrote; got != wantCommit {
+			t.Errorf("sync %d: wrote %t, want %t", i+1, got, wantCommit)
+		}
+		s.mu.Lock()
+		fetched := s.branchFs
+		s.mu.Unlock()
+		if i == 1 && fetched == 0 {
+			t.Errorf("sync %d fetched nothing of the branch without a record", i+1)
+		}
+	}
+	if n := strings.Count(logs.String(), "cannot write the no-op record"); n != 2 {
+		t.Errorf("%d warnings about the record, want one per run:\n%s", n, logs.String())
+	}
+	if refs := gittest.Git(t, s.dir, "for-each-ref", gitsync.StateRefPrefix); refs != "" {
+		t.Errorf("state refs: %q", refs)
 	}
 }
