@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/waldur/waldur-gitops/changeset"
 	"github.com/waldur/waldur-gitops/config"
@@ -58,7 +59,9 @@ func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pus
 	for _, t := range res.Tenants {
 		tenants[t.Resource] = append(tenants[t.Resource], t)
 	}
-	inGit := pushed.TenantDirs()
+	// Only a Terminate order looks for its tenant in the tree: reading every
+	// tenant's kustomization is left until one does.
+	inGit := sync.OnceValue(pushed.TenantDirs)
 	var out []Executing
 	for _, o := range offerings {
 		ost, ok := st.Offering(o.Name)
@@ -90,7 +93,7 @@ func PlanFinish(offerings []*Offering, st *waldur.State, res *render.Result, pus
 					e.PlanLimits = ost.PlanQuotas[ord.PlanUUID]
 				}
 			case waldur.OrderTerminate:
-				planTerminate(&e, ts, inGit[id])
+				planTerminate(&e, ts, inGit()[id])
 			default:
 				e.Reason = fmt.Sprintf("waldur-gitops does not handle %q orders", ord.Type)
 			}

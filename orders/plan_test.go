@@ -2,6 +2,7 @@ package orders_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -93,5 +94,48 @@ func TestPlanFinishWaits(t *testing.T) {
 	}
 	if plan[1].Outcome != orders.Wait || !strings.Contains(plan[1].Reason, `does not handle "Migrate"`) {
 		t.Errorf("unknown type: %+v", plan[1])
+	}
+}
+
+// PlanFinish reads the tenants of the pushed tree only for a Terminate order:
+// with none executing, its work does not grow with the tree (a no-op at
+// 10,000 tenants parsed every kustomization here).
+func TestPlanFinishReadsTreeOnlyForTerminate(t *testing.T) {
+	h := newHarness(t, "")
+	res := waldur.UUID("a0000000000040008000000000000001")
+	tree := func(n int) render.Tree {
+		tr := render.Tree{}
+		for i := range n {
+			kust := fmt.Sprintf("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nmetadata:\n  name: t%d\n  annotations:\n    waldur.io/resource-uuid: b%031d\nresources: []\n", i, i)
+			tr[fmt.Sprintf("plain/cluster/t%d/kustomization.yaml", i)] = []byte(kust)
+		}
+		return tr
+	}
+	small, large := tree(10), tree(2000)
+	for _, c := range []struct {
+		name  string
+		order string
+		grows bool
+	}{
+		{"no order", "", false},
+		{"an update", waldur.OrderUpdate, false},
+		{"a terminate", waldur.OrderTerminate, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := &waldur.State{Offerings: []waldur.OfferingState{{Name: "Plain", OfferingUUID: offering,
+				Resources: []waldur.Resource{{UUID: res, Slug: "gone", State: waldur.ResourceOK}}}}}
+			if c.order != "" {
+				st.Offerings[0].Orders = []waldur.Order{{UUID: "0d000000000040008000000000000001", Type: c.order,
+					State: waldur.OrderExecuting, MarketplaceResourceUUID: res, Created: time.Unix(1, 0)}}
+			}
+			result := &render.Result{}
+			allocs := func(tr render.Tree) float64 {
+				return testing.AllocsPerRun(5, func() { orders.PlanFinish(h.stage.Offerings, st, result, tr) })
+			}
+			a, b := allocs(small), allocs(large)
+			if grows := b > a+100; grows != c.grows {
+				t.Errorf("allocations with 10 tenants %.0f, with 2,000 %.0f; want growth with the tree: %t", a, b, c.grows)
+			}
+		})
 	}
 }

@@ -31,7 +31,8 @@ type Git struct {
 	openErr  error
 	writer   gitsync.Writer // repo prefetching for the current run
 	prepared bool
-	fetched  func() // waits for the prefetch of the current run
+	fetched  func()     // waits for the prefetch of the current run
+	check    *noopCheck // a fresh run's look at the branch tip and the no-op record
 	flux     dynamic.Interface
 }
 
@@ -60,6 +61,11 @@ func (p *Git) Prepare(ctx context.Context) func() {
 	if p.open() != nil {
 		return nil
 	}
+	if p.noopEligible() && p.repo.Tip() == "" {
+		q := p.startNoopCheck(ctx)
+		p.check = q
+		return func() { <-q.done; p.check = nil }
+	}
 	var wait func()
 	p.writer, wait = gitsync.Prefetch(ctx, p.repo)
 	p.prepared, p.fetched = true, wait
@@ -74,10 +80,15 @@ func (p *Git) Prepare(ctx context.Context) func() {
 // starts only once the fetch is done; a fetch runs while Waldur is read, so
 // that costs a run reading the API nothing.
 func (p *Git) Previous() render.Tree {
-	if !p.prepared || p.fetched == nil {
+	if q := p.check; q != nil {
+		if <-q.done; q.writer == nil {
+			return nil // the branch may hold the render: the render decides
+		}
+	} else if !p.prepared || p.fetched == nil {
 		return nil
+	} else {
+		p.fetched()
 	}
-	p.fetched()
 	if p.repo.Tip() == "" {
 		return nil
 	}
@@ -94,10 +105,10 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	if err := p.open(); err != nil {
 		return nil, changeset.Result{}, err
 	}
-	w := p.writer
-	if !p.prepared {
-		w = p.repo
+	if pub, r, ok := p.quiet(res, o); ok {
+		return pub, r, nil
 	}
+	w := p.runWriter()
 	// Per run: a config switched to or from the shard-branch layout takes
 	// effect in serve at its next run.
 	p.repo.SetShards(nil)
@@ -151,6 +162,7 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	if err != nil {
 		return nil, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
+	p.remember(ctx, cmp.Or(r.Commit, r.Parent), pub.After)
 	if useReview {
 		rcs, err := p.syncReview(ctx, routed, false, calls, pub)
 		tenants.Merge(rcs)
@@ -247,16 +259,26 @@ func (p *Git) InPlace(ctx context.Context) func(waldur.UUID) bool {
 	if p.open() != nil {
 		return nil
 	}
-	w := gitsync.Writer(p.repo)
-	if p.prepared {
-		w = p.writer
-	}
-	cur, err := gitsync.Peek(ctx, w)
+	cur, err := gitsync.Peek(ctx, p.runWriter())
 	if err != nil {
 		return nil
 	}
 	in := cur.ResourceUUIDs()
 	return func(id waldur.UUID) bool { return in[id] }
+}
+
+// runWriter is the repository as this run's prefetch left it.
+func (p *Git) runWriter() gitsync.Writer {
+	if q := p.check; q != nil {
+		if <-q.done; q.writer != nil {
+			return q.writer
+		}
+		return p.repo
+	}
+	if p.prepared {
+		return p.writer
+	}
+	return p.repo
 }
 
 // syncReview syncs the review branches (review.Sync) and, with pub, records

@@ -165,7 +165,7 @@ func listOnce(ctx context.Context, c *Client, kind, path string, q url.Values) (
 			return nil, err
 		}
 		headerless = r.header.Get("X-Result-Count") == "" && len(r.header.Values("Link")) == 0
-		items, err := decodeList[json.RawMessage](r)
+		items, err := decodeRaws(r)
 		if err != nil {
 			return nil, err
 		}
@@ -219,14 +219,17 @@ func checkListing(all []json.RawMessage, total int) ([]json.RawMessage, error) {
 
 // recordKey is the normalised uuid of a raw record, "" when it has none.
 func recordKey(raw json.RawMessage) string {
-	var k struct {
-		UUID any `json:"uuid"`
+	s, _, ok := scanKey(raw, "uuid")
+	if !ok {
+		var k struct {
+			UUID any `json:"uuid"`
+		}
+		if json.Unmarshal(raw, &k) != nil {
+			return ""
+		}
+		s, _ = k.UUID.(string)
 	}
-	if json.Unmarshal(raw, &k) != nil {
-		return ""
-	}
-	s, ok := k.UUID.(string)
-	if !ok || s == "" {
+	if s == "" {
 		return ""
 	}
 	return strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", ""))

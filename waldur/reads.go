@@ -271,7 +271,7 @@ func (c *Client) team(ctx context.Context, resource UUID) ([]TeamMember, []BadRe
 	if err != nil {
 		return nil, nil, err
 	}
-	raws, err := decodeList[json.RawMessage](r)
+	raws, err := decodeRaws(r)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -95,7 +95,7 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	defer closeBody(resp)
 	// The transport has read the body already (see authTransport); this reads
 	// it from memory.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+	body, err := readBody(resp)
 	switch {
 	case err != nil:
 		return fail(fmt.Errorf("waldur %s %s: read response: %w", cl.method, shown, transportCause(ctx, err)))
@@ -200,12 +200,12 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	attrs := []any{"kind", kind, "method", req.Method, "path", req.URL.Path}
 	if err == nil {
 		var body []byte
-		body, err = io.ReadAll(io.LimitReader(resp.Body, maxBodyBytes+1))
+		body, err = readBody(resp)
 		_ = resp.Body.Close()
 		if err != nil {
 			err = fmt.Errorf("read response body (status %d, %d bytes read): %w", resp.StatusCode, len(body), err)
 		} else {
-			resp.Body = io.NopCloser(bytes.NewReader(body))
+			resp.Body = &readBuffer{Reader: bytes.NewReader(body), data: body}
 		}
 	}
 	attrs = append(attrs, "duration", time.Since(start))
@@ -215,6 +215,30 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	c.log.Debug("waldur request", append(attrs, "status", resp.StatusCode)...)
 	return resp, nil
+}
+
+// readBuffer is a response body the transport has read: readBody takes its
+// bytes instead of copying them again.
+type readBuffer struct {
+	*bytes.Reader
+	data []byte
+}
+
+// Close implements io.Closer.
+func (*readBuffer) Close() error { return nil }
+
+// readBody reads a response body, up to maxBodyBytes+1 bytes, in one buffer
+// of the announced length when there is one.
+func readBody(resp *http.Response) ([]byte, error) {
+	if rb, ok := resp.Body.(*readBuffer); ok && rb.Len() == len(rb.data) {
+		return rb.data[:min(len(rb.data), maxBodyBytes+1)], nil
+	}
+	var buf bytes.Buffer
+	if n := resp.ContentLength; n > 0 && n <= maxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(resp.Body, maxBodyBytes+1))
+	return buf.Bytes(), err
 }
 
 // onAttempt is the retryablehttp hook run before every attempt; it counts
@@ -300,13 +324,17 @@ func decodeJSON(r *reply, v any) error {
 	return nil
 }
 
-// decodeList decodes a reply that must be a bare JSON array.
-func decodeList[T any](r *reply) ([]T, error) {
+// decodeRaws splits a reply that must be a bare JSON array into its
+// elements, which share the reply's body.
+func decodeRaws(r *reply) ([]json.RawMessage, error) {
 	b := bytes.TrimSpace(r.body)
 	if len(b) == 0 || b[0] != '[' {
 		return nil, fmt.Errorf("decode %s: response is not a JSON array (starts with %q)", r.url, snippet([]byte(r.red.String(string(b))), 40))
 	}
-	var out []T
+	if out, ok := splitArray(b); ok {
+		return out, nil
+	}
+	var out []json.RawMessage
 	if err := decodeJSON(r, &out); err != nil {
 		return nil, err
 	}

@@ -53,9 +53,11 @@ func (u *UUID) UnmarshalJSON(b []byte) error {
 		*u = ""
 		return nil
 	}
-	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("uuid: %w", err)
+	s, plain := plainString(b)
+	if !plain {
+		if err := json.Unmarshal(b, &s); err != nil {
+			return fmt.Errorf("uuid: %w", err)
+		}
 	}
 	if s == "" {
 		*u = ""
@@ -70,10 +72,34 @@ func (u *UUID) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// plainString is the JSON string b when it is one of printable ASCII
+// without escapes, as every UUID on the wire is; ok is false otherwise and
+// the caller decodes b with encoding/json.
+func plainString(b []byte) (s string, ok bool) {
+	if len(b) < 2 || b[0] != '"' || b[len(b)-1] != '"' {
+		return "", false
+	}
+	in := b[1 : len(b)-1]
+	for _, c := range in {
+		if c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(in), true
+}
+
 // Valid reports whether u is 32 lowercase hex digits.
+// (ParseUUID accepts upper case too, and so does Valid.)
 func (u UUID) Valid() bool {
-	_, err := ParseUUID(string(u))
-	return err == nil && len(u) == 32
+	if len(u) != 32 {
+		return false
+	}
+	for i := range len(u) {
+		if c := u[i]; (c < '0' || c > '9') && (c|0x20 < 'a' || c|0x20 > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Amount is a numeric value that Waldur may send as a JSON number or as a string

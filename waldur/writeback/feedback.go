@@ -1,6 +1,7 @@
 package writeback
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -155,7 +156,7 @@ func (run *feedbackRun) offering(ctx context.Context, c *waldur.Client, o *confi
 			continue
 		}
 		t := run.tenants[r.UUID]
-		if t == nil || !run.pub.Has(r.UUID) {
+		if t == nil || !run.pub.hasTenant(t) {
 			continue
 		}
 		if _, refused := run.pub.Failed[r.UUID]; refused {
@@ -401,4 +402,20 @@ func (p *Published) Has(id waldur.UUID) bool {
 		p.present = p.After.ResourceUUIDs()
 	}
 	return p.present[id]
+}
+
+// hasTenant is Has for the resource of a rendered tenant. A destination
+// that holds the tenant's kustomization as rendered, which names the
+// resource, has it: the other tenants of the tree are not read.
+func (p *Published) hasTenant(t *render.Tenant) bool {
+	if p.In == nil {
+		if got, ok := p.After[t.Dir+"/"+render.KustomizationFile]; ok {
+			for _, f := range t.Files {
+				if f.Name == render.KustomizationFile && bytes.Equal(f.Data, got) {
+					return true
+				}
+			}
+		}
+	}
+	return p.Has(t.Resource)
 }

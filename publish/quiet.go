@@ -1,0 +1,142 @@
+package publish
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+
+	"github.com/waldur/waldur-gitops/changeset"
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/version"
+	"github.com/waldur/waldur-gitops/render"
+	"github.com/waldur/waldur-gitops/review"
+)
+
+// A run that starts afresh (a CronJob) holds nothing of the last run, so
+// seeing that nothing changed used to cost fetching and reading the whole
+// branch. The no-op record, a state ref of the repository
+// (gitsync.ReadState), keeps the commit the last run pushed or found the
+// branch at and a fingerprint of the files the owned directory holds there.
+// When the branch is still at that commit and this run renders files with
+// the same fingerprint, the owned directory already holds them: the run is
+// a no-op, and the branch is not fetched. Anything else fetches as before.
+// The record is only believed for the commit it names: whoever moves the
+// branch (a person, another writer) makes it stale.
+
+// noopRecord is the no-op record's content.
+type noopRecord struct {
+	// Commit is the branch tip the owned directory held Files at.
+	Commit string `json:"commit"`
+	// Files is treeFingerprint of those files.
+	Files string `json:"files"`
+}
+
+// noopCheck is what a run learnt before its render: where the branch is and
+// what the record says; writer is set when the branch was fetched.
+type noopCheck struct {
+	done   chan struct{}
+	tip    string
+	state  gitsync.State
+	record noopRecord
+	writer gitsync.Writer
+}
+
+// noopName is the state ref holding the record of git.branch and git.path.
+func (p *Git) noopName() string {
+	h := sha256.Sum256([]byte(p.Config.Git.Branch + "\x00" + p.Config.Git.Path))
+	return "sync-" + hex.EncodeToString(h[:8])
+}
+
+// noopEligible reports whether the config leaves nothing but the owned
+// directory to publish: no Flux shards, shard branches, OCI artifacts or
+// review branches, all of which are read from the fetched branch.
+func (p *Git) noopEligible() bool {
+	g := p.Config.Git
+	return g.FluxShards <= 0 && !g.FluxShardBranches && g.FluxOCIRepository == "" && !review.Enabled(p.Config)
+}
+
+// startNoopCheck reads the branch tip and the record in the background and,
+// unless the tip is the record's commit, fetches the branch there as the
+// prefetch does.
+func (p *Git) startNoopCheck(ctx context.Context) *noopCheck {
+	q := &noopCheck{done: make(chan struct{})}
+	go func() {
+		defer close(q.done)
+		tip, err := p.repo.RemoteTip(ctx)
+		if err == nil && tip != "" {
+			q.tip = tip
+			if q.state, err = p.repo.ReadState(ctx, p.noopName()); err != nil {
+				logOrDiscard(p.Log).Warn("cannot read the no-op record; fetching the branch", "error", err.Error())
+			} else if json.Unmarshal(q.state.Data, &q.record) != nil {
+				q.record = noopRecord{}
+			}
+		}
+		if q.tip == "" || q.record.Commit != q.tip {
+			var wait func()
+			q.writer, wait = gitsync.Prefetch(ctx, p.repo)
+			wait()
+		}
+	}()
+	return q
+}
+
+// quiet is the publish of a run whose render the branch already holds at
+// the commit the record names; ok is false when the run must fetch.
+func (p *Git) quiet(res *render.Result, o Options) (*Published, changeset.Result, bool) {
+	q := p.check
+	if q == nil || o.DryRun {
+		return nil, changeset.Result{}, false
+	}
+	if <-q.done; q.writer != nil || q.tip == "" || q.record.Commit != q.tip ||
+		len(res.Skipped) > 0 || len(res.Kept) > 0 || len(res.Unread) > 0 || len(res.Review) > 0 {
+		return nil, changeset.Result{}, false
+	}
+	next := gitsync.LayoutFor(p.Config).Apply(res.Tree(nil))
+	if treeFingerprint(p.Config.Git.Path, next) != q.record.Files {
+		return nil, changeset.Result{}, false
+	}
+	branch := p.Config.Git.Branch
+	logOrDiscard(p.Log).Info("the branch is at the commit the last run left, which holds this render: nothing to fetch or push",
+		"branch", branch, "commit", q.tip)
+	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path, Before: next, After: next, Base: q.tip}
+	tenants := res.Compare(next, next)
+	tenants.Add(changeset.Entry{Stage: "git", Kind: "Commit", Subject: branch + " " + q.tip, Action: changeset.Unchanged})
+	return pub, changeset.Result{Changes: tenants, Calls: map[string]int{"fetch": 1, "push": 0}}, true
+}
+
+// remember writes the record of a run that pushed commit, or found the
+// branch at it, with files in the owned directory; only when it changes. A
+// failure costs the next run a fetch, not this run its outcome.
+func (p *Git) remember(ctx context.Context, commit string, files render.Tree) {
+	q := p.check
+	if q == nil || commit == "" {
+		return
+	}
+	rec := noopRecord{Commit: commit, Files: treeFingerprint(p.Config.Git.Path, files)}
+	if rec == q.record && q.state.Data != nil {
+		return
+	}
+	data, _ := json.Marshal(rec)
+	if _, err := p.repo.WriteState(ctx, p.noopName(), data, q.state.Commit); err != nil {
+		logOrDiscard(p.Log).Warn("cannot write the no-op record; the next run fetches the branch", "error", err.Error())
+	}
+}
+
+// treeFingerprint is a hash of the files of the owned directory path, with
+// the version of the tool that rendered them.
+func treeFingerprint(path string, t render.Tree) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "waldur-gitops no-op record 1\x00%s\x00%s\x00%d\x00", version.String(), path, len(t))
+	for _, name := range slices.Sorted(maps.Keys(t)) {
+		data := t[name]
+		h.Write(strconv.AppendInt([]byte(name+"\x00"), int64(len(data)), 10))
+		h.Write([]byte{0})
+		h.Write(data)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
