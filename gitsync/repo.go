@@ -155,13 +155,7 @@ func (r *Repo) fetch(ctx context.Context) error {
 			req.Wants = append(req.Wants, h)
 		}
 	}
-	if ar.Capabilities.Supports(capability.Shallow) {
-		req.Depth = packp.DepthCommits(1)
-		_ = req.Capabilities.Set(capability.Shallow)
-	}
-	if ar.Capabilities.Supports(capability.NoProgress) {
-		_ = req.Capabilities.Set(capability.NoProgress)
-	}
+	shallow(ar, req)
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return r.wrap("fetch", err)
@@ -180,6 +174,18 @@ func (r *Repo) fetch(ctx context.Context) error {
 	r.tip, r.root = tip, c.TreeHash
 	r.opts.Log.Debug("fetched", "repository", r.url, "branch", r.opts.Branch, "commit", tip.String(), "duration", time.Since(start).Round(time.Millisecond).String())
 	return nil
+}
+
+// shallow asks, where the server can, for the wanted commits alone (depth
+// 1) and without progress messages.
+func shallow(ar *packp.AdvRefs, req *packp.UploadPackRequest) {
+	if ar.Capabilities.Supports(capability.Shallow) {
+		req.Depth = packp.DepthCommits(1)
+		_ = req.Capabilities.Set(capability.Shallow)
+	}
+	if ar.Capabilities.Supports(capability.NoProgress) {
+		_ = req.Capabilities.Set(capability.NoProgress)
+	}
 }
 
 // maxKeeps bounds how many fetches in a row keep the store: each keep adds

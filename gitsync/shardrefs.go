@@ -284,13 +284,7 @@ func (r *Repo) fetchShardTipsNow(ctx context.Context) error {
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	req.Wants, req.Filter = wants, packp.FilterBlobNone()
 	_ = req.Capabilities.Set(capability.Filter)
-	if ar.Capabilities.Supports(capability.Shallow) {
-		req.Depth = packp.DepthCommits(1)
-		_ = req.Capabilities.Set(capability.Shallow)
-	}
-	if ar.Capabilities.Supports(capability.NoProgress) {
-		_ = req.Capabilities.Set(capability.NoProgress)
-	}
+	shallow(ar, req)
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return err

@@ -12,7 +12,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
@@ -82,13 +81,7 @@ func (r *Repo) readState(ctx context.Context, name string) (State, error) {
 	}
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 	req.Wants = []plumbing.Hash{tip}
-	if ar.Capabilities.Supports(capability.Shallow) {
-		req.Depth = packp.DepthCommits(1)
-		_ = req.Capabilities.Set(capability.Shallow)
-	}
-	if ar.Capabilities.Supports(capability.NoProgress) {
-		_ = req.Capabilities.Set(capability.NoProgress)
-	}
+	shallow(ar, req)
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
 		return State{}, r.wrap("read state "+name, err)

@@ -31,28 +31,8 @@ import (
 // they changed have not synced the shard branches' new tips, and the run
 // after Argo CD synced them sets both done.
 func TestArgoCDShardOrdersApplied(t *testing.T) {
-	if os.Getenv(Env) == "" {
-		t.Skipf("the Argo CD end-to-end test runs with %s=1 (make e2e-argocd)", Env)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	dist, err := argotest.Ensure(ctx, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := kubetest.Start(ctx, kubetest.Options{ControllerManager: true, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	dc, err := dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := gittest.NewServer(t)
-	repoURL := srv.CreateRepo(t, "tenants.git", "main")
-	repo := srv.RepoDir("tenants.git")
-	t.Setenv(gitPasswordEnv, srv.Password())
+	st := startStack(t)
+	ctx, dist, cluster, dc, srv, repoURL, repo := st.ctx, st.dist, st.cluster, st.dc, st.srv, st.repoURL, st.repo
 
 	opts := synth.Options{Tenants: 12, Seed: 22, BackendTypes: []string{config.BackendNamespace}, DisableKeycloak: true}
 	snap := synth.Snapshot(opts)

@@ -31,28 +31,8 @@ import (
 // change moves one shard branch, whose Application brings the quota once
 // refreshed, while the others stay at their revisions.
 func TestArgoCDShardApplicationSet(t *testing.T) {
-	if os.Getenv(Env) == "" {
-		t.Skipf("the Argo CD end-to-end test runs with %s=1 (make e2e-argocd)", Env)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
-	dist, err := argotest.Ensure(ctx, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := kubetest.Start(ctx, kubetest.Options{ControllerManager: true, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	dc, err := dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := gittest.NewServer(t)
-	repoURL := srv.CreateRepo(t, "tenants.git", "main")
-	repo := srv.RepoDir("tenants.git")
-	t.Setenv(gitPasswordEnv, srv.Password())
+	st := startStack(t)
+	ctx, dist, cluster, dc, srv, repoURL, repo := st.ctx, st.dist, st.cluster, st.dc, st.srv, st.repoURL, st.repo
 
 	opts := synth.Options{Tenants: 40, Seed: 21, BackendTypes: []string{config.BackendNamespace}, DisableKeycloak: true}
 	cfg := writeConfig(t, opts, repoURL, srv.User())
@@ -199,4 +179,44 @@ func waitShardApps(ctx context.Context, t *testing.T, dc dynamic.Interface, revs
 		last = fmt.Sprintf("%d Applications, pending %v", len(list.Items), pending)
 		return len(list.Items) == len(revs) && len(pending) == 0, nil
 	}, func() string { return last })
+}
+
+// stack is what the per-shard tests run on: a cluster with the
+// controller-manager, Argo CD's binaries, and a Git server holding the
+// repository tenants.git whose password the CLI reads from gitPasswordEnv.
+type stack struct {
+	ctx     context.Context
+	dist    *argotest.Dist
+	cluster *kubetest.Cluster
+	dc      dynamic.Interface
+	srv     *gittest.Server
+	repoURL string
+	repo    string
+}
+
+// startStack skips the test unless Env is set, and starts the stack.
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	if os.Getenv(Env) == "" {
+		t.Skipf("the Argo CD end-to-end test runs with %s=1 (make e2e-argocd)", Env)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	t.Cleanup(cancel)
+	dist, err := argotest.Ensure(ctx, testLog{t})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster, err := kubetest.Start(ctx, kubetest.Options{ControllerManager: true, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	dc, err := dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := gittest.NewServer(t)
+	st := &stack{ctx: ctx, dist: dist, cluster: cluster, dc: dc, srv: srv, repoURL: srv.CreateRepo(t, "tenants.git", "main"), repo: srv.RepoDir("tenants.git")}
+	t.Setenv(gitPasswordEnv, srv.Password())
+	return st
 }
