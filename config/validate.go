@@ -25,13 +25,28 @@ var (
 	prefixRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
 	// nsPrefixTail matches a prefix part that follows another prefix.
 	nsPrefixTail = regexp.MustCompile(`^[a-z0-9-]+$`)
-	nonSlug      = regexp.MustCompile(`[^a-z0-9]+`)
 )
 
 // DirName is the offering's directory name in the output tree: its name
 // lower-cased with every run of other characters turned into a dash.
+// The render asks for it once per tenant, so it scans bytes rather than run
+// a regular expression: a multi-byte character is a run of bytes that are
+// not [a-z0-9], which becomes one dash as the character would.
 func (o *Offering) DirName() string {
-	return strings.Trim(nonSlug.ReplaceAllString(strings.ToLower(o.Name), "-"), "-")
+	lower := strings.ToLower(o.Name)
+	b := make([]byte, 0, len(lower))
+	dash := false
+	for i := 0; i < len(lower); i++ {
+		c := lower[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' {
+			b = append(b, c)
+			dash = false
+		} else if !dash {
+			b = append(b, '-')
+			dash = true
+		}
+	}
+	return strings.Trim(string(b), "-")
 }
 
 // applyDefaults fills unset top-level values and resolves relative paths against

@@ -5,7 +5,6 @@ package manifest
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -88,12 +87,55 @@ func (o Object) SetStrings(field string, kv map[string]string) {
 	}
 }
 
-var (
-	subdomainRE  = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`)
-	labelRE      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
-	labelValueRE = regexp.MustCompile(`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`)
-	qualifiedRE  = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
-)
+// The name checks below are hand-written scans rather than regular
+// expressions: Validate runs them for every object of every tenant, and at
+// 10,000 tenants the regexp engine cost a noticeable share of a no-op's CPU
+// (BENCHMARKS.md, "A no-op sync as a CronJob starts it"). Their grammar is
+// in each doc comment; names_test.go checks them against the expressions.
+
+func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
+
+func isAlnum(c byte) bool { return isLowerAlnum(c) || c >= 'A' && c <= 'Z' }
+
+// isDNSLabel reports whether s matches [a-z0-9]([-a-z0-9]*[a-z0-9])?, of any length.
+func isDNSLabel(s string) bool {
+	if s == "" || !isLowerAlnum(s[0]) || !isLowerAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isLowerAlnum(c) && c != '-' {
+			return false
+		}
+	}
+	return true
+}
+
+// isSubdomain reports whether s is one or more DNS labels joined by dots.
+func isSubdomain(s string) bool {
+	for {
+		label, rest, more := strings.Cut(s, ".")
+		if !isDNSLabel(label) {
+			return false
+		}
+		if !more {
+			return true
+		}
+		s = rest
+	}
+}
+
+// isQualifiedPart reports whether s matches ([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9].
+func isQualifiedPart(s string) bool {
+	if s == "" || !isAlnum(s[0]) || !isAlnum(s[len(s)-1]) {
+		return false
+	}
+	for i := 1; i < len(s)-1; i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' && c != '.' {
+			return false
+		}
+	}
+	return true
+}
 
 // Validate checks what the API server would reject in metadata and what this tool
 // needs to file an object: apiVersion, kind, a DNS-1123 name (a label for
@@ -113,7 +155,7 @@ func (o Object) Validate() error {
 		errs = append(errs, "metadata.name is missing")
 	case o.Kind() == "Namespace" && !IsDNS1123Label(name):
 		errs = append(errs, fmt.Sprintf("metadata.name %q is not a valid namespace name (RFC 1123 label, at most 63 characters)", name))
-	case len(name) > 253 || !subdomainRE.MatchString(name):
+	case len(name) > 253 || !isSubdomain(name):
 		errs = append(errs, fmt.Sprintf("metadata.name %q is not a valid object name (RFC 1123 subdomain)", name))
 	}
 	md, _ := o["metadata"].(map[string]any) // read only: Validate does not add metadata
@@ -155,10 +197,10 @@ func (o Object) Validate() error {
 const MaxLabel = 63
 
 // IsDNS1123Label reports whether s is a valid RFC 1123 label of at most 63 characters.
-func IsDNS1123Label(s string) bool { return len(s) <= MaxLabel && labelRE.MatchString(s) }
+func IsDNS1123Label(s string) bool { return len(s) <= MaxLabel && isDNSLabel(s) }
 
 // IsLabelValue reports whether s is a valid label value.
-func IsLabelValue(s string) bool { return len(s) <= MaxLabel && labelValueRE.MatchString(s) }
+func IsLabelValue(s string) bool { return len(s) <= MaxLabel && (s == "" || isQualifiedPart(s)) }
 
 // IsQualifiedName reports whether s is a valid label or annotation key:
 // an optional DNS subdomain prefix and '/', then a name of at most 63 characters.
@@ -166,8 +208,8 @@ func IsQualifiedName(s string) bool {
 	prefix, name, found := strings.Cut(s, "/")
 	if !found {
 		name, prefix = prefix, ""
-	} else if prefix == "" || len(prefix) > 253 || !subdomainRE.MatchString(prefix) {
+	} else if prefix == "" || len(prefix) > 253 || !isSubdomain(prefix) {
 		return false
 	}
-	return len(name) <= 63 && qualifiedRE.MatchString(name)
+	return len(name) <= 63 && isQualifiedPart(name)
 }

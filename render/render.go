@@ -438,18 +438,19 @@ func takeClaims(rs *waldur.Resource, names, projectNames []string, claimed map[s
 // tenants, warnings and left-out members of each, or why it was skipped, and
 // its Keycloak groups merged into groups, keyed per offering.
 func collectJobs(o *config.Offering, jobs []*job, res *Result, groups map[string]*Group) {
+	dir := o.DirName()
 	for _, j := range jobs {
 		if j.err != nil {
 			res.Skipped[j.res.UUID] = j.err.Error()
 			res.Changes.Add(changeset.Entry{
 				Stage: "render", Kind: "Resource", Action: changeset.Skip, Offering: o.Name,
-				Subject: o.DirName() + "/" + resourceLabel(j.res), Resource: string(j.res.UUID),
+				Subject: dir + "/" + resourceLabel(j.res), Resource: string(j.res.UUID),
 				Reason: j.err.Error(), Cause: changeset.CauseOf(j.err, changeset.CauseRenderFailed),
 			})
 			continue
 		}
 		res.Tenants = append(res.Tenants, j.tenants...)
-		subject := o.DirName() + "/" + resourceLabel(j.res)
+		subject := dir + "/" + resourceLabel(j.res)
 		for _, w := range j.warnings {
 			res.Warnings = append(res.Warnings, Warning{Offering: o.Name, Resource: j.res.UUID, Subject: subject, Message: w})
 		}

@@ -16,12 +16,31 @@ var (
 	errNoKey   = errors.New("map has no key")
 )
 
+// missError is errNilPath or errNoKey with where it happened. Its text is
+// made only when it is read: optional expressions meet these errors for
+// every tenant and drop them (BENCHMARKS.md, "A no-op sync as a CronJob
+// starts it").
+type missError struct {
+	cause error
+	path  []string // errNilPath: the path up to the nil
+	key   string   // errNoKey: the missing key
+}
+
+func (e *missError) Error() string {
+	if e.cause == errNoKey {
+		return fmt.Sprintf("%v %q", errNoKey, e.key)
+	}
+	return "." + strings.Join(e.path, ".") + " " + e.cause.Error()
+}
+
+func (e *missError) Unwrap() error { return e.cause }
+
 // lookup follows a chain of struct fields and string map keys from v.
 func lookup(v reflect.Value, path []string) (reflect.Value, error) {
 	for i, name := range path {
 		for v.Kind() == reflect.Pointer || v.Kind() == reflect.Interface {
 			if v.IsNil() {
-				return reflect.Value{}, fmt.Errorf("%s %w", "."+strings.Join(path[:i], "."), errNilPath)
+				return reflect.Value{}, &missError{cause: errNilPath, path: path[:i]}
 			}
 			v = v.Elem()
 		}
@@ -34,7 +53,7 @@ func lookup(v reflect.Value, path []string) (reflect.Value, error) {
 			}
 			f, err := v.FieldByIndexErr(sf.Index)
 			if err != nil { // through a nil embedded pointer
-				return reflect.Value{}, fmt.Errorf("%s %w", "."+strings.Join(path[:i+1], "."), errNilPath)
+				return reflect.Value{}, &missError{cause: errNilPath, path: path[:i+1]}
 			}
 			v = f
 		case reflect.Map:
@@ -43,7 +62,7 @@ func lookup(v reflect.Value, path []string) (reflect.Value, error) {
 			}
 			f := v.MapIndex(reflect.ValueOf(name).Convert(v.Type().Key()))
 			if !f.IsValid() {
-				return reflect.Value{}, fmt.Errorf("%w %q", errNoKey, name)
+				return reflect.Value{}, &missError{cause: errNoKey, key: name}
 			}
 			v = f
 		default:

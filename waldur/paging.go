@@ -249,7 +249,7 @@ func morePages(r *reply, total *int, have, got, pageSize int) (bool, error) {
 	if v := r.header.Get("X-Result-Count"); v != "" {
 		n, err := strconv.Atoi(strings.TrimSpace(v))
 		if err != nil || n < 0 {
-			return false, fmt.Errorf("decode %s: invalid X-Result-Count %q", r.url, v)
+			return false, fmt.Errorf("decode %s: invalid X-Result-Count %q", r.url(), v)
 		}
 		switch {
 		case *total >= 0 && n != *total:

@@ -53,7 +53,7 @@ func decodeRecords[T any](kind string, raws []json.RawMessage) ([]T, []BadRecord
 	var bad []BadRecord
 	for i, raw := range raws {
 		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := decodeOne(&v, raw); err != nil {
 			key := failingKey[T](raw)
 			var te *json.UnmarshalTypeError
 			if key == "" && errors.As(err, &te) && te.Field != "" {
@@ -74,6 +74,18 @@ func decodeRecords[T any](kind string, raws []json.RawMessage) ([]T, []BadRecord
 		out = append(out, v)
 	}
 	return out, bad
+}
+
+// decodeOne decodes raw into v as json.Unmarshal does; a team member takes
+// decodeTeamMember when that one can.
+func decodeOne[T any](v *T, raw []byte) error {
+	if p, ok := any(v).(*TeamMember); ok {
+		if m, ok := decodeTeamMember(raw); ok {
+			*p = m
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, v)
 }
 
 // failingKey finds the JSON key of T whose value does not decode, by decoding

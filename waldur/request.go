@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,7 +39,7 @@ type reply struct {
 	status int
 	header http.Header
 	body   []byte
-	url    string // display form, for error messages
+	url    func() string // display form, for error messages
 	red    *redact.Redactor
 }
 
@@ -62,24 +64,26 @@ func attemptOf(ctx context.Context) *attemptInfo {
 // error text passes through the client's redactor.
 func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	u := c.endpoint(cl.path, cl.query)
-	shown := c.red.String(displayURL(u))
+	// The display form is for errors only: a run makes thousands of calls,
+	// and a redaction per call was a measurable share of a no-op's CPU.
+	shown := sync.OnceValue(func() string { return c.red.String(displayURL(u)) })
 	info := &attemptInfo{kind: cl.kind, method: cl.method, path: u.Path}
 	req, err := c.newRequest(context.WithValue(ctx, attemptKey{}, info), cl, u)
 	if err != nil {
-		return nil, c.red.Error(fmt.Errorf("waldur %s %s: %w", cl.method, shown, err))
+		return nil, c.red.Error(fmt.Errorf("waldur %s %s: %w", cl.method, shown(), err))
 	}
 	select {
 	case c.slots <- struct{}{}:
 		defer func() { <-c.slots }()
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waldur %s %s: %w", cl.method, shown, ctx.Err())
+		return nil, fmt.Errorf("waldur %s %s: %w", cl.method, shown(), ctx.Err())
 	}
 	fail := func(err error) (*reply, error) {
 		c.count(ctx, (*statsRecorder).failed, cl.kind)
 		return nil, c.red.Error(err)
 	}
 	if err := unreachable.Check(ctx, c.base.Host); err != nil {
-		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown, err))
+		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown(), err))
 	}
 	resp, err := c.http.Do(req)
 	attempts := int(info.attempts.Load())
@@ -90,7 +94,7 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 		if attempts > 1 && ctx.Err() == nil {
 			err = fmt.Errorf("%w (gave up after %d attempts)", err, attempts)
 		}
-		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown, err))
+		return fail(fmt.Errorf("waldur %s %s: %w", cl.method, shown(), err))
 	}
 	defer closeBody(resp)
 	// The transport has read the body already (see authTransport); this reads
@@ -98,11 +102,11 @@ func (c *Client) do(ctx context.Context, cl call) (*reply, error) {
 	body, err := readBody(resp)
 	switch {
 	case err != nil:
-		return fail(fmt.Errorf("waldur %s %s: read response: %w", cl.method, shown, transportCause(ctx, err)))
+		return fail(fmt.Errorf("waldur %s %s: read response: %w", cl.method, shown(), transportCause(ctx, err)))
 	case len(body) > maxBodyBytes:
-		return fail(fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown, maxBodyBytes))
+		return fail(fmt.Errorf("waldur %s %s: response larger than %d bytes", cl.method, shown(), maxBodyBytes))
 	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		ae := newAPIError(cl.method, shown, resp, body, c.red)
+		ae := newAPIError(cl.method, shown(), resp, body, c.red)
 		ae.TokenSource = c.opts.TokenSource
 		if attempts > 1 && retryableStatus(resp.StatusCode) {
 			ae.Attempts = attempts
@@ -197,7 +201,6 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	c.count(req.Context(), (*statsRecorder).attempt, kind)
 	start := time.Now()
 	resp, err := t.base.RoundTrip(req)
-	attrs := []any{"kind", kind, "method", req.Method, "path", req.URL.Path}
 	if err == nil {
 		var body []byte
 		body, err = readBody(resp)
@@ -208,7 +211,15 @@ func (t *authTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			resp.Body = &readBuffer{Reader: bytes.NewReader(body), data: body}
 		}
 	}
-	attrs = append(attrs, "duration", time.Since(start))
+	// The attributes only when they are logged: a run makes thousands of
+	// requests and logs them at debug level only.
+	if !c.log.Enabled(req.Context(), slog.LevelDebug) {
+		if err != nil {
+			return nil, err
+		}
+		return resp, nil
+	}
+	attrs := []any{"kind", kind, "method", req.Method, "path", req.URL.Path, "duration", time.Since(start)}
 	if err != nil {
 		c.log.Debug("waldur request failed", append(attrs, "error", c.red.String(err.Error()))...)
 		return nil, err
@@ -319,7 +330,7 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 // decodeJSON decodes a reply body into v, naming the URL on failure.
 func decodeJSON(r *reply, v any) error {
 	if err := json.Unmarshal(r.body, v); err != nil {
-		return fmt.Errorf("decode %s: %w", r.url, err)
+		return fmt.Errorf("decode %s: %w", r.url(), err)
 	}
 	return nil
 }
@@ -329,7 +340,7 @@ func decodeJSON(r *reply, v any) error {
 func decodeRaws(r *reply) ([]json.RawMessage, error) {
 	b := bytes.TrimSpace(r.body)
 	if len(b) == 0 || b[0] != '[' {
-		return nil, fmt.Errorf("decode %s: response is not a JSON array (starts with %q)", r.url, snippet([]byte(r.red.String(string(b))), 40))
+		return nil, fmt.Errorf("decode %s: response is not a JSON array (starts with %q)", r.url(), snippet([]byte(r.red.String(string(b))), 40))
 	}
 	if out, ok := splitArray(b); ok {
 		return out, nil

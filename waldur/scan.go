@@ -18,7 +18,7 @@ import (
 // splitArray returns the elements of a JSON array, as slices of b; ok is
 // false when b is not a valid JSON array.
 func splitArray(b []byte) (out []json.RawMessage, ok bool) {
-	if !json.Valid(b) {
+	if !validJSON(b) {
 		return nil, false
 	}
 	i := skipSpace(b, 0)

@@ -6,6 +6,7 @@
 package memlimit
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -65,4 +66,25 @@ func Set(getenv func(string) string, root string) int64 {
 	soft := Soft(limit)
 	debug.SetMemoryLimit(soft)
 	return soft
+}
+
+// GCPercent is the collector's target (GOGC) while a soft memory limit is in
+// force: with the limit bounding the heap, letting it grow to two and a half
+// times the live data rather than two means fewer collections in a short
+// run. At 10,000 tenants a no-op used about 0.1 CPU-s less (of 1.6) for about
+// 10 MiB more peak RSS; 200 saved no more and cost 30 MiB (BENCHMARKS.md,
+// "A no-op sync as a CronJob starts it").
+const GCPercent = 150
+
+// TuneGC sets the collector's target to GCPercent when a soft memory limit
+// is in force (GOMEMLIMIT, or Set found a container limit) and GOGC is not
+// set; it returns the target it set, 0 when it left it alone. Without a
+// limit nothing would stop the heap growing further, so the
+// default stays.
+func TuneGC(getenv func(string) string) int {
+	if getenv("GOGC") != "" || debug.SetMemoryLimit(-1) == math.MaxInt64 {
+		return 0
+	}
+	debug.SetGCPercent(GCPercent)
+	return GCPercent
 }

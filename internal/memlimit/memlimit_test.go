@@ -55,3 +55,36 @@ func TestSet(t *testing.T) {
 		})
 	}
 }
+
+func TestTuneGC(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tc := range []struct {
+		name    string
+		limit   int64
+		gogc    string
+		want    int
+		percent int
+	}{
+		{"limit in force", 200 << 20, "", GCPercent, GCPercent},
+		{"no limit", math.MaxInt64, "", 0, 100},
+		{"GOGC wins", 200 << 20, "50", 0, 100},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			debug.SetMemoryLimit(tc.limit)
+			debug.SetGCPercent(100)
+			got := TuneGC(func(k string) string {
+				if k == "GOGC" {
+					return tc.gogc
+				}
+				return ""
+			})
+			if got != tc.want {
+				t.Fatalf("TuneGC = %d, want %d", got, tc.want)
+			}
+			if now := debug.SetGCPercent(100); now != tc.percent {
+				t.Fatalf("the collector's target is %d, want %d", now, tc.percent)
+			}
+		})
+	}
+}
