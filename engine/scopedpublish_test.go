@@ -9,6 +9,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,7 +41,10 @@ type scopedRig struct {
 	added        int
 	scoped, full int
 	refused      int
-	undo         func() // puts back what the last event changed, after a refusal
+	undo         func()             // puts back what the last event changed, after a refusal
+	want         publish.ScopeCause // the cause the next publish must give for a whole compare
+	lastOK       bool               // the last run succeeded: the publisher remembers it
+	inTree       map[string]bool    // the resources with a tenant after the last run
 }
 
 func newScopedRig(t *testing.T, seed uint64) *scopedRig {
@@ -83,7 +87,13 @@ func (r *scopedRig) run(t *testing.T, step string) {
 	if fmt.Sprint(got.Err) != fmt.Sprint(want.Err) {
 		t.Fatalf("%s: error %v, a full publish: %v", step, got.Err, want.Err)
 	}
-	switch log := r.log.String(); {
+	log := r.log.String()
+	wasOK := r.lastOK
+	r.lastOK = got.Err == nil
+	if r.want != "" && wasOK && got.Err == nil && !strings.Contains(log, `"cause":"`+string(r.want)+`"`) {
+		t.Fatalf("%s: the publish does not say it compared in full for %s:\n%s", step, r.want, log)
+	}
+	switch {
 	case strings.Contains(log, `"msg":"published what changed"`):
 		r.scoped++
 	case strings.Contains(log, `"msg":"published in full"`):
@@ -95,7 +105,7 @@ func (r *scopedRig) run(t *testing.T, step string) {
 	if got.Err != nil {
 		r.refused++
 		if undo := r.undo; undo != nil {
-			r.undo = nil
+			r.undo, r.want = nil, ""
 			undo()
 			r.run(t, step+", put back")
 		}
@@ -103,6 +113,12 @@ func (r *scopedRig) run(t *testing.T, step string) {
 	}
 	if a, b := entries(t, got.Report.Changes), entries(t, want.Report.Changes); a != b {
 		t.Fatalf("%s: report entries differ from a full publish's:\n%s\nwant\n%s", step, a, b)
+	}
+	r.inTree = map[string]bool{}
+	for _, e := range got.Report.Changes {
+		if e.Kind == "Tenant" && e.Action != changeset.Delete {
+			r.inTree[e.Resource] = true
+		}
 	}
 	if (got.Report.Commit == "") != (want.Report.Commit == "") {
 		t.Fatalf("%s: commit %q, a full publish's %q", step, got.Report.Commit, want.Report.Commit)
@@ -135,7 +151,7 @@ func entries(t *testing.T, es []changeset.Entry) string {
 // event changes the state as one random Waldur event would, or the branch
 // as another writer would; it says what it did.
 func (r *scopedRig) event(t *testing.T) string {
-	r.undo = nil
+	r.undo, r.want = nil, ""
 	o := &r.st.Offerings[r.rng.IntN(len(r.st.Offerings))]
 	if len(o.Resources) == 0 {
 		return "nothing"
@@ -159,6 +175,9 @@ func (r *scopedRig) event(t *testing.T) string {
 		i := r.rng.IntN(len(o.Resources))
 		id := o.Resources[i].UUID
 		o.Resources = append(o.Resources[:i:i], o.Resources[i+1:]...)
+		if r.inTree[string(id)] {
+			r.want = publish.ScopeTenantsRemoved
+		}
 		return "resource gone " + string(id)
 	case k < 8:
 		team := o.Teams[res.ProjectUUID]
@@ -169,8 +188,13 @@ func (r *scopedRig) event(t *testing.T) string {
 		return "a member leaves project " + string(res.ProjectUUID)
 	case k < 9:
 		files := map[string]string{"README.md": fmt.Sprintf("edited by hand %d\n", r.rng.IntN(1000))}
+		if r.rng.IntN(2) == 0 { // a tenant's file, which the next publish must put back
+			paths := slices.Sorted(maps.Keys(gittest.Files(t, r.keptRepo, "main")))
+			files = map[string]string{paths[r.rng.IntN(len(paths))]: "edited by hand\n"}
+		}
 		gittest.Commit(t, r.keptRepo, "main", files, "hand edit")
 		gittest.Commit(t, r.freshRepo, "main", files, "hand edit")
+		r.want = publish.ScopeTipMoved
 		return "hand edit"
 	case k < 10:
 		if len(o.Teams[res.ProjectUUID]) == 0 {
