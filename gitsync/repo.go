@@ -49,6 +49,8 @@ type Repo struct {
 	review   map[string]plumbing.Hash // review branches at the fetch, by name
 	shard    shardState               // the shard branches (SetShards)
 	keeps    int                      // fetches in a row that kept the store
+	hint     *changedHint             // where the next commit's tree changes (Changed)
+	pending  *pendingFiles            // the files of a scoped commit, until pushed
 }
 
 // Open prepares a Repo; it does no I/O.
@@ -215,6 +217,7 @@ func (r *Repo) keep(ar *packp.AdvRefs) bool {
 	}
 	r.keeps++
 	r.commit, r.newRoot, r.objs = plumbing.ZeroHash, plumbing.ZeroHash, &objects{s: r.store}
+	r.hint, r.pending = nil, nil
 	return true
 }
 
@@ -229,7 +232,7 @@ func (r *Repo) reset() {
 	r.store = newStore()
 	r.objs = &objects{s: r.store}
 	r.tip, r.root, r.cur, r.curBlobs, r.commit, r.newRoot = plumbing.ZeroHash, plumbing.ZeroHash, nil, nil, plumbing.ZeroHash, plumbing.ZeroHash
-	r.review = nil
+	r.review, r.hint, r.pending = nil, nil, nil
 	r.shard.tips, r.shard.moves, r.shard.remote = nil, nil, nil
 }
 
@@ -299,6 +302,12 @@ func (r *Repo) commitTree(ctx context.Context, tree render.Tree, message string)
 	if _, err := r.Current(ctx); err != nil {
 		return "", err
 	}
+	r.pending = nil
+	if h := r.takeHint(tree); h != nil {
+		if c, ok, err := r.commitChanged(ctx, h, message); ok {
+			return c, err
+		}
+	}
 	if r.curExact && !r.tip.IsZero() && sameTree(r.cur, tree) {
 		r.opts.Log.Info("the repository already holds the rendered tree: nothing to commit", "repository", r.url, "branch", r.opts.Branch, "commit", r.Tip())
 		return "", nil
@@ -367,7 +376,8 @@ func (r *Repo) Push(ctx context.Context) error {
 	}
 	r.opts.Log.Info("pushed", "repository", r.url, "branch", r.opts.Branch, "commit", r.commit.String(), "parent", r.Tip(),
 		"objects", len(r.objs.added), "duration", time.Since(start).Round(time.Millisecond).String())
-	r.tip, r.root, r.cur, r.curBlobs = r.commit, r.newRoot, nil, nil
+	r.tip, r.root = r.commit, r.newRoot
+	r.pushed()
 	r.commit, r.objs = plumbing.ZeroHash, &objects{s: r.store}
 	return nil
 }

@@ -127,3 +127,50 @@ func namespaceUsers(data []byte) []string {
 	}
 	return out
 }
+
+// CheckFilesAccess is CheckTreeAccess for a next that differs from prev
+// only in the tenant directories whose files are listed in files (their
+// files in prev and in next, every one of them, not only those that
+// changed), with site the pairs with access in all of prev (FilesPairs of
+// every file): it reads those files alone, and decides as CheckTreeAccess
+// would.
+func CheckFilesAccess(prev, next render.Tree, files []string, site int, tenants changeset.Set, g Options) error {
+	if g.Allow {
+		return nil
+	}
+	updated := map[string]bool{}
+	for _, e := range tenants.ByAction(changeset.Update) {
+		updated[e.Subject] = true
+	}
+	if len(updated) == 0 {
+		return nil
+	}
+	before, after := filesGrants(prev, files, updated), filesGrants(next, files, updated)
+	return Check(Access, offboarded(Lost(Access, before, after), g.Offboarded), Site(site), g)
+}
+
+// FilesPairs counts the (subject, directory) pairs with access that the
+// files of t listed in files give, each directory's files being all listed.
+func FilesPairs(t render.Tree, files []string) int {
+	return filesGrants(t, files, nil).Pairs()
+}
+
+// filesGrants is treeGrants over the files of t listed in files.
+func filesGrants(t render.Tree, files []string, only map[string]bool) Grants {
+	g := Grants{}
+	for _, p := range files {
+		data, ok := t[p]
+		if !ok {
+			continue
+		}
+		d := path.Dir(p)
+		if only != nil && !only[d] {
+			continue
+		}
+		g.Tenant(d)
+		for _, s := range subjects(p, data) {
+			g.Add(d, s)
+		}
+	}
+	return g
+}

@@ -12,8 +12,6 @@ import (
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/failure"
 	"github.com/waldur/waldur-gitops/gitsync"
-	"github.com/waldur/waldur-gitops/guard"
-	"github.com/waldur/waldur-gitops/guard/confirm"
 	"github.com/waldur/waldur-gitops/kube"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/report"
@@ -34,6 +32,7 @@ type Git struct {
 	fetched  func()     // waits for the prefetch of the current run
 	check    *noopCheck // a fresh run's look at the branch tip and the no-op record
 	flux     dynamic.Interface
+	last     *lastPublish // the last publish, for the next to take unchanged tenants from
 }
 
 // Stage is "git".
@@ -117,54 +116,27 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	}
 	branch := p.Config.Git.Branch
 	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path}
-	var tenants changeset.Set
-	var routed *review.Routing
 	useReview := review.Enabled(p.Config) || len(res.Review) > 0
-	plan := func(cur render.Tree) (render.Tree, string, error) {
-		explained, kept := confirm.Removals(ctx, p.Config, res, cur, o.Confirm, p.Stage())
-		res.Share(cur) // one copy of every unchanged file, not two
-		layout := gitsync.LayoutFor(p.Config)
-		layout.Previous = cur
-		next := layout.Apply(res.Tree(cur))
-		gitsync.WarnMoves(p.Log, p.Config.Git.FluxShardGeneration, cur, next)
-		tenants = res.Compare(cur, next)
-		routed, pub.Review = nil, nil
-		if useReview {
-			if routed = review.Route(p.Config, res, layout, cur, next, tenants); routed != nil {
-				next, tenants = routed.Main, res.Compare(cur, routed.Main)
-				tenants.Merge(routed.Entries)
-				pub.Review = routed.Waiting
-			}
-		}
-		tenants.Merge(kept)
-		pub.Before, pub.After, pub.Base = cur, next, p.repo.Tip()
-		gone := guard.TenantRemovals(guard.Tenants, tenants, explained, confirm.Scopes)
-		if err := guard.Check(guard.Tenants, gone, guard.TenantsInPlace(tenants, confirm.Scopes), o.Guard); err != nil {
-			return nil, "", err
-		}
-		if err := guard.CheckTreeAccess(cur, next, tenants, o.Guard); err != nil {
-			return nil, "", err
-		}
-		msg := tenants
-		msg.Merge(res.Changes)
-		return next, gitsync.Message(msg), nil
-	}
+	u := &publishRun{p: p, ctx: ctx, res: res, o: o, useReview: useReview, pub: pub, cause: p.scopeCause(res, o, useReview)}
+	plan := u.plan
 	if o.DryRun {
-		pub, r, err := p.dryRun(ctx, w, plan, pub, &tenants)
+		pub, r, err := p.dryRun(ctx, w, plan, pub, &u.tenants)
 		if err == nil && useReview {
-			rcs, _ := p.syncReview(ctx, routed, true, r.Calls, nil)
+			rcs, _ := p.syncReview(ctx, u.routed, true, r.Calls, nil)
 			r.Changes.Merge(rcs)
 		}
 		return pub, r, err
 	}
 	r, err := gitsync.Sync(ctx, w, plan, p.Config.Git.Retries())
 	calls := map[string]int{"fetch": r.Attempts, "push": r.Attempts}
+	u.done(cmp.Or(r.Commit, r.Parent), err)
+	tenants := u.tenants
 	if err != nil {
 		return nil, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
 	p.remember(ctx, cmp.Or(r.Commit, r.Parent), pub.After)
 	if useReview {
-		rcs, err := p.syncReview(ctx, routed, false, calls, pub)
+		rcs, err := p.syncReview(ctx, u.routed, false, calls, pub)
 		tenants.Merge(rcs)
 		if err != nil {
 			pub.Ref, pub.Wrote = r.Commit, r.Commit != ""
