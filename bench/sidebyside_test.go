@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/waldur/waldur-gitops/config"
+	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
 	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/keycloak/kctest"
@@ -233,7 +234,12 @@ func (w *sideWorld) startCluster(b *testing.B) {
 func (w *sideWorld) configYAML(b *testing.B, opts synth.Options) []byte {
 	b.Helper()
 	text := string(synth.ConfigYAML(opts))
+	// A GitOps repository of its own, where the keycloak pass keeps its
+	// memory by default (the state ref), as a site running sync has.
+	repo := filepath.Join(w.dir, "tenants.git")
+	gittest.InitBare(b, repo, "main")
 	for _, r := range [][2]string{
+		{"url: https://git.example.org/platform/tenants.git", "url: " + repo},
 		{"waldur_api_url: https://waldur.example.org/api/", "waldur_api_url: " + w.waldur.URL()},
 		{"waldur_api_token: synthetic-token", "waldur_api_token: " + w.waldur.Token()},
 		{"keycloak_url: https://keycloak.example.org/auth/", "keycloak_url: " + w.kc.URL + "/"},

@@ -79,6 +79,30 @@ func TestKeycloakMemoryInGitRef(t *testing.T) {
 		}
 	})
 
+	t.Run("the keycloak verb shares the ref", func(t *testing.T) {
+		// A CronJob that runs the keycloak verb alone starts from what
+		// sync left, and leaves what the next process starts from.
+		for i := range 2 {
+			kc.ResetCounts()
+			code, stdout, stderr := run(t, "keycloak", "--config", cfg)
+			if code != ExitOK && code != ExitDiff {
+				t.Fatalf("keycloak: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			if listed := kc.Calls()["GET /groups"]; listed != 0 {
+				t.Errorf("keycloak run %d listed the realm %d times", i+1, listed)
+			}
+		}
+		before := tip()
+		gittest.Git(t, repo, "update-ref", "-d", ref)
+		kc.ResetCounts()
+		if code, stdout, stderr := run(t, "keycloak", "--config", cfg); code != ExitOK && code != ExitDiff {
+			t.Fatalf("keycloak: exit %d\n%s\n%s", code, stdout, stderr)
+		}
+		if listed := kc.Calls()["GET /groups"]; listed == 0 || tip() == "" {
+			t.Errorf("without the ref: %d listings, ref %q (was %s); want a full pass that writes it", listed, tip(), before)
+		}
+	})
+
 	t.Run("keycloak_state: off", func(t *testing.T) {
 		gittest.Git(t, repo, "update-ref", "-d", ref)
 		writeFile(t, cfg, "keycloak_state: off\n"+string(mustRead(t, cfg)))

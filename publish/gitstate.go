@@ -67,16 +67,22 @@ type readOnly struct{ keycloak.Store }
 func (readOnly) Save(context.Context, []byte) error { return nil }
 
 // KeycloakMemory is the Keycloak stage's memory for runs that publish with p
-// (a *Git, a *Cluster, or anything else): kept in the file keycloak_state
-// names; without one, where the run already writes — the state ref
-// KeycloakStateName of the GitOps repository (Git), ConfigMaps in the
-// namespace keycloak_state_namespace names (Cluster) — and otherwise in this
-// process only. nil when keycloak_state is "off": every pass reads every
+// (a *Git, a *Cluster, nil for the keycloak verb, or anything else): kept
+// in the file keycloak_state names; without one, where the run already
+// writes — the state ref KeycloakStateName of the GitOps repository (Git,
+// and the keycloak verb when git.url is set), ConfigMaps in the namespace
+// keycloak_state_namespace names (Cluster) — and otherwise in this process
+// only. nil when keycloak_state is "off": every pass reads every
 // group. A dry run's memory reads its store and never writes it.
 func KeycloakMemory(cfg *config.Config, p any, dryRun bool) *keycloak.Memory {
 	var s keycloak.Store
 	switch pub := p.(type) {
 	case nil:
+		// The keycloak verb publishes nothing: a config with a GitOps
+		// repository keeps the memory where sync keeps it, shared with it.
+		if cfg.Git.URL != "" {
+			s = &gitState{p: &Git{Config: cfg}}
+		}
 	case *Git:
 		s = &gitState{p: pub}
 	case *Cluster:
