@@ -372,6 +372,14 @@ func sortedKeys[V any](m map[string]V) []string {
 // space and names with control or invisible characters are refused too: they
 // cannot be told apart from other names when read.
 func reservedName(name string) string {
+	if printableASCII(name) {
+		return reservedASCII(name)
+	}
+	return reservedUnicode(name)
+}
+
+// reservedUnicode is reservedName for any name.
+func reservedUnicode(name string) string {
 	lower := strings.ToLower(name)
 	switch {
 	case strings.TrimSpace(name) == "":
@@ -388,6 +396,51 @@ func reservedName(name string) string {
 		return "the name begins with kube:, which OpenShift reserves for its own users"
 	}
 	return ""
+}
+
+// printableASCII reports whether name is non-empty and of the bytes 0x20-0x7e
+// only: no control, format or separator character, valid UTF-8.
+func printableASCII(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return name != ""
+}
+
+// reservedASCII is reservedName for a printable ASCII name, whose only white
+// space is the space, without a rune scan or a lower-cased copy.
+func reservedASCII(name string) string {
+	switch {
+	case strings.Trim(name, " ") == "":
+		return "the name is empty or only white space"
+	case name[0] == ' ' || name[len(name)-1] == ' ':
+		return "the name begins or ends with white space"
+	case hasPrefixFold(name, "system:"):
+		return "the name begins with system:, which Kubernetes reserves for its own users and groups"
+	case hasPrefixFold(name, "kube:"):
+		return "the name begins with kube:, which OpenShift reserves for its own users"
+	}
+	return ""
+}
+
+// hasPrefixFold reports whether the ASCII name begins with the lower-case
+// ASCII prefix, ignoring case.
+func hasPrefixFold(name, prefix string) bool {
+	if len(name) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		c := name[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // invisible reports control, format (zero-width, bidi) and line or paragraph
