@@ -250,6 +250,10 @@ func writeString(b *bytes.Buffer, s string) {
 // reserved are the words YAML 1.1 or 1.2 reads as booleans or null.
 var reserved = map[string]bool{}
 
+// reservedMaxLen is the length of the longest reserved word: a longer scalar
+// is not looked up (hashing every long value was most of plainSafe's cost).
+var reservedMaxLen int
+
 func init() {
 	for _, w := range strings.Fields("y yes n no true false on off null") {
 		reserved[w] = true
@@ -257,6 +261,9 @@ func init() {
 		reserved[strings.ToUpper(w[:1])+w[1:]] = true
 	}
 	reserved["~"] = true
+	for w := range reserved {
+		reservedMaxLen = max(reservedMaxLen, len(w))
+	}
 }
 
 // numberLike matches, once underscores are removed (both readers ignore them in
@@ -296,7 +303,7 @@ func mayBeNumber(s string) bool {
 // digits and _ . / - @ ( ) , anywhere but at the start, single inner spaces, and
 // colons not followed by a space.
 func plainSafe(s string) bool {
-	if s == "" || reserved[s] {
+	if s == "" || len(s) <= reservedMaxLen && reserved[s] {
 		return false
 	}
 	c0 := s[0]

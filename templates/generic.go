@@ -72,6 +72,36 @@ func lookup(v reflect.Value, path []string) (reflect.Value, error) {
 	return v, nil
 }
 
+// stringType is the type string; stringMapType is map[string]string, the
+// commonest map of template data (labels, annotations, quotas).
+var (
+	stringType    = reflect.TypeFor[string]()
+	stringMapType = reflect.TypeFor[map[string]string]()
+)
+
+// mapToGeneric is toGeneric of a non-nil map: keys as fmt.Sprint prints them.
+// A key of type string is taken as it is, and a map[string]string is read
+// without reflection: the same result without a formatted copy of every key.
+func mapToGeneric(v reflect.Value) map[string]any {
+	m := make(map[string]any, v.Len())
+	if v.Type() == stringMapType && v.CanInterface() {
+		for k, e := range v.Interface().(map[string]string) {
+			m[k] = e
+		}
+		return m
+	}
+	plainKey := v.Type().Key() == stringType
+	it := v.MapRange()
+	for it.Next() {
+		if plainKey {
+			m[it.Key().String()] = toGeneric(it.Value())
+		} else {
+			m[fmt.Sprint(it.Key().Interface())] = toGeneric(it.Value())
+		}
+	}
+	return m
+}
+
 // toGeneric converts a Go value to the JSON data model: nil, string, bool, int64,
 // float64, []any and map[string]any. Structs become maps keyed by their json tag
 // (or field name). A nil slice, map or pointer becomes nil; an empty one stays empty.
@@ -108,12 +138,7 @@ func toGeneric(v reflect.Value) any {
 		if v.IsNil() {
 			return nil
 		}
-		m := make(map[string]any, v.Len())
-		it := v.MapRange()
-		for it.Next() {
-			m[fmt.Sprint(it.Key().Interface())] = toGeneric(it.Value())
-		}
-		return m
+		return mapToGeneric(v)
 	case reflect.Struct:
 		m := map[string]any{}
 		t := v.Type()
