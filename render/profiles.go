@@ -201,7 +201,7 @@ func nsRoleGroups(o *config.Offering, d *TenantData) []Group {
 	for _, role := range config.NamespaceRoles {
 		g := Group{
 			Name:        (*d.Groups.forRole(role))[0],
-			Description: fmt.Sprintf("Namespace %s %s access", d.Resource.Slug, role),
+			Description: "Namespace " + d.Resource.Slug + " " + role + " access",
 			Offering:    o.Name,
 			Resources:   []waldur.UUID{waldur.UUID(d.Resource.UUID)},
 			Members:     []string{},
