@@ -9,74 +9,25 @@ import (
 )
 
 // EventRequest is the run a trigger asks for, given the engine's last run:
-// the named resources, those of the named projects, and those of the
-// projects whose teams list a named offering user (who is read again too),
-// refreshed into the last state; a full run (Request.Full says why) when
-// the trigger asks for one, there is no last state, or an offering user is
-// one the last state does not know by a username. ok is false when there
-// is nothing to do (only projects of which the last state has no resource).
+// what the trigger reaches in the last state (events.Trigger.Reach),
+// refreshed into it, with the named offering users read again too; a full
+// run (Request.Full says why) when the trigger asks for one, there is no
+// last state, or Reach cannot tell. ok is false when there is nothing to do.
 func EventRequest(t events.Trigger, last *Outcome) (req Request, ok bool) {
 	req = Request{Command: "serve"}
-	switch {
-	case t.Full:
-		req.Full = t.Why
-		return req, true
-	case last == nil || last.State == nil:
+	if !t.Full && (last == nil || last.State == nil) {
 		req.Full = events.FullNoLastRun
 		return req, true
 	}
-	projects, known := userProjects(last.State, t.OfferingUsers)
-	if !known {
-		req.Full = events.FullUnattributed
-		return req, true
+	var st *waldur.State
+	if last != nil {
+		st = last.State
 	}
-	projects = append(slices.Clone(t.Projects), projects...)
-	slices.Sort(projects)
-	ids := slices.Clone(t.Resources)
-	for _, o := range last.State.Offerings {
-		for _, r := range o.Resources {
-			if _, found := slices.BinarySearch(projects, r.ProjectUUID); found && !slices.Contains(ids, r.UUID) {
-				ids = append(ids, r.UUID)
-			}
-		}
+	req.Resources, req.Full, ok = t.Reach(st)
+	if ok && req.Full == "" {
+		req.OfferingUsers = t.OfferingUsers
 	}
-	if len(ids) == 0 {
-		if len(t.OfferingUsers) > 0 {
-			// A user in no team of ours still counts (offboarding, the
-			// usernames a realm keeps): read everything.
-			req.Full = events.FullUnattributed
-			return req, true
-		}
-		return req, false
-	}
-	slices.Sort(ids)
-	req.Resources, req.OfferingUsers = ids, t.OfferingUsers
-	return req, true
-}
-
-// userProjects lists the projects whose teams, in st, list one of the
-// offering users; known is false when one of them is not in st or has no
-// username (its teams cannot be told).
-func userProjects(st *waldur.State, users []waldur.UUID) (projects []waldur.UUID, known bool) {
-	for _, id := range users {
-		name := ""
-		for _, o := range st.Offerings {
-			if i := slices.IndexFunc(o.OfferingUsers, func(u waldur.OfferingUser) bool { return u.UUID == id }); i >= 0 {
-				name = o.OfferingUsers[i].Username
-			}
-		}
-		if name == "" {
-			return nil, false
-		}
-		for _, o := range st.Offerings {
-			for p, team := range o.Teams {
-				if slices.ContainsFunc(team, func(m waldur.TeamMember) bool { return m.OfferingUserUsername == name }) {
-					projects = append(projects, p)
-				}
-			}
-		}
-	}
-	return projects, true
+	return req, ok
 }
 
 // read is the waldur stage's read: the resources and offering users req
