@@ -123,7 +123,7 @@ func (e *Engine) stages(req Request) []stage {
 				// A targeted run speaks of the resources it read; the others'
 				// fields in the kept state (last_sync among them) are as old
 				// as the last full read.
-				st = restrictTo(st, req.Resources)
+				st = st.Only(req.Resources)
 			}
 			return s.Feedback.Report(ctx, st, o.Result, o.Published, o.Waiting, FeedbackOptions{DryRun: req.DryRun, Guard: g})
 		}})

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"slices"
 
 	"github.com/waldur/waldur-gitops/events"
 	"github.com/waldur/waldur-gitops/waldur"
@@ -55,19 +54,4 @@ func (e *Engine) read(ctx context.Context, req Request) (*waldur.State, error) {
 		e.log.Debug("an event run reads and renders in full", "cause", string(req.Full))
 	}
 	return e.seams.Source.Read(ctx)
-}
-
-// restrictTo returns a copy of st in which every offering holds only the
-// named resources.
-func restrictTo(st *waldur.State, ids []waldur.UUID) *waldur.State {
-	if st == nil {
-		return nil
-	}
-	out := *st
-	out.Offerings = make([]waldur.OfferingState, len(st.Offerings))
-	for i, o := range st.Offerings {
-		o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r waldur.Resource) bool { return !slices.Contains(ids, r.UUID) })
-		out.Offerings[i] = o
-	}
-	return &out
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/waldur/waldur-gitops/capacity"
 	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/failure"
-	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/keycloak"
@@ -98,12 +97,8 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		}
 		if o.Orders && o.Publish != Nowhere {
 			ost := &orders.Site{Source: src, Offerings: cfg.Offerings, ApplyTimeout: cfg.Orders.Timeout(), Log: o.Log}
-			if o.Publish == Git && cfg.Git.FluxShards > 0 {
-				l := gitsync.LayoutFor(cfg)
-				ost.Flux, ost.Branch = &l, cfg.Git.Branch
-			}
-			if o.Publish == Git && cfg.Git.ArgoCDNamespace != "" {
-				ost.Argo = &orders.ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
+			if o.Publish == Git {
+				ost.GitConsumers(cfg)
 			}
 			if cs := capacity.FromConfig(cfg.Offerings, o.Apply.Kubeconfig, o.Log); cs != nil {
 				ost.Capacity, s.Capacity = cs, cs

@@ -43,6 +43,20 @@ type Site struct {
 }
 
 // Stage builds the Stage of one step. clusters opens a reader of the
+
+// GitConsumers sets the consumers a site that publishes to Git waits on
+// for orders.complete_when: applied: the Flux shard Kustomizations
+// (git.flux_shards) and the Argo CD Applications (git.argocd_namespace).
+func (s *Site) GitConsumers(cfg *config.Config) {
+	if cfg.Git.FluxShards > 0 {
+		l := gitsync.LayoutFor(cfg)
+		s.Flux, s.Branch = &l, cfg.Git.Branch
+	}
+	if cfg.Git.ArgoCDNamespace != "" {
+		s.Argo = &ArgoCD{Namespace: cfg.Git.ArgoCDNamespace, RepoURL: cfg.Git.URL, Path: cfg.Git.Path}
+	}
+}
+
 // cluster of every offering with order_done_on: applied.
 func (s *Site) Stage(dryRun, clusters bool) (*Stage, error) {
 	st := &Stage{DryRun: dryRun, Log: s.Log, Capacity: s.Capacity}

@@ -447,3 +447,18 @@ func (s *State) Offering(name string) (*OfferingState, bool) {
 	}
 	return nil, false
 }
+
+// Only returns a copy of s in which every offering holds only the resources
+// ids names; nil for a nil s.
+func (s *State) Only(ids []UUID) *State {
+	if s == nil {
+		return nil
+	}
+	out := *s
+	out.Offerings = make([]OfferingState, len(s.Offerings))
+	for i, o := range s.Offerings {
+		o.Resources = slices.DeleteFunc(slices.Clone(o.Resources), func(r Resource) bool { return !slices.Contains(ids, r.UUID) })
+		out.Offerings[i] = o
+	}
+	return &out
+}
