@@ -12,11 +12,22 @@ import (
 // advertises, and fetches nothing: "" when the branch or the repository is
 // empty. It leaves what the Repo holds as it is.
 func (r *Repo) RemoteTip(ctx context.Context) (string, error) {
+	tip, err := r.remoteRef(ctx, r.branch, "read the branch tip")
+	if err != nil || tip.IsZero() {
+		return "", err
+	}
+	return tip.String(), nil
+}
+
+// remoteRef is where the server's ref is now, from the references it
+// advertises (op names the step in errors); zero when the ref or the
+// repository is empty.
+func (r *Repo) remoteRef(ctx context.Context, ref plumbing.ReferenceName, op string) (plumbing.Hash, error) {
 	var tip plumbing.Hash
 	err := r.bounded(ctx, "fetch", func(ctx context.Context) error {
 		sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
 		if err != nil {
-			return r.wrap("read the branch tip", err)
+			return r.wrap(op, err)
 		}
 		defer sess.Close()
 		ar, err := sess.AdvertisedReferencesContext(ctx)
@@ -24,12 +35,9 @@ func (r *Repo) RemoteTip(ctx context.Context) (string, error) {
 			return nil
 		}
 		if err == nil {
-			tip, err = advertised(ar, r.branch)
+			tip, err = advertised(ar, ref)
 		}
-		return r.wrap("read the branch tip", err)
+		return r.wrap(op, err)
 	})
-	if err != nil || tip.IsZero() {
-		return "", err
-	}
-	return tip.String(), nil
+	return tip, err
 }

@@ -155,7 +155,7 @@ func (r *Repo) WriteState(ctx context.Context, name string, data []byte, old str
 	}
 	// Refused: a race, or a server (or its hook) that keeps refs from going
 	// back.
-	if now, lerr := r.stateTip(ctx, name); lerr != nil || now != oldHash {
+	if now, lerr := r.remoteRef(ctx, plumbing.ReferenceName(StateRef(name)), "read state "+name); lerr != nil || now != oldHash {
 		return "", err
 	}
 	r.opts.Log.Warn("the server refuses to replace a state ref by a commit that does not descend from it: each state is kept in the ref's history; allow non-fast-forward pushes to "+StateRefPrefix+"* to let the server drop old states",
@@ -180,27 +180,6 @@ func (r *Repo) pushState(ctx context.Context, name string, data []byte, old, par
 		return "", err
 	}
 	return commit.String(), nil
-}
-
-// stateTip is where the server's state ref name is now; zero when absent.
-func (r *Repo) stateTip(ctx context.Context, name string) (plumbing.Hash, error) {
-	var tip plumbing.Hash
-	err := r.bounded(ctx, "fetch", func(ctx context.Context) error {
-		sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
-		if err != nil {
-			return r.wrap("read state "+name, err)
-		}
-		defer sess.Close()
-		ar, err := sess.AdvertisedReferencesContext(ctx)
-		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-			return nil
-		}
-		if err == nil {
-			tip, err = advertised(ar, plumbing.ReferenceName(StateRef(name)))
-		}
-		return r.wrap("read state "+name, err)
-	})
-	return tip, err
 }
 
 // stateCommit stores the unsigned commit, on parent (zero: none), of a tree
