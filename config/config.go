@@ -205,6 +205,11 @@ type Git struct {
 	// places every tenant afresh in new shards of FluxShards, leaving the old
 	// ones orphaned: how an existing site is resharded (docs/gitops.md).
 	FluxShardGeneration int `yaml:"flux_shard_generation"`
+	// FluxShardParts is how many Flux Kustomizations apply each shard of a
+	// new generation (default 1), all from the shard's one source: a shard of
+	// many tenants in parts costs kustomize a fraction of one build per commit.
+	// A generation keeps the count it was cut with (docs/gitops.md).
+	FluxShardParts int `yaml:"flux_shard_parts"`
 	// FluxNamespace is the namespace of the generated shard Kustomizations
 	// (default flux-system).
 	FluxNamespace string `yaml:"flux_namespace"`

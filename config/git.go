@@ -33,6 +33,9 @@ const (
 // Bitbucket wants x-token-auth.
 const DefaultTokenUser = "x-access-token"
 
+// MaxFluxShardParts bounds git.flux_shard_parts.
+const MaxFluxShardParts = 64
+
 // scpLike matches the scp-style ssh address user@host:path (the user optional).
 var scpLike = regexp.MustCompile(`^(?:[A-Za-z0-9._~-]+@)?[A-Za-z0-9.-]+:[^/\\]?`)
 
@@ -168,6 +171,9 @@ func (g *Git) applyDefaults(dir string) {
 	if g.FluxSourceNamespace == "" {
 		g.FluxSourceNamespace = g.FluxNamespace
 	}
+	if g.FluxShardParts == 0 {
+		g.FluxShardParts = 1
+	}
 	for _, p := range []*string{&g.PasswordFile, &g.TokenFile, &g.SSHKeyFile, &g.KnownHostsFile, &g.SigningKeyFile, &g.FluxKubeconfigPath, &g.FluxOCIPasswordFile} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
@@ -257,6 +263,11 @@ func (g *Git) validate(r *report) {
 		r.addf("git.flux_shard_generation", nil, "must be between 0 and 9999, got %d", g.FluxShardGeneration)
 	} else if g.FluxShardGeneration > 0 && g.FluxShards == 0 {
 		r.addf("git.flux_shard_generation", nil, "only used with git.flux_shards above 0")
+	}
+	if g.FluxShardParts < 1 || g.FluxShardParts > MaxFluxShardParts {
+		r.addf("git.flux_shard_parts", nil, "must be between 1 and %d, got %d", MaxFluxShardParts, g.FluxShardParts)
+	} else if g.FluxShardParts > 1 && g.FluxShards == 0 {
+		r.addf("git.flux_shard_parts", nil, "only used with git.flux_shards above 0: the parts are of a shard")
 	}
 	for _, k := range []struct{ key, v string }{
 		{"flux_namespace", g.FluxNamespace}, {"flux_source_name", g.FluxSourceName}, {"flux_source_namespace", g.FluxSourceNamespace},

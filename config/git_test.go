@@ -24,6 +24,7 @@ func TestGitKeys(t *testing.T) {
 		{"flux objects", "{url: /srv/t.git, flux_shards: 4, flux_namespace: tenants-a, flux_source_name: repo-a, flux_source_namespace: sources, flux_name_prefix: site-a-}", config.GitFile},
 		{"flux OCI layout", "{url: /srv/t.git, flux_shards: 4, flux_oci_repository: registry.example.org/site/waldur-tenants, flux_oci_username: bot, flux_oci_password_file: pw, flux_oci_secret_name: registry}", config.GitFile},
 		{"flux OCI test registry", "{url: /srv/t.git, flux_shards: 4, flux_oci_repository: '127.0.0.1:5000/w', flux_oci_insecure: true}", config.GitFile},
+		{"flux shard parts", "{url: /srv/t.git, flux_shards: 16, flux_shard_parts: 4, flux_shard_branches: true}", config.GitFile},
 		{"flux shard branches", "{url: /srv/t.git, flux_shards: 4, flux_shard_branches: true, flux_shard_branches_url: 'https://git.internal/t.git', flux_shard_branches_secret_name: waldur-tenants-git}", config.GitFile},
 	}
 	for _, tc := range tests {
@@ -45,8 +46,8 @@ func TestGitKeys(t *testing.T) {
 		})
 	}
 	l := mustParse(t, oneOffering("namespace", "", ""))
-	if *l.Git.PushRetries != 3 || l.Git.Retries() != 3 || l.Git.FluxShards != 0 {
-		t.Errorf("defaults: push_retries %d, flux_shards %d", *l.Git.PushRetries, l.Git.FluxShards)
+	if *l.Git.PushRetries != 3 || l.Git.Retries() != 3 || l.Git.FluxShards != 0 || l.Git.FluxShardParts != 1 {
+		t.Errorf("defaults: push_retries %d, flux_shards %d, flux_shard_parts %d", *l.Git.PushRetries, l.Git.FluxShards, l.Git.FluxShardParts)
 	}
 }
 
@@ -69,6 +70,9 @@ func TestGitProblems(t *testing.T) {
 		{"unknown signing type", "{signing_key_file: k, signing_key_type: x509}", "git.signing_key_type", "must be ssh or openpgp"},
 		{"negative retries", "{push_retries: -1}", "git.push_retries", "between 0 and 20"},
 		{"too many shards", "{flux_shards: 5000}", "git.flux_shards", "between 0 and 1000"},
+		{"too many shard parts", "{flux_shards: 4, flux_shard_parts: 65}", "git.flux_shard_parts", "between 1 and 64"},
+		{"negative shard parts", "{flux_shards: 4, flux_shard_parts: -1}", "git.flux_shard_parts", "between 1 and 64"},
+		{"shard parts without shards", "{flux_shard_parts: 2}", "git.flux_shard_parts", "only used with git.flux_shards above 0"},
 		{"flux namespace not a name", "{flux_shards: 2, flux_namespace: Flux_System}", "git.flux_namespace", "is not a Kubernetes name"},
 		{"flux source not a name", "{flux_shards: 2, flux_source_name: 'repo.a'}", "git.flux_source_name", "is not a Kubernetes name"},
 		{"flux source namespace too long", "{flux_shards: 2, flux_source_namespace: " + strings.Repeat("a", 64) + "}", "git.flux_source_namespace", "is not a Kubernetes name"},

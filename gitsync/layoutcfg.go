@@ -19,6 +19,7 @@ func LayoutFor(cfg *config.Config) FluxLayout {
 		SourceNamespace: cfg.Git.FluxSourceNamespace, NamePrefix: cfg.Git.FluxNamePrefix, Generation: cfg.Git.FluxShardGeneration,
 		OCIRepository: cfg.Git.FluxOCIRepository, OCIInsecure: cfg.Git.FluxOCIInsecure, OCISecretName: cfg.Git.FluxOCISecretName,
 		Branches: cfg.Git.FluxShardBranches, BranchURL: cmp.Or(cfg.Git.FluxShardBranchesURL, cfg.Git.URL), BranchSecretName: cfg.Git.FluxShardBranchesSecretName,
+		ConfiguredParts: cfg.Git.FluxShardParts,
 	}
 	for i := range cfg.Offerings {
 		o := &cfg.Offerings[i]
@@ -29,13 +30,21 @@ func LayoutFor(cfg *config.Config) FluxLayout {
 	return l
 }
 
-// WarnMoves warns on log (when set) when the commit moves tenants between Flux shards, which
-// only lowering git.flux_shards or a new git.flux_shard_generation does (the
-// assignment is otherwise stable), and says what to do with the shards no
-// longer generated.
-func WarnMoves(log *slog.Logger, gen int, cur, next render.Tree) {
+// WarnMoves warns on log (when set) when the commit moves tenants between
+// Flux shards (the tree before it is Previous), which only lowering
+// git.flux_shards or a new git.flux_shard_generation does (the assignment is
+// otherwise stable), and says what to do with the shards no longer
+// generated; and when git.flux_shard_parts asks for a part count the
+// generation does not have, which it keeps.
+func (l FluxLayout) WarnMoves(log *slog.Logger, next render.Tree) {
 	if log == nil {
 		return
+	}
+	cur, gen := l.Previous, l.Generation
+	if had, want := PartsOf(cur, gen), max(l.ConfiguredParts, 1); had > 0 && had != want {
+		log.Warn("git.flux_shard_parts differs from the part count this shard generation was cut with, which it keeps: moving tenants between two Kustomizations would prune them; "+
+			"change the count together with a new git.flux_shard_generation (docs/gitops.md#shard-parts)",
+			"generation", gen, "parts", had, "flux_shard_parts", want)
 	}
 	if was := Generations(cur); len(was) > 0 && !slices.Contains(was, gen) && len(Generations(next)) > 0 {
 		log.Warn("git.flux_shard_generation changed: every tenant moves to the shards of the new generation and the old shards no longer build; "+

@@ -100,6 +100,10 @@ type FluxLayout struct {
 	// shard directory alone.
 	Branches                    bool
 	BranchURL, BranchSecretName string
+	// ConfiguredParts is git.flux_shard_parts: how many Kustomizations apply
+	// each shard of a new generation (0 or 1: one). Parts is the count in
+	// force, which a generation keeps (parts.go).
+	ConfiguredParts int
 }
 
 // OCI reports whether the layout is the OCI one (OCIRepository set).
@@ -234,6 +238,11 @@ func ShardCount(tree render.Tree, generation int) int {
 // layout, of its OCIRepository): <prefix><offering>-<target>-<NN>, with
 // -g<G> before the shard number from generation 1 on.
 func (l FluxLayout) ShardName(t FluxTarget, shard int) string {
+	return flux63(l.shardBase(t, shard))
+}
+
+// shardBase is a shard's name before it is kept to 63 characters.
+func (l FluxLayout) shardBase(t FluxTarget, shard int) string {
 	prefix := l.NamePrefix
 	if prefix == "" {
 		prefix = DefaultFluxNamePrefix
@@ -242,7 +251,7 @@ func (l FluxLayout) ShardName(t FluxTarget, shard int) string {
 	if l.Generation > 0 {
 		gen = fmt.Sprintf("g%d-", l.Generation)
 	}
-	return flux63(fmt.Sprintf("%s%s-%s-%s%02d", prefix, t.Offering, t.Target, gen, shard))
+	return fmt.Sprintf("%s%s-%s-%s%02d", prefix, t.Offering, t.Target, gen, shard)
 }
 
 func (l FluxLayout) names() (ns, source, sourceNS string) {
@@ -316,8 +325,8 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 	objs.WriteString(generatedHeader)
 	targets := l.sortedTargets()
 	placed := Placement(l.Previous, l.Generation)
-	ns, source, sourceNS := l.names()
-	for i, tg := range targets {
+	k := l.Parts()
+	for _, tg := range targets {
 		shards := make([][]string, l.Shards)
 		key := tg.Offering + "/" + tg.Target
 		for _, tenant := range members[key] {
@@ -330,35 +339,13 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 		for s, tenants := range shards {
 			slices.Sort(tenants)
 			dir := l.Dir(tg, s)
-			var k strings.Builder
-			k.WriteString(generatedHeader)
-			fmt.Fprintf(&k, "# Flux shard %d of %d of %s/%s: %d tenant(s).\n", s, l.Shards, tg.Offering, tg.Target, len(tenants))
-			k.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n")
-			if len(tenants) == 0 {
-				k.WriteString("resources: []\n")
-			} else {
-				k.WriteString("resources:\n")
-				for _, tn := range tenants {
-					fmt.Fprintf(&k, "- ../../%s/%s/%s\n", tg.Offering, tg.Target, tn)
-				}
-			}
-			t[dir+"/"+render.KustomizationFile] = []byte(k.String())
-			if i > 0 || s > 0 {
-				objs.WriteString("---\n")
-			}
-			name := l.ShardName(tg, s)
-			if l.OCI() {
-				l.writeOCIShard(&objs, name, ns, tg, dir)
-				continue
-			}
-			if l.Branches {
-				l.writeBranchShard(&objs, name, ns, tg, dir)
-				continue
-			}
-			writeShardKustomization(&objs, name, ns, tg, path.Join(l.RepoPath, dir), "GitRepository", source)
-			if sourceNS != ns {
-				fmt.Fprintf(&objs, "    namespace: %s\n", sourceNS)
-			}
+			var b strings.Builder
+			b.WriteString(generatedHeader)
+			fmt.Fprintf(&b, "# Flux shard %d of %d of %s/%s: %d tenant(s).\n", s, l.Shards, tg.Offering, tg.Target, len(tenants))
+			writeResources(&b, "../../"+tg.Offering+"/"+tg.Target+"/", tenants)
+			t[dir+"/"+render.KustomizationFile] = []byte(b.String())
+			l.writeParts(t, tg, s, k, tenants)
+			l.writeShardObjects(&objs, tg, s, k)
 		}
 	}
 	t[FluxDir+"/"+render.KustomizationFile] = []byte(index.String())
@@ -366,9 +353,37 @@ func (l FluxLayout) Apply(t render.Tree) render.Tree {
 	return t
 }
 
-// writeOCIShard writes one shard's OCIRepository and the Kustomization that
-// builds from it.
-func (l FluxLayout) writeOCIShard(b *strings.Builder, name, ns string, tg FluxTarget, dir string) {
+// writeShardObjects writes the Flux objects of one shard of k parts: its
+// source, in the OCI and shard-branch layouts, and the Kustomization of each
+// part.
+func (l FluxLayout) writeShardObjects(b *strings.Builder, tg FluxTarget, s, k int) {
+	ns, source, sourceNS := l.names()
+	name := l.ShardName(tg, s)
+	kind := "GitRepository"
+	switch {
+	case l.OCI():
+		l.writeOCISource(b, name, ns, tg)
+		kind, source, sourceNS = "OCIRepository", name, ns
+	case l.Branches:
+		l.writeBranchSource(b, name, ns, tg)
+		source, sourceNS = name, ns
+	}
+	for p := 0; p < k; p++ {
+		separate(b)
+		dir := l.PartDir(tg, s, p, k)
+		if !l.OCI() && !l.Branches {
+			dir = path.Join(l.RepoPath, dir)
+		}
+		writeShardKustomization(b, l.PartName(tg, s, p, k), ns, tg, dir, kind, source)
+		if sourceNS != ns {
+			fmt.Fprintf(b, "    namespace: %s\n", sourceNS)
+		}
+	}
+}
+
+// writeOCISource writes one shard's OCIRepository.
+func (l FluxLayout) writeOCISource(b *strings.Builder, name, ns string, tg FluxTarget) {
+	separate(b)
 	writeFluxHead(b, "source.toolkit.fluxcd.io/v1", "OCIRepository", name, ns, tg)
 	fmt.Fprintf(b, `spec:
   url: oci://%s/%s
@@ -382,13 +397,12 @@ func (l FluxLayout) writeOCIShard(b *strings.Builder, name, ns string, tg FluxTa
 	if l.OCISecretName != "" {
 		fmt.Fprintf(b, "  secretRef:\n    name: %s\n", l.OCISecretName)
 	}
-	b.WriteString("---\n")
-	writeShardKustomization(b, name, ns, tg, dir, "OCIRepository", name)
 }
 
-// writeBranchShard writes one shard's GitRepository, following the shard's
-// branch, and the Kustomization that builds from it.
-func (l FluxLayout) writeBranchShard(b *strings.Builder, name, ns string, tg FluxTarget, dir string) {
+// writeBranchSource writes one shard's GitRepository, following the shard's
+// branch.
+func (l FluxLayout) writeBranchSource(b *strings.Builder, name, ns string, tg FluxTarget) {
+	separate(b)
 	writeFluxHead(b, "source.toolkit.fluxcd.io/v1", "GitRepository", name, ns, tg)
 	fmt.Fprintf(b, `spec:
   url: %s
@@ -399,8 +413,14 @@ func (l FluxLayout) writeBranchShard(b *strings.Builder, name, ns string, tg Flu
 	if l.BranchSecretName != "" {
 		fmt.Fprintf(b, "  secretRef:\n    name: %s\n", l.BranchSecretName)
 	}
-	b.WriteString("---\n")
-	writeShardKustomization(b, name, ns, tg, dir, "GitRepository", name)
+}
+
+// separate starts a new document in a stream of generated objects unless
+// it holds none yet.
+func separate(b *strings.Builder) {
+	if b.Len() > len(generatedHeader) {
+		b.WriteString("---\n")
+	}
 }
 
 // writeFluxHead writes the apiVersion, kind and metadata of a generated Flux

@@ -1,9 +1,11 @@
 package ociship
 
 import (
+	"maps"
 	"path"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/render"
 )
 
@@ -27,34 +29,63 @@ const TenantsDir = "tenants"
 // list of its own files that render writes (hand-edited, say) is carried as
 // it is and stays listed as a directory. A shard that does not exist gives no
 // files.
+//
+// A shard in parts (gitsync.PartDirs) is flattened part by part, each part
+// directory holding its own TenantsDir, and the shard's kustomization.yaml
+// lists the part directories, so that every part's Kustomization builds its
+// own directory and nothing outside it.
 func ArtifactFiles(tree render.Tree, shardDir string) map[string][]byte {
-	kzPath := shardDir + "/" + render.KustomizationFile
-	kz, ok := tree[kzPath]
+	kz, ok := tree[shardDir+"/"+render.KustomizationFile]
 	if !ok {
 		return map[string][]byte{}
 	}
+	parts := gitsync.PartDirs(tree, shardDir)
+	if len(parts) == 0 {
+		return flatten(tree, shardDir, "../../")
+	}
+	files := map[string][]byte{}
+	var entry strings.Builder
+	for line := range strings.Lines(string(kz)) {
+		if !strings.HasPrefix(line, "#") {
+			break
+		}
+		entry.WriteString(line)
+	}
+	entry.WriteString("apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n")
+	for _, d := range parts {
+		maps.Copy(files, flatten(tree, d, "../../../"))
+		entry.WriteString("- " + path.Base(d) + "\n")
+	}
+	files[shardDir+"/"+render.KustomizationFile] = []byte(entry.String())
+	return files
+}
+
+// flatten returns the flattened files of the kustomization of dir, whose
+// tenant directories are listed as "- <up><offering>/<target>/<tenant>".
+func flatten(tree render.Tree, dir, up string) map[string][]byte {
+	kzPath := dir + "/" + render.KustomizationFile
 	files := map[string][]byte{}
 	nested := map[string]bool{} // tenant directories carried as they are
 	var entry strings.Builder
-	for line := range strings.Lines(string(kz)) {
-		rel, listed := strings.CutPrefix(strings.TrimSpace(line), "- ../../")
+	for line := range strings.Lines(string(tree[kzPath])) {
+		rel, listed := strings.CutPrefix(strings.TrimSpace(line), "- "+up)
 		if !listed || rel == "" {
 			entry.WriteString(line)
 			continue
 		}
-		dir := path.Clean(rel)
-		if names, ok := plainTenant(tree, dir); ok {
+		tenant := path.Clean(rel)
+		if names, ok := plainTenant(tree, tenant); ok {
 			var stream strings.Builder
 			for _, n := range names {
-				appendDocument(&stream, dir+"/"+n, tree[dir+"/"+n])
+				appendDocument(&stream, tenant+"/"+n, tree[tenant+"/"+n])
 			}
-			name := TenantsDir + "/" + path.Base(dir) + ".yaml"
-			files[shardDir+"/"+name] = []byte(stream.String())
+			name := TenantsDir + "/" + path.Base(tenant) + ".yaml"
+			files[dir+"/"+name] = []byte(stream.String())
 			entry.WriteString("- " + name + "\n")
 			continue
 		}
 		entry.WriteString(line)
-		nested[dir] = true
+		nested[tenant] = true
 	}
 	files[kzPath] = []byte(entry.String())
 	addUnder(files, tree, nested)

@@ -234,6 +234,7 @@ func (f *Flux) expect(plan []Executing, pushed render.Tree) {
 		return
 	}
 	placed := gitsync.Placement(pushed, f.Layout.Generation)
+	parts := gitsync.PartsOf(pushed, f.Layout.Generation)
 	ns := f.Layout.Namespace
 	if ns == "" {
 		ns = gitsync.DefaultFluxNamespace
@@ -248,9 +249,10 @@ func (f *Flux) expect(plan []Executing, pushed render.Tree) {
 				continue
 			}
 			if shard, ok := placed[tg.Offering+"/"+tg.Target][e.Expect.tenant]; ok {
-				name := f.Layout.ShardName(tg, shard)
+				// The part's Kustomization builds from its shard's source.
+				name := f.Layout.PartName(tg, shard, gitsync.PartOf(e.Expect.tenant, parts), parts)
 				rev := f.Revision
-				if r, ok := f.Revisions[name]; ok {
+				if r, ok := f.Revisions[f.Layout.ShardName(tg, shard)]; ok {
 					rev = r
 				}
 				e.Expect.Flux = append(e.Expect.Flux, FluxShard{Namespace: ns, Name: name, Revision: rev})

@@ -147,21 +147,27 @@ func TestAppliedTerminateWaitsForNamespaceRemoval(t *testing.T) {
 // only once its tenant's shard Kustomization reports the pushed commit
 // applied, even when the objects already look right; until then the reason
 // names the shard and both revisions. In the OCI layout the revision is the
-// shard's own artifact's, not the commit's.
+// shard's own artifact's, not the commit's. A shard in parts: the
+// Kustomization of the tenant's part, at its shard's revision.
 func TestAppliedWaitsForFluxShard(t *testing.T) {
-	for _, oci := range []bool{false, true} {
-		t.Run(map[bool]string{false: "git layout", true: "oci layout"}[oci], func(t *testing.T) { appliedWaitsForFluxShard(t, oci) })
+	for _, tc := range []struct {
+		name  string
+		oci   bool
+		parts int
+	}{{"git layout", false, 1}, {"oci layout", true, 1}, {"git layout in parts", false, 3}, {"oci layout in parts", true, 3}} {
+		t.Run(tc.name, func(t *testing.T) { appliedWaitsForFluxShard(t, tc.oci, tc.parts) })
 	}
 }
 
-func appliedWaitsForFluxShard(t *testing.T, oci bool) {
+func appliedWaitsForFluxShard(t *testing.T, oci bool, parts int) {
 	h := newHarness(t, "  order_done_on: applied\n  order_done_timeout_seconds: 20\n")
 	target := gitsync.FluxTarget{Offering: h.cfg.Offerings[0].DirName(), Target: render.TargetCluster}
-	layout := gitsync.FluxLayout{Shards: 2, RepoPath: "waldur", Targets: []gitsync.FluxTarget{target}, NamePrefix: "site-"}
+	layout := gitsync.FluxLayout{Shards: 2, RepoPath: "waldur", Targets: []gitsync.FluxTarget{target}, NamePrefix: "site-", ConfiguredParts: parts}
 	h.layout = &layout
 	rev := "main@sha1:0123456789abcdef0123456789abcdef01234567"
 	h.stage.Flux = &orders.Flux{Layout: layout, Revision: rev}
 	shard := layout.ShardName(target, gitsync.ShardOf("waldur-nu", 2))
+	kname := layout.PartName(target, gitsync.ShardOf("waldur-nu", 2), gitsync.PartOf("waldur-nu", parts), parts)
 	if oci {
 		// The other shard's revision is not this tenant's business.
 		rev = "latest@sha256:" + strings.Repeat("ab", 32)
@@ -181,7 +187,7 @@ func appliedWaitsForFluxShard(t *testing.T, oci bool) {
 	ks := func(applied string) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization",
-			"metadata": map[string]any{"name": shard, "namespace": "flux-system"},
+			"metadata": map[string]any{"name": kname, "namespace": "flux-system"},
 			"status":   map[string]any{"lastAppliedRevision": applied},
 		}}
 	}
@@ -190,7 +196,7 @@ func appliedWaitsForFluxShard(t *testing.T, oci bool) {
 	ord := h.order(waldur.OrderCreate, waldur.OrderPendingProvider, h.resource("nu", waldur.ResourceCreating, limits("cpu", "2", "ram", "2")), nil)
 	c := h.cycle(true, true)
 	e := entry(t, c.finish, ord)
-	want := "Flux Kustomization flux-system/" + shard + " has applied main@sha1:older, not yet " + rev
+	want := "Flux Kustomization flux-system/" + kname + " has applied main@sha1:older, not yet " + rev
 	if e.Action != changeset.Skip || !strings.Contains(e.Reason, want) || h.orderState(ord) != waldur.OrderExecuting {
 		t.Fatalf("entry %+v, order %s; want the reason to say %q", e, h.orderState(ord), want)
 	}

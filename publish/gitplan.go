@@ -66,7 +66,7 @@ func (u *publishRun) planWhole(cur render.Tree) (render.Tree, string, error) {
 	layout := gitsync.LayoutFor(p.Config)
 	layout.Previous = cur
 	next := layout.Apply(res.Tree(cur))
-	gitsync.WarnMoves(p.Log, p.Config.Git.FluxShardGeneration, cur, next)
+	layout.WarnMoves(p.Log, next)
 	tenants := res.Compare(cur, next)
 	u.routed, u.pub.Review = nil, nil
 	if u.useReview {

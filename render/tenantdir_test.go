@@ -14,11 +14,13 @@ func TestTenantDir(t *testing.T) {
 		"off/target/tenant/kustomization.yaml", "off/target/tenant/", "off/target/tenant", "off/target",
 		".waldur-gitops", "/off/target/tenant/f", "off//target/tenant/f", "./off/target/tenant/f",
 		"off/./target/tenant/f", "off/target/tenant/sub/f", "",
+		// The tool's own directories: a Flux shard's part is as deep as a tenant.
+		"_flux/off.cluster.00/p0/kustomization.yaml", "_flux/off.cluster.00/kustomization.yaml",
 	} {
 		t.Run(p, func(t *testing.T) {
 			var want string
 			parts := strings.SplitN(p, "/", tenantDepth+1)
-			wantOK := len(parts) > tenantDepth
+			wantOK := len(parts) > tenantDepth && !strings.HasPrefix(p, "_")
 			if wantOK {
 				want = path.Join(parts[:tenantDepth]...)
 			}

@@ -153,9 +153,15 @@ func (t Tree) tenants() map[string][]string {
 
 // tenantDir is the tenant directory a file path lies in: its first
 // tenantDepth elements, joined and cleaned; ok is false for a path with
-// fewer elements below them. A clean prefix (every tree the tool writes) is
-// taken as it is, without splitting the path.
+// fewer elements below them, and for a path below a directory whose name
+// starts with "_": no offering's directory can (config.Offering.DirName),
+// and the tool's own entry points live there (gitsync's _flux, whose shard
+// parts are as deep as a tenant). A clean prefix (every tree the tool
+// writes) is taken as it is, without splitting the path.
 func tenantDir(p string) (dir string, ok bool) {
+	if strings.HasPrefix(p, "_") {
+		return "", false
+	}
 	end, n := 0, 0
 	for end = 0; end < len(p); end++ {
 		if p[end] == '/' {

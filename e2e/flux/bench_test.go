@@ -17,13 +17,14 @@ import (
 // from the end of the push until the tenant's quota changes in the cluster
 // (s-to-quota), until every shard is Ready at the commit (s-to-ready), and the
 // CPU the two controllers spend on it. $WALDUR_GITOPS_FLUX_BENCH sets
-// "tenants/shards" (default 1000/4; 100/4 takes seconds, 1000/4 about two
-// minutes for the first sync on two cores).
+// "tenants/shards" or "tenants/shards/parts" (git.flux_shard_parts; default
+// 1000/4; 100/4 takes seconds, 1000/4 about two minutes for the first sync
+// on two cores).
 //
 //	go test ./e2e/flux -run '^$' -bench FluxOneTenantChange -benchtime 3x
 func BenchmarkFluxOneTenantChange(b *testing.B) {
-	tenants, shards := benchSize(b)
-	s := start(b, tenants, shards)
+	tenants, shards, keys := benchSize(b)
+	s := startWith(b, tenants, shards, true, keys...)
 	first := time.Now()
 	commit := s.sync()
 	s.trigger()
@@ -84,18 +85,30 @@ func (s *site) profile(b *testing.B) (wait func()) {
 	}
 }
 
-// benchSize reads $WALDUR_GITOPS_FLUX_BENCH, "tenants/shards" (default 1000/4).
-func benchSize(b *testing.B) (tenants, shards int) {
-	tenants, shards = 1000, 4
+// benchSize reads $WALDUR_GITOPS_FLUX_BENCH, "tenants/shards[/parts]"
+// (default 1000/4, each shard in one part), and returns the config keys the
+// size needs besides flux_shards.
+func benchSize(b *testing.B) (tenants, shards int, keys []string) {
+	tenants, shards, parts := 1000, 4, 1
 	if v := os.Getenv("WALDUR_GITOPS_FLUX_BENCH"); v != "" {
+		fields := strings.Split(v, "/")
 		var err error
-		a, c, _ := strings.Cut(v, "/")
-		if tenants, err = strconv.Atoi(a); err == nil {
-			shards, err = strconv.Atoi(c)
+		if len(fields) < 2 || len(fields) > 3 {
+			b.Fatalf("WALDUR_GITOPS_FLUX_BENCH=%q: want tenants/shards or tenants/shards/parts", v)
+		}
+		if tenants, err = strconv.Atoi(fields[0]); err == nil {
+			shards, err = strconv.Atoi(fields[1])
+		}
+		if err == nil && len(fields) == 3 {
+			parts, err = strconv.Atoi(fields[2])
 		}
 		if err != nil {
-			b.Fatalf("WALDUR_GITOPS_FLUX_BENCH=%q: want tenants/shards", v)
+			b.Fatalf("WALDUR_GITOPS_FLUX_BENCH=%q: want tenants/shards or tenants/shards/parts", v)
 		}
 	}
-	return tenants, shards
+	if parts > 1 {
+		keys = append(keys, "flux_shard_parts: "+strconv.Itoa(parts))
+		b.Logf("every shard in %d parts", parts)
+	}
+	return tenants, shards, keys
 }

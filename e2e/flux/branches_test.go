@@ -45,22 +45,35 @@ func (s *site) syncBranches() (*engine.Outcome, []string) {
 }
 
 // waitBranchesApplied waits until every shard's GitRepository has the tip of
-// its branch and its Kustomization has applied it.
+// its branch and every Kustomization of the shard has applied it.
 func (s *site) waitBranchesApplied(revs map[string]string) {
 	s.t.Helper()
-	names, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
-	s.waitFor("shard branches Ready", func() (bool, string) {
+	s.waitSourcesApplied(gitRepositories, revs)
+}
+
+// waitSourcesApplied waits until every shard's source (of gvr, named as the
+// shard) has the revision revs gives it and every Kustomization of the
+// shard (one per part) has applied that revision.
+func (s *site) waitSourcesApplied(gvr schema.GroupVersionResource, revs map[string]string) {
+	s.t.Helper()
+	l := gitsync.LayoutFor(s.cfg.Config)
+	l.Previous = s.tip()
+	names, _ := l.ShardDirs()
+	kzs := l.Kustomizations()
+	s.waitFor("shard sources Ready", func() (bool, string) {
 		for _, n := range names {
-			u, err := s.dc.Resource(gitRepositories).Namespace(fluxtest.Namespace).Get(s.ctx, n, metav1.GetOptions{})
+			u, err := s.dc.Resource(gvr).Namespace(fluxtest.Namespace).Get(s.ctx, n, metav1.GetOptions{})
 			if err != nil {
 				return false, err.Error()
 			}
 			if got, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); got != revs[n] {
-				return false, fmt.Sprintf("GitRepository %s has %q, want %s", n, got, revs[n])
+				return false, fmt.Sprintf("%s %s has %q, want %s", gvr.Resource, n, got, revs[n])
 			}
-			st, msg, applied, err := s.ready(n)
-			if err != nil || st != "True" || applied != revs[n] {
-				return false, fmt.Sprintf("%s: Ready=%s %q, applied %s, %v", n, st, msg, applied, err)
+		}
+		for _, k := range kzs {
+			st, msg, applied, err := s.ready(k.Name)
+			if err != nil || st != "True" || applied != revs[k.Shard] {
+				return false, fmt.Sprintf("%s: Ready=%s %q, applied %s, %v", k.Name, st, msg, applied, err)
 			}
 		}
 		return true, ""
@@ -224,8 +237,8 @@ func (s *site) reshardBranches(uids map[string]types.UID) {
 // shard applied) cost kustomize-controller, the yardstick of the issue's
 // "under 25% of a full apply". The same $WALDUR_GITOPS_FLUX_BENCH sizes apply.
 func BenchmarkFluxOneTenantChangeBranches(b *testing.B) {
-	tenants, shards := benchSize(b)
-	s := startWith(b, tenants, shards, true, "flux_shard_branches: true", "flux_shard_branches_secret_name: waldur-tenants-git")
+	tenants, shards, keys := benchSize(b)
+	s := startWith(b, tenants, shards, true, append([]string{"flux_shard_branches: true", "flux_shard_branches_secret_name: waldur-tenants-git"}, keys...)...)
 	s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
 	first := time.Now()
 	full0 := s.flux.CPU()

@@ -308,14 +308,14 @@ func (s *site) shardNames() []string {
 	return out
 }
 
-// expectedShards are the shard Kustomization names the config generates.
+// expectedShards are the shard Kustomization names the config generates
+// (one per part of a shard in parts).
 func (s *site) expectedShards() []string {
 	l := gitsync.LayoutFor(s.cfg.Config)
+	l.Previous = s.tip()
 	var out []string
-	for _, tg := range l.Targets {
-		for n := range l.Shards {
-			out = append(out, l.ShardName(tg, n))
-		}
+	for _, k := range l.Kustomizations() {
+		out = append(out, k.Name)
 	}
 	slices.Sort(out)
 	return out
@@ -410,29 +410,45 @@ func (s *site) rendered() (map[string]*unstructured.Unstructured, map[string]str
 		}
 	}
 	l := gitsync.LayoutFor(s.cfg.Config)
+	l.Previous = s.tip()
+	parts := l.Parts()
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	objs, owner := map[string]*unstructured.Unstructured{}, map[string]string{}
 	for _, tg := range l.Targets {
 		for n := range l.Shards {
-			rm, err := k.Run(fs, path.Join("/repo", s.cfg.Git.Path, l.Dir(tg, n)))
-			if err != nil {
-				s.t.Fatalf("kustomize build of shard %d: %v", n, err)
-			}
-			for _, r := range rm.Resources() {
-				m, err := r.Map()
+			for p := range parts {
+				rm, err := k.Run(fs, path.Join("/repo", s.cfg.Git.Path, l.PartDir(tg, n, p, parts)))
 				if err != nil {
-					s.t.Fatal(err)
+					s.t.Fatalf("kustomize build of shard %d part %d: %v", n, p, err)
 				}
-				u := &unstructured.Unstructured{Object: m}
-				if _, ok := tenantKinds[u.GetKind()]; !ok {
-					s.t.Fatalf("the render holds a %s, which the test does not list", u.GetKind())
+				for _, r := range rm.Resources() {
+					m, err := r.Map()
+					if err != nil {
+						s.t.Fatal(err)
+					}
+					u := &unstructured.Unstructured{Object: m}
+					if _, ok := tenantKinds[u.GetKind()]; !ok {
+						s.t.Fatalf("the render holds a %s, which the test does not list", u.GetKind())
+					}
+					objs[key(u)] = u
+					owner[key(u)] = l.PartName(tg, n, p, parts)
 				}
-				objs[key(u)] = u
-				owner[key(u)] = l.ShardName(tg, n)
 			}
 		}
 	}
 	return objs, owner
+}
+
+// tip is the owned tree on the branch tip, paths relative to git.path.
+func (s *site) tip() render.Tree {
+	s.t.Helper()
+	out := render.Tree{}
+	for p, content := range gittest.Files(s.t, s.git.RepoDir(repoName), branch) {
+		if rel, ok := strings.CutPrefix(p, s.cfg.Git.Path+"/"); ok {
+			out[rel] = []byte(content)
+		}
+	}
+	return out
 }
 
 // live lists the tenant objects on the cluster (labelled as waldur-gitops

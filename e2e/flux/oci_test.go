@@ -1,7 +1,6 @@
 package flux_test
 
 import (
-	"fmt"
 	"maps"
 	"slices"
 	"strconv"
@@ -37,10 +36,10 @@ import (
 // startOCI starts the stack with the OCI layout: waldur-shards applies the
 // generated OCIRepositories and Kustomizations from the GitRepository, the
 // shard artifacts come from waldur-gitops through the registry.
-func startOCI(t testing.TB, tenants, shards int) *site {
+func startOCI(t testing.TB, tenants, shards int, gitKeys ...string) *site {
 	t.Helper()
 	host := registrytest.Start(t, nil)
-	s := startWith(t, tenants, shards, true, "flux_oci_repository: "+host+"/site/tenants", "flux_oci_insecure: true")
+	s := startWith(t, tenants, shards, true, append([]string{"flux_oci_repository: " + host + "/site/tenants", "flux_oci_insecure: true"}, gitKeys...)...)
 	// Ask Flux to fetch what was pushed, through the test cluster.
 	s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
 	return s
@@ -64,7 +63,7 @@ func (s *site) syncOCI() (*engine.Outcome, int) {
 }
 
 // waitOCIApplied waits until every shard's OCIRepository is Ready with the
-// revision of its pushed artifact and its Kustomization has applied it.
+// revision of its pushed artifact and its Kustomizations have applied it.
 func (s *site) waitOCIApplied(revs map[string]string) {
 	s.t.Helper()
 	names, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
@@ -73,22 +72,7 @@ func (s *site) waitOCIApplied(revs map[string]string) {
 			s.t.Fatalf("no revision of shard %s in %v", n, revs)
 		}
 	}
-	s.waitFor("OCI shards Ready", func() (bool, string) {
-		for _, n := range names {
-			u, err := s.dc.Resource(kube.FluxOCIRepositoriesGVR).Namespace(fluxtest.Namespace).Get(s.ctx, n, metav1.GetOptions{})
-			if err != nil {
-				return false, err.Error()
-			}
-			if got, _, _ := unstructured.NestedString(u.Object, "status", "artifact", "revision"); got != revs[n] {
-				return false, fmt.Sprintf("OCIRepository %s has %q, want %s", n, got, revs[n])
-			}
-			st, msg, applied, err := s.ready(n)
-			if err != nil || st != "True" || applied != revs[n] {
-				return false, fmt.Sprintf("%s: Ready=%s %q, applied %s, %v", n, st, msg, applied, err)
-			}
-		}
-		return true, ""
-	})
+	s.waitSourcesApplied(kube.FluxOCIRepositoriesGVR, revs)
 }
 
 // The OCI layout end to end, with the real Flux controllers: after the first
@@ -284,8 +268,8 @@ func (s *site) pushNested(tree render.Tree) map[string]string {
 // reconcile. The same $WALDUR_GITOPS_FLUX_BENCH sizes apply; to-Ready is every
 // shard Ready with its own latest artifact.
 func BenchmarkFluxOneTenantChangeOCI(b *testing.B) {
-	tenants, shards := benchSize(b)
-	s := startOCI(b, tenants, shards)
+	tenants, shards, keys := benchSize(b)
+	s := startOCI(b, tenants, shards, keys...)
 	first := time.Now()
 	out, _ := s.syncOCI()
 	s.limit = 30 * time.Minute // the first sync of 10,000 tenants

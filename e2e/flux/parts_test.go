@@ -1,0 +1,122 @@
+package flux_test
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/waldur/waldur-gitops/gitsync"
+	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
+	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
+	"github.com/waldur/waldur-gitops/waldur"
+)
+
+// Shards in parts (git.flux_shard_parts, docs/gitops.md#shard-parts) with
+// the real Flux controllers, in the shard-branch layout: every shard is
+// applied by one Kustomization per part, all from the shard's one branch,
+// and the cluster holds exactly the render; a one-tenant change moves one
+// branch and reaches the cluster without touching another object; asking
+// for another part count without a new generation changes nothing; a new
+// generation applied whole takes every tenant over, and deleting the old
+// parts and their sources afterwards deletes nothing and gives no namespace
+// a new UID.
+func TestFluxShardParts(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the Flux controllers")
+	}
+	const shards, parts = 2, 3
+	s := startWith(t, 30, shards, true, "flux_shard_branches: true", "flux_shard_branches_secret_name: waldur-tenants-git", "flux_shard_parts: 3")
+	s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
+	out, moved := s.syncBranches()
+	if len(moved) != shards {
+		t.Fatalf("the first run moved %v, want %d shard branches", moved, shards)
+	}
+	s.trigger()
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	if got, want := s.shardNames(), s.expectedShards(); len(want) != shards*parts || !slices.Equal(got, want) {
+		t.Fatalf("Kustomizations %v, want %v (%d shards of %d parts)", got, want, shards, parts)
+	}
+	want, owner := s.rendered()
+	s.checkMatches(want, owner)
+	uids := s.uids()
+
+	// One tenant: one branch, one object.
+	r := s.firstResource()
+	ns := s.namespaceOf(r.UUID)
+	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
+	r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
+	before := versions(s.live())
+	out, moved = s.syncBranches()
+	if len(moved) != 1 {
+		t.Fatalf("a one-tenant change moved %v, want one shard branch", moved)
+	}
+	s.waitFor("quota changed", func() (bool, string) { return quotaIs(s, ns, strconv.Itoa(cpu+1)) })
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	quota := "ResourceQuota/" + ns + "/" + quotaName(s.live(), ns)
+	for k, rv := range versions(s.live()) {
+		if k != quota && before[k] != rv {
+			t.Errorf("%s: resourceVersion %s → %s, though only %s changed", k, before[k], rv, quota)
+		}
+	}
+
+	// Another part count without a new generation: the generation keeps its.
+	s.cfg.Git.FluxShardParts = 2
+	if _, moved := s.syncBranches(); len(moved) != 0 || gitsync.PartsOf(s.tip(), 0) != parts {
+		t.Errorf("asking for 2 parts in a generation of %d moved %v; the tree has %d parts", parts, moved, gitsync.PartsOf(s.tip(), 0))
+	}
+
+	s.reshardParts(uids)
+}
+
+// reshardParts starts generation 1, each shard applied whole, over a site
+// in parts: the old parts report their path missing, the new shards take
+// every tenant over, and deleting the old parts and their sources deletes
+// no tenant object.
+func (s *site) reshardParts(uids map[string]types.UID) {
+	s.t.Helper()
+	g := &s.cfg.Git
+	old := gitsync.LayoutFor(s.cfg.Config)
+	old.Previous = s.tip()
+	oldKzs := old.Kustomizations()
+	oldShards, _ := old.ShardDirs()
+	g.FluxShardGeneration, g.FluxShardParts = 1, 1
+	out, moved := s.syncBranches()
+	newShards, _ := gitsync.LayoutFor(s.cfg.Config).ShardDirs()
+	if len(moved) != len(newShards)+len(oldShards) {
+		s.t.Errorf("a new generation moved %v, want %d new and %d emptied shard branches", moved, len(newShards), len(oldShards))
+	}
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	for _, k := range oldKzs {
+		s.waitPathMissing(k.Name)
+	}
+	want, owner := s.rendered()
+	s.checkMatches(want, owner)
+	del := func(gvr schema.GroupVersionResource, name string) {
+		if err := s.dc.Resource(gvr).Namespace(fluxtest.Namespace).Delete(s.ctx, name, metav1.DeleteOptions{}); err != nil {
+			s.t.Fatalf("delete the old %s %s: %v", gvr.Resource, name, err)
+		}
+	}
+	for _, k := range oldKzs {
+		del(kustomizations, k.Name)
+	}
+	for _, n := range oldShards {
+		del(gitRepositories, n)
+	}
+	s.waitFor("old parts deleted", func() (bool, string) {
+		for _, k := range oldKzs {
+			if _, err := s.dc.Resource(kustomizations).Namespace(fluxtest.Namespace).Get(s.ctx, k.Name, metav1.GetOptions{}); err == nil {
+				return false, k.Name + " still there"
+			}
+		}
+		return true, ""
+	})
+	s.checkMatches(want, owner)
+	if got := s.uids(); !maps.Equal(got, uids) {
+		s.t.Errorf("resharding a site in parts changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
+}
