@@ -180,7 +180,9 @@ func TestShardOfIsConsistent(t *testing.T) {
 // shards): the same glob a git directory generator applies, segment by segment.
 func TestArgoCDExampleSelectsTenants(t *testing.T) {
 	cfg, res, tree := exampleTree(t)
-	tree = exampleLayout(cfg, 2).Apply(tree)
+	l := exampleLayout(cfg, 2)
+	l.ConfiguredParts = 2 // a shard's part directories are as deep as a tenant's
+	tree = l.Apply(tree)
 	dirs := map[string]bool{}
 	for p := range tree {
 		for d := path.Dir(p); d != "."; d = path.Dir(d) {
@@ -612,6 +614,7 @@ func TestFluxObjectsShardBranches(t *testing.T) {
 func TestArgoCDShardExampleSelectsShards(t *testing.T) {
 	cfg, _, tree := exampleTree(t)
 	l := exampleLayout(cfg, 2)
+	l.ConfiguredParts = 2 // Argo CD builds the shard, not its parts
 	tree = l.Apply(tree)
 	b, err := os.ReadFile("../examples/argocd/applicationset-shards.yaml")
 	if err != nil {

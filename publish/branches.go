@@ -92,7 +92,9 @@ func (p *Git) shardBranches(ctx context.Context, pub *Published, calls map[strin
 		return cs, failure.Contained(failure.Errorf(failure.ClassGit, "flux shard branches not pushed; commit %s is on %s, the next run pushes them: %w",
 			cmp.Or(pub.Ref, pub.Base), p.Config.Git.Branch, err))
 	}
-	if p.Config.Git.FluxReconcile && len(moves) > 0 {
+	// The shard objects changing with no shard moving (a switch back from
+	// another layout) still needs the site's GitRepository fetched.
+	if p.Config.Git.FluxReconcile && (len(moves) > 0 || pub.Wrote && ociship.RootChanged(pub.Before, pub.After)) {
 		p.requestBranchReconcile(ctx, pub, moves)
 		calls["flux_reconcile"] = 1
 	}
@@ -135,6 +137,9 @@ func (p *Git) requestBranchReconcile(ctx context.Context, pub *Published, moves 
 			return
 		}
 		p.flux = dyn
+	}
+	if len(moves) == 0 {
+		return
 	}
 	now := time.Now()
 	asked, absent := 0, 0

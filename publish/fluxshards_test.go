@@ -253,3 +253,38 @@ func TestReviewRoutingKeepsShardPlacement(t *testing.T) {
 		t.Fatalf("only %d tenants placed: %v", n, first)
 	}
 }
+
+// In the shard-branch layout, a commit that changes the shard objects but
+// moves no shard branch (a switch back from another layout, a new secret
+// name) still asks Flux to fetch the site's GitRepository, which holds
+// them; a run that changes nothing asks nothing. The cluster cannot be
+// reached here, so asking shows as the warning.
+func TestShardBranchesReconcileTheRoot(t *testing.T) {
+	cfg, st, _ := exampleRepo(t, 2)
+	g := &cfg.Git
+	g.FluxShardBranches, g.FluxReconcile = true, true
+	g.FluxKubeconfigPath = filepath.Join(t.TempDir(), "missing-kubeconfig")
+	var logs strings.Builder
+	e := engineOver(t, cfg, &answers{st: st}, slog.New(slog.NewTextHandler(&logs, nil)), guard.DefaultOptions())
+	run := func(what string, wantAsk bool) {
+		t.Helper()
+		logs.Reset()
+		out := e.Run(context.Background(), engine.Request{Command: "sync"})
+		if out.Err != nil {
+			t.Fatalf("%s: %v", what, out.Err)
+		}
+		asked := strings.Contains(logs.String(), "cannot ask Flux to fetch the commit now")
+		if asked != wantAsk {
+			t.Errorf("%s: asked Flux to fetch the site's GitRepository: %v, want %v\n%s", what, asked, wantAsk, logs.String())
+		}
+		for _, e := range out.Report.Changes {
+			if e.Kind == "ShardBranch" && what != "first run" {
+				t.Errorf("%s moved %s", what, e.Subject)
+			}
+		}
+	}
+	run("first run", true)
+	g.FluxShardBranchesSecretName = "another-secret" // the shard objects change, no shard's files
+	run("a run changing only the shard objects", true)
+	run("a run changing nothing", false)
+}

@@ -2,7 +2,6 @@ package flux_test
 
 import (
 	"maps"
-	"slices"
 	"strconv"
 	"testing"
 
@@ -17,40 +16,50 @@ import (
 )
 
 // Shards in parts (git.flux_shard_parts, docs/gitops.md#shard-parts) with
-// the real Flux controllers, in the shard-branch layout: every shard is
-// applied by one Kustomization per part, all from the shard's one branch,
-// and the cluster holds exactly the render; a one-tenant change moves one
-// branch and reaches the cluster without touching another object; asking
-// for another part count without a new generation changes nothing; a new
+// the real Flux controllers. A site cut in parts in the plain Git layout
+// applies every shard through one Kustomization per part, the cluster
+// holding exactly the render; it moves to shard branches without an object
+// changing (the parts building from the shard's one branch); a one-tenant
+// change then moves one branch and reaches the cluster without touching
+// another object; asking for another part count without a new generation
+// changes nothing; the site moves through the OCI layout and back; a new
 // generation applied whole takes every tenant over, and deleting the old
-// parts and their sources afterwards deletes nothing and gives no namespace
-// a new UID.
+// parts and their sources deletes nothing; and back in the plain Git layout
+// no namespace has a new UID.
 func TestFluxShardParts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the Flux controllers")
 	}
 	const shards, parts = 2, 3
-	s := startWith(t, 30, shards, true, "flux_shard_branches: true", "flux_shard_branches_secret_name: waldur-tenants-git", "flux_shard_parts: 3")
-	s.cfg.Git.FluxReconcile, s.cfg.Git.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
-	out, moved := s.syncBranches()
-	if len(moved) != shards {
-		t.Fatalf("the first run moved %v, want %d shard branches", moved, shards)
-	}
-	s.trigger()
-	s.waitBranchesApplied(out.Published.FluxRevisions)
-	if got, want := s.shardNames(), s.expectedShards(); len(want) != shards*parts || !slices.Equal(got, want) {
-		t.Fatalf("Kustomizations %v, want %v (%d shards of %d parts)", got, want, shards, parts)
+	s := startWith(t, 30, shards, true, "flux_shard_parts: 3")
+	g := &s.cfg.Git
+	g.FluxReconcile, g.FluxKubeconfigPath = true, s.cluster.KubeconfigPath(kubetest.Admin)
+	s.waitApplied(s.sync())
+	if got := s.expectedShards(); len(got) != shards*parts {
+		t.Fatalf("Kustomizations %v, want %d shards of %d parts", got, shards, parts)
 	}
 	want, owner := s.rendered()
 	s.checkMatches(want, owner)
-	uids := s.uids()
+	uids, before := s.uids(), versions(s.live())
+
+	// To shard branches: the parts keep their Kustomizations.
+	g.FluxShardBranches, g.FluxShardBranchesSecretName = true, "waldur-tenants-git"
+	out, moved := s.syncBranches()
+	if len(moved) != shards {
+		t.Fatalf("the switch moved %v, want %d shard branches", moved, shards)
+	}
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	if after := versions(s.live()); !maps.Equal(after, before) {
+		t.Errorf("switching a site in parts to shard branches moved %d of %d objects", differ(after, before), len(before))
+	}
+	s.checkMatches(want, owner)
 
 	// One tenant: one branch, one object.
 	r := s.firstResource()
 	ns := s.namespaceOf(r.UUID)
 	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
 	r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
-	before := versions(s.live())
+	before = versions(s.live())
 	out, moved = s.syncBranches()
 	if len(moved) != 1 {
 		t.Fatalf("a one-tenant change moved %v, want one shard branch", moved)
@@ -65,12 +74,23 @@ func TestFluxShardParts(t *testing.T) {
 	}
 
 	// Another part count without a new generation: the generation keeps its.
-	s.cfg.Git.FluxShardParts = 2
+	g.FluxShardParts = 2
 	if _, moved := s.syncBranches(); len(moved) != 0 || gitsync.PartsOf(s.tip(), 0) != parts {
 		t.Errorf("asking for 2 parts in a generation of %d moved %v; the tree has %d parts", parts, moved, gitsync.PartsOf(s.tip(), 0))
 	}
-
+	s.switchThroughOCI(uids)
 	s.reshardParts(uids)
+
+	// And back to the plain Git layout.
+	before = versions(s.live())
+	g.FluxShardBranches, g.FluxShardBranchesSecretName = false, ""
+	s.waitApplied(s.sync())
+	if got := s.uids(); !maps.Equal(got, uids) {
+		t.Errorf("switching back to the Git layout changed namespace UIDs: %d of %d differ", differ(got, uids), len(uids))
+	}
+	if after := versions(s.live()); !maps.Equal(after, before) {
+		t.Errorf("switching back to the Git layout moved %d of %d objects", differ(after, before), len(before))
+	}
 }
 
 // reshardParts starts generation 1, each shard applied whole, over a site
