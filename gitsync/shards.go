@@ -41,7 +41,8 @@ const (
 // _flux/kustomization.yaml listing that file (the path of the one Flux
 // Kustomization a site creates by hand). Every shard exists even when empty,
 // so that Flux prunes a shard's last tenant instead of failing on a missing
-// path.
+// path. A shard in parts (Parts above 1, parts.go) also gets one entry
+// point and one Kustomization per part.
 //
 // The assignment is stable: a tenant that Previous (the tree on the branch
 // tip) places in a shard that still exists stays there, whatever Shards is

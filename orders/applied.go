@@ -228,7 +228,8 @@ func fluxApplied(ctx context.Context, c Cluster, shards []FluxShard) (bool, stri
 
 // expectFlux adds to every Done order of an offering with order_done_on:
 // applied (not a termination: the namespace being gone proves the prune) the
-// shard Kustomizations of its tenant in the pushed tree.
+// shard Kustomizations of its tenant in the pushed tree (of its part, for a
+// shard in parts), at the revision of the shard's source.
 func (f *Flux) expect(plan []Executing, pushed render.Tree) {
 	if f == nil || f.Layout.Shards <= 0 {
 		return

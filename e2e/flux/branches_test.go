@@ -110,25 +110,7 @@ func TestFluxShardBranches(t *testing.T) {
 	want, owner := s.rendered()
 	s.checkMatches(want, owner)
 
-	// One tenant: one branch, one object.
-	r := s.firstResource()
-	ns := s.namespaceOf(r.UUID)
-	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
-	r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
-	before = versions(s.live())
-	out, moved = s.syncBranches()
-	if len(moved) != 1 {
-		t.Fatalf("a one-tenant change moved %v, want one shard branch", moved)
-	}
-	s.waitFor("quota changed", func() (bool, string) { return quotaIs(s, ns, strconv.Itoa(cpu+1)) })
-	s.waitBranchesApplied(out.Published.FluxRevisions)
-	after := versions(s.live())
-	quota := "ResourceQuota/" + ns + "/" + quotaName(s.live(), ns)
-	for k, rv := range before {
-		if k != quota && after[k] != rv {
-			t.Errorf("%s: resourceVersion %s → %s, though only %s changed", k, rv, after[k], quota)
-		}
-	}
+	s.oneTenantBranchChange()
 	if _, moved := s.syncBranches(); len(moved) != 0 {
 		t.Errorf("a run with nothing new moved %v", moved)
 	}
@@ -148,6 +130,31 @@ func TestFluxShardBranches(t *testing.T) {
 	}
 	want, owner = s.rendered()
 	s.checkMatches(want, owner)
+}
+
+// oneTenantBranchChange raises the first resource's CPU limit and syncs:
+// exactly one shard branch moves, the quota reaches the cluster, and no
+// other object's resourceVersion changes.
+func (s *site) oneTenantBranchChange() {
+	s.t.Helper()
+	r := s.firstResource()
+	ns := s.namespaceOf(r.UUID)
+	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
+	r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
+	before := versions(s.live())
+	out, moved := s.syncBranches()
+	if len(moved) != 1 {
+		s.t.Fatalf("a one-tenant change moved %v, want one shard branch", moved)
+	}
+	s.waitFor("quota changed", func() (bool, string) { return quotaIs(s, ns, strconv.Itoa(cpu+1)) })
+	s.waitBranchesApplied(out.Published.FluxRevisions)
+	after := versions(s.live())
+	quota := "ResourceQuota/" + ns + "/" + quotaName(s.live(), ns)
+	for k, rv := range before {
+		if k != quota && after[k] != rv {
+			s.t.Errorf("%s: resourceVersion %s → %s, though only %s changed", k, rv, after[k], quota)
+		}
+	}
 }
 
 // switchThroughOCI moves the site from shard branches to the OCI layout

@@ -2,7 +2,6 @@ package flux_test
 
 import (
 	"maps"
-	"strconv"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,7 +11,6 @@ import (
 	"github.com/waldur/waldur-gitops/gitsync"
 	"github.com/waldur/waldur-gitops/internal/testenv/fluxtest"
 	"github.com/waldur/waldur-gitops/internal/testenv/kubetest"
-	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // Shards in parts (git.flux_shard_parts, docs/gitops.md#shard-parts) with
@@ -54,24 +52,7 @@ func TestFluxShardParts(t *testing.T) {
 	}
 	s.checkMatches(want, owner)
 
-	// One tenant: one branch, one object.
-	r := s.firstResource()
-	ns := s.namespaceOf(r.UUID)
-	cpu, _ := strconv.Atoi(string(r.Limits["cpu"]))
-	r.Limits["cpu"] = waldur.Amount(strconv.Itoa(cpu + 1))
-	before = versions(s.live())
-	out, moved = s.syncBranches()
-	if len(moved) != 1 {
-		t.Fatalf("a one-tenant change moved %v, want one shard branch", moved)
-	}
-	s.waitFor("quota changed", func() (bool, string) { return quotaIs(s, ns, strconv.Itoa(cpu+1)) })
-	s.waitBranchesApplied(out.Published.FluxRevisions)
-	quota := "ResourceQuota/" + ns + "/" + quotaName(s.live(), ns)
-	for k, rv := range versions(s.live()) {
-		if k != quota && before[k] != rv {
-			t.Errorf("%s: resourceVersion %s → %s, though only %s changed", k, before[k], rv, quota)
-		}
-	}
+	s.oneTenantBranchChange()
 
 	// Another part count without a new generation: the generation keeps its.
 	g.FluxShardParts = 2
