@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -46,57 +48,92 @@ func StateRef(name string) string { return StateRefPrefix + name }
 // repository, is State{}. The content is whatever anyone with push access
 // wrote: the caller decides what of it to trust.
 func (r *Repo) ReadState(ctx context.Context, name string) (State, error) {
-	if !stateName.MatchString(name) {
-		return State{}, fmt.Errorf("gitsync: state name %q is not valid", name)
-	}
-	var st State
-	err := r.bounded(ctx, "fetch", func(ctx context.Context) error {
-		var err error
-		st, err = r.readState(ctx, name)
-		return err
-	})
-	return st, err
+	_, states, err := r.ReadStates(ctx, name)
+	return states[name], err
 }
 
-func (r *Repo) readState(ctx context.Context, name string) (State, error) {
-	ref := plumbing.ReferenceName(StateRef(name))
+// ReadStates is ReadState of several states at once, with where the branch
+// is ("" when it or the repository is empty): one look at the references
+// the server advertises and one pack holding every state that exists, so
+// that a fresh run learns all it kept in two round trips whatever it asks.
+// A state that does not exist is State{}.
+func (r *Repo) ReadStates(ctx context.Context, names ...string) (tip string, states map[string]State, err error) {
+	for _, n := range names {
+		if !stateName.MatchString(n) {
+			return "", nil, fmt.Errorf("gitsync: state name %q is not valid", n)
+		}
+	}
+	op := "read state " + strings.Join(names, ", ")
+	err = r.bounded(ctx, "fetch", func(ctx context.Context) error {
+		var err error
+		tip, states, err = r.readStates(ctx, names)
+		return r.wrap(op, err)
+	})
+	return tip, states, err
+}
+
+func (r *Repo) readStates(ctx context.Context, names []string) (string, map[string]State, error) {
+	states := make(map[string]State, len(names))
 	sess, err := r.client.NewUploadPackSession(r.ep, r.opts.Auth)
 	if err != nil {
-		return State{}, r.wrap("read state "+name, err)
+		return "", states, err
 	}
 	defer sess.Close()
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if errors.Is(err, transport.ErrEmptyRemoteRepository) {
-		return State{}, nil
+		return "", states, nil
 	}
 	if err != nil {
-		return State{}, r.wrap("read state "+name, err)
+		return "", states, err
 	}
-	tip, err := advertised(ar, ref)
+	branch, err := advertised(ar, r.branch)
 	if err != nil {
-		return State{}, r.wrap("read state "+name, err)
+		return "", states, err
 	}
-	if tip.IsZero() {
-		return State{}, nil
-	}
+	tips := map[string]plumbing.Hash{}
 	req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
-	req.Wants = []plumbing.Hash{tip}
+	for _, n := range names {
+		h, err := advertised(ar, plumbing.ReferenceName(StateRef(n)))
+		if err != nil {
+			return "", states, err
+		}
+		if !h.IsZero() {
+			tips[n] = h
+			if !slices.Contains(req.Wants, h) {
+				req.Wants = append(req.Wants, h)
+			}
+		}
+	}
+	if len(req.Wants) == 0 {
+		return hashOrEmpty(branch), states, nil
+	}
 	shallow(ar, req)
 	resp, err := sess.UploadPack(ctx, req)
 	if err != nil {
-		return State{}, r.wrap("read state "+name, err)
+		return "", states, err
 	}
 	defer resp.Close()
 	s := newStore()
-	body := io.LimitReader(demux(req.Capabilities, resp), MaxStateSize+1<<20)
+	body := io.LimitReader(demux(req.Capabilities, resp), int64(len(req.Wants))*(MaxStateSize+1<<20))
 	if err := packfile.UpdateObjectStorage(s, body); err != nil {
-		return State{}, r.wrap("read state "+name, err)
+		return "", states, err
 	}
-	data, err := stateFile(s, tip, name)
-	if err != nil {
-		return State{}, r.wrap("read state "+name, err)
+	for n, h := range tips {
+		data, err := stateFile(s, h, n)
+		if err != nil {
+			return "", states, err
+		}
+		states[n] = State{Data: data, Commit: h.String()}
 	}
-	return State{Data: data, Commit: tip.String()}, nil
+	return hashOrEmpty(branch), states, nil
+}
+
+// hashOrEmpty is h as text, "" when zero.
+func hashOrEmpty(h plumbing.Hash) string {
+	if h.IsZero() {
+		return ""
+	}
+	return h.String()
 }
 
 // stateFile is the file name in the tree of the state commit tip.

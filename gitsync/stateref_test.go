@@ -147,3 +147,42 @@ done
 		t.Fatal(err)
 	}
 }
+
+// TestReadStates: several states and the branch tip in one look: one pack
+// holds every state that exists, an absent one reads as no state, and an
+// empty repository as no tip and no states; a bad name is refused before
+// anything is asked.
+func TestReadStates(t *testing.T) {
+	srv, url, dir := httpRepo(t)
+	r := open(t, url, "waldur", auth(srv))
+	tip, states, err := r.ReadStates(t.Context(), "a", "b")
+	if err != nil || tip != "" || len(states) != 0 {
+		t.Fatalf("an empty repository: tip %q, states %v, %v; want none", tip, states, err)
+	}
+	seed := gittest.Commit(t, dir, "main", map[string]string{"waldur/x.yaml": "x: 1\n"}, "seed")
+	ca, err := r.WriteState(t.Context(), "a", []byte("state a"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := r.WriteState(t.Context(), "c", []byte("state c"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := srv.Fetches()
+	tip, states, err = r.ReadStates(t.Context(), "a", "b", "c")
+	if err != nil || tip != seed {
+		t.Fatalf("tip %q, %v; want %s", tip, err, seed)
+	}
+	want := map[string]State{"a": {Data: []byte("state a"), Commit: ca}, "c": {Data: []byte("state c"), Commit: cc}}
+	for _, n := range []string{"a", "b", "c"} {
+		if got := states[n]; string(got.Data) != string(want[n].Data) || got.Commit != want[n].Commit {
+			t.Errorf("state %s = %q at %q; want %q at %q", n, got.Data, got.Commit, want[n].Data, want[n].Commit)
+		}
+	}
+	if n := srv.Fetches() - before; n != 1 {
+		t.Errorf("%d packs for two states; want one", n)
+	}
+	if _, _, err := r.ReadStates(t.Context(), "a", "../b"); err == nil || !strings.Contains(err.Error(), `"../b"`) {
+		t.Errorf("a bad state name: %v", err)
+	}
+}

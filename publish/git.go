@@ -31,6 +31,7 @@ type Git struct {
 	prepared bool
 	fetched  func()     // waits for the prefetch of the current run
 	check    *noopCheck // a fresh run's look at the branch tip and the no-op record
+	alsoRead []string   // the other state refs that look reads (readAlso)
 	flux     dynamic.Interface
 	last     *lastPublish // the last publish, for the next to take unchanged tenants from
 }

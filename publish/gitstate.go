@@ -26,10 +26,15 @@ func (s *gitState) String() string {
 	return "keycloak state ref " + gitsync.StateRef(KeycloakStateName)
 }
 
-// Load reads the state ref alone.
+// Load reads the state ref, or takes it from the run's look at the branch
+// when that read it.
 func (s *gitState) Load(ctx context.Context) ([]byte, error) {
 	if err := s.p.open(); err != nil {
 		return nil, err
+	}
+	if st, ok := s.p.prefetched(KeycloakStateName); ok {
+		s.commit = st.Commit
+		return st.Data, nil
 	}
 	st, err := s.p.repo.ReadState(ctx, KeycloakStateName)
 	if err != nil {
@@ -93,6 +98,9 @@ func KeycloakMemory(cfg *config.Config, p any, dryRun bool) *keycloak.Memory {
 		return nil
 	case cfg.KeycloakState != "":
 		s = keycloak.FileStore{Path: cfg.KeycloakState}
+	}
+	if gs, ok := s.(*gitState); ok {
+		gs.p.readAlso(KeycloakStateName) // with the no-op record, in one look
 	}
 	if s != nil && dryRun {
 		s = readOnly{s}

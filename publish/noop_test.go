@@ -22,6 +22,7 @@ import (
 	"github.com/waldur/waldur-gitops/guard"
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
+	"github.com/waldur/waldur-gitops/publish"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -239,5 +240,58 @@ func TestNoopRecordRefused(t *testing.T) {
 	}
 	if refs := gittest.Git(t, s.dir, "for-each-ref", gitsync.StateRefPrefix); refs != "" {
 		t.Errorf("state refs: %q", refs)
+	}
+}
+
+// A fresh run reads what it keeps in the repository in one look at the
+// server: the branch tip, the no-op record and the Keycloak memory's state
+// come from one reference advertisement and one pack, and the Keycloak
+// stage's load takes its state from there. Outside a run (the keycloak verb,
+// or after the run), the load reads the ref itself.
+func TestFreshRunReadsItsStatesInOneLook(t *testing.T) {
+	cfg, st := exampletest.Load(t, "../examples/config.yaml", "../examples/snapshot.json")
+	srv := gittest.NewServer(t)
+	url := srv.CreateRepo(t, "tenants.git", "main")
+	t.Setenv(noopPasswordEnv, srv.Password())
+	cfg.Git.URL, cfg.Git.Username, cfg.Git.PasswordEnv = url, srv.User(), noopPasswordEnv
+	var mu sync.Mutex
+	looks, packs := 0, 0
+	srv.OnRequest(func(r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/info/refs") && r.URL.Query().Get("service") == "git-upload-pack":
+			looks++
+		case r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack"):
+			packs++
+		}
+	})
+	count := func() (int, int) {
+		mu.Lock()
+		defer mu.Unlock()
+		l, p := looks, packs
+		looks, packs = 0, 0
+		return l, p
+	}
+	ctx := context.Background()
+	if out := engineOver(t, cfg, &answers{st: st}, nil, guard.DefaultOptions()).Run(ctx, engine.Request{Command: "sync"}); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if err := publish.KeycloakMemory(cfg.Config, &publish.Git{Config: cfg.Config}, false).Store().Save(ctx, []byte("kept")); err != nil {
+		t.Fatal(err)
+	}
+
+	p := &publish.Git{Config: cfg.Config}
+	store := publish.KeycloakMemory(cfg.Config, p, false).Store()
+	count()
+	wait := p.Prepare(ctx)
+	data, err := store.Load(ctx)
+	wait()
+	if l, n := count(); err != nil || string(data) != "kept" || l != 1 || n != 1 {
+		t.Errorf("a fresh run's look: Keycloak state %q (%v), %d reference advertisements and %d packs; want \"kept\", 1 and 1", data, err, l, n)
+	}
+	data, err = store.Load(ctx)
+	if l, n := count(); err != nil || string(data) != "kept" || l != 1 || n != 1 {
+		t.Errorf("a load outside a run: %q (%v), %d advertisements and %d packs; want \"kept\" read by itself", data, err, l, n)
 	}
 }

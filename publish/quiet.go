@@ -44,6 +44,33 @@ type noopCheck struct {
 	state  gitsync.State
 	record noopRecord
 	writer gitsync.Writer
+	// states holds what the look at the server read of the no-op record
+	// and every state of alsoRead (nil when it failed).
+	states map[string]gitsync.State
+}
+
+// readAlso makes a fresh run's look at the branch also read the state
+// name, kept for Prefetched, so that a later stage needs no round trip of
+// its own.
+func (p *Git) readAlso(name string) {
+	if !slices.Contains(p.alsoRead, name) {
+		p.alsoRead = append(p.alsoRead, name)
+	}
+}
+
+// prefetched is the state name as the current run's look at the branch read
+// it; ok is false when the run did not read it (not a fresh run, not asked,
+// or the read failed), and the caller reads it itself.
+func (p *Git) prefetched(name string) (st gitsync.State, ok bool) {
+	q := p.check
+	if q == nil || !slices.Contains(p.alsoRead, name) {
+		return gitsync.State{}, false
+	}
+	<-q.done
+	if q.states == nil {
+		return gitsync.State{}, false
+	}
+	return q.states[name], true
 }
 
 // noopName is the state ref holding the record of git.branch and git.path.
@@ -60,19 +87,22 @@ func (p *Git) noopEligible() bool {
 	return g.FluxShards <= 0 && !g.FluxShardBranches && g.FluxOCIRepository == "" && !review.Enabled(p.Config)
 }
 
-// startNoopCheck reads the branch tip and the record in the background and,
-// unless the tip is the record's commit, fetches the branch there as the
-// prefetch does.
+// startNoopCheck reads the branch tip and the record in the background,
+// with the other states the run keeps in the repository (alsoRead), in one
+// look at the server; unless the tip is the record's commit, it then
+// fetches the branch there as the prefetch does.
 func (p *Git) startNoopCheck(ctx context.Context) *noopCheck {
 	q := &noopCheck{done: make(chan struct{})}
 	go func() {
 		defer close(q.done)
-		tip, err := p.repo.RemoteTip(ctx)
-		if err == nil && tip != "" {
+		tip, states, err := p.repo.ReadStates(ctx, append([]string{p.noopName()}, p.alsoRead...)...)
+		if err != nil {
+			logOrDiscard(p.Log).Warn("cannot read the branch tip and the no-op record; fetching the branch", "error", err.Error())
+		} else {
+			q.states = states
+			q.state = states[p.noopName()]
 			q.tip = tip
-			if q.state, err = p.repo.ReadState(ctx, p.noopName()); err != nil {
-				logOrDiscard(p.Log).Warn("cannot read the no-op record; fetching the branch", "error", err.Error())
-			} else if json.Unmarshal(q.state.Data, &q.record) != nil {
+			if tip != "" && json.Unmarshal(q.state.Data, &q.record) != nil {
 				q.record = noopRecord{}
 			}
 		}

@@ -8,17 +8,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
-// RemoteTip asks the remote where the branch is, from the references it
-// advertises, and fetches nothing: "" when the branch or the repository is
-// empty. It leaves what the Repo holds as it is.
-func (r *Repo) RemoteTip(ctx context.Context) (string, error) {
-	tip, err := r.remoteRef(ctx, r.branch, "read the branch tip")
-	if err != nil || tip.IsZero() {
-		return "", err
-	}
-	return tip.String(), nil
-}
-
 // remoteRef is where the server's ref is now, from the references it
 // advertises (op names the step in errors); zero when the ref or the
 // repository is empty.
