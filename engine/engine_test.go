@@ -271,6 +271,8 @@ func (r *refreshing) Refresh(_ context.Context, last *waldur.State, ids []waldur
 	return last, nil
 }
 
+func (r *refreshing) RefreshUsers(context.Context, *waldur.State, []waldur.UUID) error { return nil }
+
 // TestRunForSomeResources: a run asked to look at a few resources refreshes
 // the last state instead of reading everything, but only once there is one.
 func TestRunForSomeResources(t *testing.T) {

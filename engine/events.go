@@ -34,19 +34,16 @@ func EventRequest(t events.Trigger, last *Outcome) (req Request, ok bool) {
 // everything; an event run that reads everything says why at debug level.
 func (e *Engine) read(ctx context.Context, req Request) (*waldur.State, error) {
 	r, refresh := e.seams.Source.(Refresher)
-	u, users := e.seams.Source.(UserRefresher)
 	switch {
 	case req.Full != "":
 	case !refresh || len(req.Resources) == 0 || e.last == nil || e.last.State == nil:
 		if len(req.Resources) > 0 {
 			req.Full = events.FullNoLastRun
 		}
-	case len(req.OfferingUsers) > 0 && !users:
-		req.Full = events.FullCannotRefresh
 	default:
 		st, err := r.Refresh(ctx, e.last.State, req.Resources)
 		if err == nil && len(req.OfferingUsers) > 0 {
-			err = u.RefreshUsers(ctx, st, req.OfferingUsers)
+			err = r.RefreshUsers(ctx, st, req.OfferingUsers)
 		}
 		return st, err
 	}

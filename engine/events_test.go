@@ -144,36 +144,38 @@ func (s *readLog) Refresh(_ context.Context, last *waldur.State, _ []waldur.UUID
 	return last, nil
 }
 
-// userReadLog is a readLog that can read offering users alone.
-type userReadLog struct{ *readLog }
-
-func (s userReadLog) RefreshUsers(context.Context, *waldur.State, []waldur.UUID) error {
+func (s *readLog) RefreshUsers(context.Context, *waldur.State, []waldur.UUID) error {
 	s.calls = append(s.calls, "users")
 	return nil
 }
 
+// plainSource is a Source that can only read everything (a snapshot).
+type plainSource struct{ log *readLog }
+
+func (s plainSource) Read(ctx context.Context) (*waldur.State, error) { return s.log.Read(ctx) }
+
 // TestOfferingUserRunReads: a run asked to look at offering users refreshes
-// them with its resources when the source can, and reads everything when it
-// cannot (stale users would render stale members); a run a cause makes full
-// reads everything.
+// them with its resources when the source can refresh, and reads
+// everything when it cannot (stale users would render stale members); a
+// run a cause makes full reads everything.
 func TestOfferingUserRunReads(t *testing.T) {
 	st := &waldur.State{Offerings: []waldur.OfferingState{{Name: "a", Resources: []waldur.Resource{{UUID: "r1"}}}}}
 	for _, tc := range []struct {
-		name  string
-		users bool
-		req   Request
-		want  []string
+		name    string
+		refresh bool
+		req     Request
+		want    []string
 	}{
 		{"users", true, Request{Resources: []waldur.UUID{"r1"}, OfferingUsers: []waldur.UUID{"u1"}}, []string{"read", "refresh", "users"}},
-		{"no user refresh", false, Request{Resources: []waldur.UUID{"r1"}, OfferingUsers: []waldur.UUID{"u1"}}, []string{"read", "read"}},
-		{"resources", false, Request{Resources: []waldur.UUID{"r1"}}, []string{"read", "refresh"}},
+		{"a source that cannot refresh", false, Request{Resources: []waldur.UUID{"r1"}, OfferingUsers: []waldur.UUID{"u1"}}, []string{"read", "read"}},
+		{"resources", true, Request{Resources: []waldur.UUID{"r1"}}, []string{"read", "refresh"}},
 		{"a full event run", true, Request{Full: events.FullEventType}, []string{"read", "read"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rl := &readLog{st: st}
 			var src Source = rl
-			if tc.users {
-				src = userReadLog{rl}
+			if !tc.refresh {
+				src = plainSource{rl}
 			}
 			e := New(Seams{Source: src}, func(*waldur.State) (*render.Result, error) { return &render.Result{}, nil }, guard.DefaultOptions(), nil)
 			for _, req := range []Request{{Command: "serve"}, tc.req} {

@@ -23,8 +23,7 @@ type Request struct {
 	// run's state instead of reading every offering again.
 	Resources []waldur.UUID
 	// OfferingUsers, with Resources, are offering users to read again too
-	// (a Source that is a UserRefresher); a source that cannot makes the
-	// run read in full.
+	// (by a Source that is a Refresher).
 	OfferingUsers []waldur.UUID
 	// Full, on an event-triggered run that reads everything, is why.
 	Full events.FullCause

@@ -19,14 +19,10 @@ type Source interface {
 }
 
 // Refresher is a Source that can bring a previous state up to date for a
-// few resources only, instead of reading every offering again.
+// few resources only, instead of reading every offering again, and read a
+// few offering users again into it (an offering_user event).
 type Refresher interface {
 	Refresh(ctx context.Context, last *waldur.State, resources []waldur.UUID) (*waldur.State, error)
-}
-
-// UserRefresher is a Refresher that can also read a few offering users
-// again into a refreshed state (an offering_user event).
-type UserRefresher interface {
 	RefreshUsers(ctx context.Context, st *waldur.State, users []waldur.UUID) error
 }
 

@@ -212,8 +212,6 @@ const (
 	// FullNoLastRun: there is no last run to refresh (the first run, a
 	// new config, or a last run whose read failed).
 	FullNoLastRun FullCause = "no_last_run"
-	// FullCannotRefresh: the source cannot read offering users alone.
-	FullCannotRefresh FullCause = "cannot_refresh"
 )
 
 func insertSorted(list []waldur.UUID, u waldur.UUID) []waldur.UUID {
