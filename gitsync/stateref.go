@@ -69,7 +69,10 @@ func (r *Repo) ReadStates(ctx context.Context, names ...string) (tip string, sta
 		tip, states, err = r.readStates(ctx, names)
 		return r.wrap(op, err)
 	})
-	return tip, states, err
+	if err != nil {
+		return "", nil, err // nothing half read
+	}
+	return tip, states, nil
 }
 
 func (r *Repo) readStates(ctx context.Context, names []string) (string, map[string]State, error) {
