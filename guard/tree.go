@@ -19,10 +19,7 @@ func CheckTreeAccess(prev, next render.Tree, tenants changeset.Set, g Options) e
 	if g.Allow {
 		return nil
 	}
-	updated := map[string]bool{}
-	for _, e := range tenants.ByAction(changeset.Update) {
-		updated[e.Subject] = true
-	}
+	updated := updatedDirs(tenants)
 	if len(updated) == 0 {
 		return nil
 	}
@@ -35,16 +32,31 @@ func CheckTreeAccess(prev, next render.Tree, tenants changeset.Set, g Options) e
 func treeGrants(t render.Tree, only map[string]bool) Grants {
 	g := Grants{}
 	for p, data := range t {
-		d := path.Dir(p)
-		if only != nil && !only[d] {
-			continue
-		}
-		g.Tenant(d)
-		for _, s := range subjects(p, data) {
-			g.Add(d, s)
-		}
+		g.addFile(p, data, only)
 	}
 	return g
+}
+
+// addFile records the tenant directory of the file p, and whom the file
+// gives access there, unless only (when set) leaves its directory out.
+func (g Grants) addFile(p string, data []byte, only map[string]bool) {
+	d := path.Dir(p)
+	if only != nil && !only[d] {
+		return
+	}
+	g.Tenant(d)
+	for _, s := range subjects(p, data) {
+		g.Add(d, s)
+	}
+}
+
+// updatedDirs is the set of tenant directories the change updates.
+func updatedDirs(tenants changeset.Set) map[string]bool {
+	updated := map[string]bool{}
+	for _, e := range tenants.ByAction(changeset.Update) {
+		updated[e.Subject] = true
+	}
+	return updated
 }
 
 // subjects lists whom one rendered file gives access, from the YAML the
@@ -138,10 +150,7 @@ func CheckFilesAccess(prev, next render.Tree, files []string, site int, tenants 
 	if g.Allow {
 		return nil
 	}
-	updated := map[string]bool{}
-	for _, e := range tenants.ByAction(changeset.Update) {
-		updated[e.Subject] = true
-	}
+	updated := updatedDirs(tenants)
 	if len(updated) == 0 {
 		return nil
 	}
@@ -159,17 +168,8 @@ func FilesPairs(t render.Tree, files []string) int {
 func filesGrants(t render.Tree, files []string, only map[string]bool) Grants {
 	g := Grants{}
 	for _, p := range files {
-		data, ok := t[p]
-		if !ok {
-			continue
-		}
-		d := path.Dir(p)
-		if only != nil && !only[d] {
-			continue
-		}
-		g.Tenant(d)
-		for _, s := range subjects(p, data) {
-			g.Add(d, s)
+		if data, ok := t[p]; ok {
+			g.addFile(p, data, only)
 		}
 	}
 	return g
