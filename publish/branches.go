@@ -94,8 +94,9 @@ func (p *Git) shardBranches(ctx context.Context, pub *Published, calls map[strin
 	}
 	// The shard objects changing with no shard moving (a switch back from
 	// another layout) still needs the site's GitRepository fetched.
-	if p.Config.Git.FluxReconcile && (len(moves) > 0 || pub.Wrote && ociship.RootChanged(pub.Before, pub.After)) {
-		p.requestBranchReconcile(ctx, pub, moves)
+	root := pub.Wrote && ociship.RootChanged(pub.Before, pub.After)
+	if p.Config.Git.FluxReconcile && (len(moves) > 0 || root) {
+		p.requestBranchReconcile(ctx, root, moves)
 		calls["flux_reconcile"] = 1
 	}
 	return cs, nil
@@ -122,12 +123,15 @@ func (p *Git) holdShards(pub *Published, err error) {
 
 // requestBranchReconcile asks source-controller to fetch, now, the shard
 // branches just moved (their GitRepositories only), and the site's own
-// GitRepository when the commit changed the shard objects. A failure only
-// costs the wait for the poll, so it is a warning.
-func (p *Git) requestBranchReconcile(ctx context.Context, pub *Published, moves []gitsync.ShardMove) {
+// GitRepository when the commit changed the shard objects (root). A
+// failure only costs the wait for the poll, so it is a warning.
+func (p *Git) requestBranchReconcile(ctx context.Context, root bool, moves []gitsync.ShardMove) {
 	g := p.Config.Git
-	if pub.Wrote && ociship.RootChanged(pub.Before, pub.After) {
+	if root {
 		p.requestReconcile(ctx)
+	}
+	if len(moves) == 0 {
+		return
 	}
 	log := logOrDiscard(p.Log)
 	if p.flux == nil {
@@ -137,9 +141,6 @@ func (p *Git) requestBranchReconcile(ctx context.Context, pub *Published, moves 
 			return
 		}
 		p.flux = dyn
-	}
-	if len(moves) == 0 {
-		return
 	}
 	now := time.Now()
 	asked, absent := 0, 0

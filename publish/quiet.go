@@ -41,11 +41,10 @@ type noopRecord struct {
 type noopCheck struct {
 	done   chan struct{}
 	tip    string
-	state  gitsync.State
 	record noopRecord
 	writer gitsync.Writer
 	// states holds what the look at the server read of the no-op record
-	// and every state of alsoRead (nil when it failed).
+	// (under noopName) and every state of alsoRead (nil when it failed).
 	states map[string]gitsync.State
 }
 
@@ -99,10 +98,8 @@ func (p *Git) startNoopCheck(ctx context.Context) *noopCheck {
 		if err != nil {
 			logOrDiscard(p.Log).Warn("cannot read the branch tip and the no-op record; fetching the branch", "error", err.Error())
 		} else {
-			q.states = states
-			q.state = states[p.noopName()]
-			q.tip = tip
-			if tip != "" && json.Unmarshal(q.state.Data, &q.record) != nil {
+			q.states, q.tip = states, tip
+			if tip != "" && json.Unmarshal(states[p.noopName()].Data, &q.record) != nil {
 				q.record = noopRecord{}
 			}
 		}
@@ -126,7 +123,7 @@ func (p *Git) quiet(res *render.Result, o Options) (*Published, changeset.Result
 		len(res.Skipped) > 0 || len(res.Kept) > 0 || len(res.Unread) > 0 || len(res.Review) > 0 {
 		return nil, changeset.Result{}, false
 	}
-	next := gitsync.LayoutFor(p.Config).Apply(res.Tree(nil))
+	next := res.Tree(nil) // noopEligible: no Flux layer to add
 	if treeFingerprint(p.Config.Git.Path, next) != q.record.Files {
 		return nil, changeset.Result{}, false
 	}
@@ -148,11 +145,12 @@ func (p *Git) remember(ctx context.Context, commit string, files render.Tree) {
 		return
 	}
 	rec := noopRecord{Commit: commit, Files: treeFingerprint(p.Config.Git.Path, files)}
-	if rec == q.record && q.state.Data != nil {
+	old := q.states[p.noopName()]
+	if rec == q.record && old.Data != nil {
 		return
 	}
 	data, _ := json.Marshal(rec)
-	if _, err := p.repo.WriteState(ctx, p.noopName(), data, q.state.Commit); err != nil {
+	if _, err := p.repo.WriteState(ctx, p.noopName(), data, old.Commit); err != nil {
 		logOrDiscard(p.Log).Warn("cannot write the no-op record; the next run fetches the branch", "error", err.Error())
 	}
 }
