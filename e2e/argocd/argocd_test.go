@@ -92,33 +92,13 @@ func TestArgoCDApplicationSet(t *testing.T) {
 			t.Fatalf("%s=%q: want a number of tenants >= 3", tenantsEnv, v)
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
-	defer cancel()
 	began := time.Now()
-
-	dist, err := argotest.Ensure(ctx, testLog{t})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster, err := kubetest.Start(ctx, kubetest.Options{ControllerManager: true, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	dc, err := dynamic.NewForConfig(cluster.RESTConfig(kubetest.Admin))
-	if err != nil {
-		t.Fatal(err)
-	}
-
+	st := startStack(t)
+	ctx, dist, cluster, dc, srv, repoURL, repo := st.ctx, st.dist, st.cluster, st.dc, st.srv, st.repoURL, st.repo
 	reader, err := kube.NewReader(cluster.RESTConfig(kubetest.Admin))
 	if err != nil {
 		t.Fatal(err)
 	}
-
-	srv := gittest.NewServer(t)
-	repoURL := srv.CreateRepo(t, "tenants.git", "main")
-	repo := srv.RepoDir("tenants.git")
-	t.Setenv(gitPasswordEnv, srv.Password())
 
 	// Synthetic tenants of the namespace profile, with Flux shards so that
 	// waldur/_flux exists and the ApplicationSet must leave it out.
