@@ -2,22 +2,30 @@ package waldur
 
 import (
 	"bytes"
+	"encoding/json"
 	"unicode/utf8"
 )
 
-// decodeTeamMember decodes a team member record, a flat object of strings,
-// without reflection; ok is false when raw holds anything it does not handle
-// exactly as encoding/json would (a key that is not a field's exact name but
-// might match one ignoring case, a string with an escape or invalid UTF-8, a
-// value of another type for a field), and the caller then uses
-// json.Unmarshal. A no-op reads one team per project, about 4,000 at 10,000
-// tenants (BENCHMARKS.md, "A no-op sync as a CronJob starts it");
-// TestDecodeTeamMemberMatchesJSON holds it to encoding/json. raw must be
+// The listing records a no-op reads by the thousand (team members, one team
+// per project; resources; offering users) are decoded without reflection:
+// decodeObject walks the record's keys and a per-type set method stores the
+// fields it knows. Each gives up (ok false) on anything it does not handle
+// exactly as encoding/json would — a key that is not a field's exact name
+// but might match one ignoring case, a string with an escape or invalid
+// UTF-8, a value of another type for a field, a field value that does not
+// decode — and the caller then uses json.Unmarshal, which also reports the
+// error. BENCHMARKS.md, "A no-op sync as a CronJob starts it", has the cost;
+// TestDecodeTeamMemberMatchesJSON, TestDecodeResourceMatchesJSON and
+// TestDecodeOfferingUserMatchesJSON hold them to encoding/json. raw must be
 // valid JSON, as every record cut from a validated page is.
-func decodeTeamMember(raw []byte) (m TeamMember, ok bool) {
+
+// decodeObject calls set with each key (without quotes) and raw value of
+// the JSON object raw, in order; false when raw is not an object or set
+// gives up.
+func decodeObject(raw []byte, set func(key, v []byte) bool) bool {
 	i := skipSpace(raw, 0)
 	if i >= len(raw) || raw[i] != '{' {
-		return m, false
+		return false
 	}
 	i = skipSpace(raw, i+1)
 	for i < len(raw) && raw[i] == '"' {
@@ -25,22 +33,52 @@ func decodeTeamMember(raw []byte) (m TeamMember, ok bool) {
 		key := raw[i+1 : kend-1]
 		i = skipSpace(raw, kend)
 		if i >= len(raw) || raw[i] != ':' {
-			return m, false
+			return false
 		}
 		i = skipSpace(raw, i+1)
 		vend := skipValue(raw, i)
-		if !m.set(key, raw[i:vend]) {
-			return m, false
+		if !set(key, raw[i:vend]) {
+			return false
 		}
 		i = skipSpace(raw, vend)
 		if i < len(raw) && raw[i] == ',' {
 			i = skipSpace(raw, i+1)
 		}
 	}
-	if i >= len(raw) || raw[i] != '}' {
-		return m, false
+	return i < len(raw) && raw[i] == '}'
+}
+
+// otherKey reports whether encoding/json ignores key, one that is none of
+// names exactly: false when it might match one of them ignoring case.
+func otherKey(key []byte, names []string) bool {
+	if bytes.ContainsFunc(key, func(r rune) bool { return r >= utf8.RuneSelf || r == '\\' }) {
+		return false
 	}
-	return m, true
+	for _, k := range names {
+		if bytes.EqualFold(key, []byte(k)) {
+			return false
+		}
+	}
+	return true
+}
+
+// setString stores the JSON string v in dst as encoding/json does (null
+// leaves dst as it is); false for another type, an escape or invalid UTF-8.
+func setString(dst *string, v []byte) bool {
+	switch {
+	case string(v) == "null":
+		return true
+	case len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v):
+		return false
+	}
+	*dst = string(v[1 : len(v)-1])
+	return true
+}
+
+// decodeTeamMember decodes a team member record, a flat object of strings.
+func decodeTeamMember(raw []byte) (m TeamMember, ok bool) {
+	ok = decodeObject(raw, m.set)
+	return m, ok
 }
 
 // teamMemberKeys are TeamMember's JSON names.
@@ -49,44 +87,147 @@ var teamMemberKeys = []string{"uuid", "username", "full_name", "email", "role", 
 // set stores the JSON value v of key in m; false when it cannot be sure to
 // do what encoding/json does.
 func (m *TeamMember) set(key, v []byte) bool {
-	if string(key) == "uuid" {
+	switch string(key) {
+	case "uuid":
 		return m.UUID.UnmarshalJSON(v) == nil
+	case "username":
+		return setString(&m.Username, v)
+	case "full_name":
+		return setString(&m.FullName, v)
+	case "email":
+		return setString(&m.Email, v)
+	case "role":
+		return setString(&m.Role, v)
+	case "expiration_time":
+		return setString(&m.ExpirationTime, v)
+	case "offering_user_username":
+		return setString(&m.OfferingUserUsername, v)
+	case "offering_user_state":
+		return setString(&m.OfferingUserState, v)
 	}
+	return otherKey(key, teamMemberKeys)
+}
+
+// decodeOfferingUser decodes an offering user record.
+func decodeOfferingUser(raw []byte) (u OfferingUser, ok bool) {
+	ok = decodeObject(raw, u.set)
+	return u, ok
+}
+
+// offeringUserKeys are OfferingUser's JSON names.
+var offeringUserKeys = []string{"uuid", "username", "state", "user_uuid", "user_username", "user_email", "user_full_name",
+	"user_first_name", "user_last_name", "user_civil_number", "is_restricted"}
+
+// set stores the JSON value v of key in u; false when it cannot be sure to
+// do what encoding/json does.
+func (u *OfferingUser) set(key, v []byte) bool {
+	switch string(key) {
+	case "uuid":
+		return u.UUID.UnmarshalJSON(v) == nil
+	case "user_uuid":
+		return u.UserUUID.UnmarshalJSON(v) == nil
+	case "is_restricted":
+		return u.IsRestricted.UnmarshalJSON(v) == nil
+	case "username":
+		return setString(&u.Username, v)
+	case "state":
+		return setString(&u.State, v)
+	case "user_username":
+		return setString(&u.UserUsername, v)
+	case "user_email":
+		return setString(&u.UserEmail, v)
+	case "user_full_name":
+		return setString(&u.UserFullName, v)
+	case "user_first_name":
+		return setString(&u.UserFirstName, v)
+	case "user_last_name":
+		return setString(&u.UserLastName, v)
+	case "user_civil_number":
+		return setString(&u.UserCivilNumber, v)
+	}
+	return otherKey(key, offeringUserKeys)
+}
+
+// decodeResource decodes a resource record.
+func decodeResource(raw []byte) (r Resource, ok bool) {
+	ok = decodeObject(raw, r.set)
+	return r, ok
+}
+
+// resourceKeys are Resource's JSON names.
+var resourceKeys = []string{"uuid", "name", "slug", "backend_id", "state", "limits", "offering_uuid", "plan_uuid",
+	"project_uuid", "project_name", "project_slug", "project_description", "customer_uuid", "customer_name",
+	"customer_slug", "paused", "downscaled", "restrict_member_access", "end_date", "created", "backend_metadata",
+	"last_sync", "offering_plugin_options"}
+
+// set stores the JSON value v of key in r; false when it cannot be sure to
+// do what encoding/json does. The fields that are not strings take their own
+// UnmarshalJSON, as encoding/json calls it, or json.Unmarshal into the field.
+func (r *Resource) set(key, v []byte) bool {
+	var uuid *UUID
+	var flag *Flag
+	switch string(key) {
+	case "uuid":
+		uuid = &r.UUID
+	case "offering_uuid":
+		uuid = &r.OfferingUUID
+	case "plan_uuid":
+		uuid = &r.PlanUUID
+	case "project_uuid":
+		uuid = &r.ProjectUUID
+	case "customer_uuid":
+		uuid = &r.CustomerUUID
+	case "paused":
+		flag = &r.Paused
+	case "downscaled":
+		flag = &r.Downscaled
+	case "restrict_member_access":
+		flag = &r.RestrictMemberAccess
+	case "created":
+		return r.Created.UnmarshalJSON(v) == nil
+	case "limits":
+		return json.Unmarshal(v, &r.Limits) == nil
+	case "backend_metadata":
+		return json.Unmarshal(v, &r.BackendMetadata) == nil
+	case "offering_plugin_options":
+		return json.Unmarshal(v, &r.OfferingPluginOptions) == nil
+	default:
+		return r.setString(key, v)
+	}
+	if uuid != nil {
+		return uuid.UnmarshalJSON(v) == nil
+	}
+	return flag.UnmarshalJSON(v) == nil
+}
+
+// setString stores the string field key of r, or ignores another key.
+func (r *Resource) setString(key, v []byte) bool {
 	var dst *string
 	switch string(key) {
-	case "username":
-		dst = &m.Username
-	case "full_name":
-		dst = &m.FullName
-	case "email":
-		dst = &m.Email
-	case "role":
-		dst = &m.Role
-	case "expiration_time":
-		dst = &m.ExpirationTime
-	case "offering_user_username":
-		dst = &m.OfferingUserUsername
-	case "offering_user_state":
-		dst = &m.OfferingUserState
+	case "name":
+		dst = &r.Name
+	case "slug":
+		dst = &r.Slug
+	case "backend_id":
+		dst = &r.BackendID
+	case "state":
+		dst = &r.State
+	case "project_name":
+		dst = &r.ProjectName
+	case "project_slug":
+		dst = &r.ProjectSlug
+	case "project_description":
+		dst = &r.ProjectDescription
+	case "customer_name":
+		dst = &r.CustomerName
+	case "customer_slug":
+		dst = &r.CustomerSlug
+	case "end_date":
+		dst = &r.EndDate
+	case "last_sync":
+		dst = &r.LastSync
 	default:
-		// Another key is ignored, unless encoding/json would match it to
-		// a field ignoring case.
-		if bytes.ContainsFunc(key, func(r rune) bool { return r >= utf8.RuneSelf || r == '\\' }) {
-			return false
-		}
-		for _, k := range teamMemberKeys {
-			if bytes.EqualFold(key, []byte(k)) {
-				return false
-			}
-		}
-		return true
+		return otherKey(key, resourceKeys)
 	}
-	switch {
-	case string(v) == "null": // encoding/json leaves a string as it is
-		return true
-	case len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v):
-		return false
-	}
-	*dst = string(v[1 : len(v)-1])
-	return true
+	return setString(dst, v)
 }

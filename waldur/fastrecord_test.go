@@ -3,8 +3,10 @@ package waldur
 import (
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestDecodeTeamMemberMatchesJSON: whenever decodeTeamMember decodes a
@@ -49,15 +51,122 @@ func TestDecodeTeamMemberMatchesJSON(t *testing.T) {
 // check fails when decodeTeamMember decodes s other than encoding/json.
 func check(t *testing.T, s string) {
 	t.Helper()
-	got, ok := decodeTeamMember([]byte(s))
+	checkDecoder(t, decodeTeamMember, s)
+}
+
+// checkDecoder fails when decode decodes s other than encoding/json.
+func checkDecoder[T any](t *testing.T, decode func([]byte) (T, bool), s string) {
+	t.Helper()
+	got, ok := decode([]byte(s))
 	if !ok {
 		return
 	}
-	var want TeamMember
+	var want T
 	if err := json.Unmarshal([]byte(s), &want); err != nil {
-		t.Fatalf("decodeTeamMember(%s) decoded what encoding/json refuses: %v", s, err)
+		t.Fatalf("decode(%s) decoded what encoding/json refuses: %v", s, err)
 	}
-	if got != want {
-		t.Fatalf("decodeTeamMember(%s) = %+v, encoding/json %+v", s, got, want)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("decode(%s) = %+v, encoding/json %+v", s, got, want)
 	}
+}
+
+// randomRecords checks decode against encoding/json on n random objects
+// made of keys and values, duplicates included.
+func randomRecords[T any](t *testing.T, decode func([]byte) (T, bool), keys, values []string, n int) {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(29, 4))
+	fast := 0
+	for range n {
+		var parts []string
+		for range rng.IntN(7) {
+			parts = append(parts, keys[rng.IntN(len(keys))]+":"+values[rng.IntN(len(values))])
+		}
+		s := "{" + strings.Join(parts, ",") + "}"
+		if _, ok := decode([]byte(s)); ok {
+			fast++
+		}
+		checkDecoder(t, decode, s)
+	}
+	if fast < n/10 {
+		t.Fatalf("only %d of %d random records took the fast path", fast, n)
+	}
+}
+
+// fullResource is a resource with every field set, as a listing page
+// carries it.
+func fullResource() Resource {
+	id := UUID("0d8b4f3c1a2b4c5d8e9f0a1b2c3d4e5f")
+	return Resource{UUID: id, Name: "Ämmälä lab", Slug: "lab", BackendID: "ns-lab", State: ResourceOK,
+		Limits: Limits{"cpu": "4", "ram": "8192"}, OfferingUUID: id, PlanUUID: id, ProjectUUID: id,
+		ProjectName: "P", ProjectSlug: "p", ProjectDescription: "d", CustomerUUID: id, CustomerName: "C",
+		CustomerSlug: "c", Paused: true, RestrictMemberAccess: true, EndDate: "2027-01-01",
+		Created: time.Date(2026, 11, 28, 3, 0, 0, 123, time.UTC), BackendMetadata: map[string]any{"ns": "lab", "n": 1.5,
+			"l": []any{"a", nil}}, LastSync: "2026-11-28T03:00:00Z",
+		OfferingPluginOptions: &PluginOptions{EnableMembershipSyncStatus: true}}
+}
+
+// TestDecodeResourceMatchesJSON: whenever decodeResource decodes a record,
+// encoding/json decodes it to the same resource without error; the wire's
+// usual records take the fast path.
+func TestDecodeResourceMatchesJSON(t *testing.T) {
+	full, err := json.Marshal(fullResource())
+	if err != nil {
+		t.Fatal(err)
+	}
+	usual := []string{string(full), `{}`, `{"uuid":"0d8b4f3c1a2b4c5d8e9f0a1b2c3d4e5f","paused":"false","limits":null,"backend_metadata":{}}`,
+		`{"limits":{"cpu":4},"limits":{"ram":"1"},"backend_metadata":{"a":1},"backend_metadata":{"b":2}}`,
+		`{"offering_plugin_options":{"enable_membership_sync_status":true},"offering_plugin_options":{"x":1}}`,
+		`{"created":null,"plan_uuid":null,"extra":[1,{"a":null}]}`}
+	for _, s := range usual {
+		t.Run(s, func(t *testing.T) {
+			if _, ok := decodeResource([]byte(s)); !ok {
+				t.Fatalf("decodeResource(%s) gave up", s)
+			}
+			checkDecoder(t, decodeResource, s)
+		})
+	}
+	t.Run("others", func(t *testing.T) {
+		for _, s := range []string{`{"Name":"x"}`, `{"name":"a\nb"}`, `{"name":1}`, `{"paused":"maybe"}`, `{"created":"yesterday"}`,
+			`{"limits":[1]}`, `{"limits":{"cpu":true}}`, `{"backend_metadata":"x"}`, `{"offering_plugin_options":1}`, `[]`,
+			`{"ſlug":"x"}`, `{"uuid":1}`} {
+			checkDecoder(t, decodeResource, s)
+		}
+	})
+	t.Run("random", func(t *testing.T) {
+		keys := []string{`"uuid"`, `"name"`, `"NAME"`, `"state"`, `"limits"`, `"offering_uuid"`, `"plan_uuid"`, `"project_uuid"`,
+			`"customer_slug"`, `"paused"`, `"Paused"`, `"downscaled"`, `"end_date"`, `"created"`, `"backend_metadata"`,
+			`"last_sync"`, `"offering_plugin_options"`, `"other"`, `"nämé"`}
+		values := []string{`"x"`, `""`, `null`, `1`, `"0d8b4f3c1a2b4c5d8e9f0a1b2c3d4e5f"`, `"a"b"`, `"é"`, `{"a":"b"}`,
+			`{"cpu":2}`, `{"enable_membership_sync_status":"true"}`, `[]`, `true`, `"true"`, `"2026-11-28T03:00:00Z"`}
+		randomRecords(t, decodeResource, keys, values, 30000)
+	})
+}
+
+// TestDecodeOfferingUserMatchesJSON: whenever decodeOfferingUser decodes a
+// record, encoding/json decodes it to the same offering user without error;
+// the wire's usual records take the fast path.
+func TestDecodeOfferingUserMatchesJSON(t *testing.T) {
+	id := UUID("0d8b4f3c1a2b4c5d8e9f0a1b2c3d4e5f")
+	full, err := json.Marshal(OfferingUser{UUID: id, Username: "alice01", State: "OK", UserUUID: id, UserUsername: "alice",
+		UserEmail: "a@example.org", UserFullName: "Alice Ämmälä", UserFirstName: "Alice", UserLastName: "Ämmälä",
+		UserCivilNumber: "123", IsRestricted: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{string(full), `{}`, `{"is_restricted":null,"user_uuid":null,"extra":{"a":[1]}}`} {
+		t.Run(s, func(t *testing.T) {
+			if _, ok := decodeOfferingUser([]byte(s)); !ok {
+				t.Fatalf("decodeOfferingUser(%s) gave up", s)
+			}
+			checkDecoder(t, decodeOfferingUser, s)
+		})
+	}
+	t.Run("random", func(t *testing.T) {
+		keys := []string{`"uuid"`, `"username"`, `"Username"`, `"state"`, `"user_uuid"`, `"user_username"`, `"user_email"`,
+			`"user_full_name"`, `"user_first_name"`, `"user_last_name"`, `"user_civil_number"`, `"is_restricted"`,
+			`"IS_RESTRICTED"`, `"other"`, `"ſtate"`}
+		values := []string{`"x"`, `""`, `null`, `1`, `"0d8b4f3c1a2b4c5d8e9f0a1b2c3d4e5f"`, `"a"b"`, `"é"`, `{"a":"b"}`,
+			`[]`, `true`, `"false"`, "\"\xff\""}
+		randomRecords(t, decodeOfferingUser, keys, values, 20000)
+	})
 }

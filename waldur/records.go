@@ -76,15 +76,24 @@ func decodeRecords[T any](kind string, raws []json.RawMessage) ([]T, []BadRecord
 	return out, bad
 }
 
-// decodeOne decodes raw into v as json.Unmarshal does; a team member takes
-// decodeTeamMember when that one can.
+// decodeOne decodes raw into v as json.Unmarshal does; a team member, a
+// resource and an offering user take their decoder of fastrecord.go when
+// that one can.
 func decodeOne[T any](v *T, raw []byte) error {
-	if p, ok := any(v).(*TeamMember); ok {
-		if m, ok := decodeTeamMember(raw); ok {
-			*p = m
-			return nil
-		}
+	ok := false
+	switch p := any(v).(type) {
+	case *TeamMember:
+		*p, ok = decodeTeamMember(raw)
+	case *Resource:
+		*p, ok = decodeResource(raw)
+	case *OfferingUser:
+		*p, ok = decodeOfferingUser(raw)
 	}
+	if ok {
+		return nil
+	}
+	var zero T
+	*v = zero
 	return json.Unmarshal(raw, v)
 }
 
