@@ -140,7 +140,7 @@ func (s *Server) flushEvents() {
 	s.mu.Lock()
 	out, b := s.ev.outbox, s.ev.broker
 	s.ev.outbox = nil
-	s.mu.Unlock()
+	s.mu.unlockRead() // the outbox is not listed
 	if b == nil {
 		return
 	}

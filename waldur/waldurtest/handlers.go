@@ -67,7 +67,11 @@ func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
 	}
 	defer s.flushEvents()
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if r.Method == http.MethodGet {
+		defer s.mu.unlockRead() // a read changes nothing a listing shows
+	} else {
+		defer s.mu.Unlock()
+	}
 	return h(s, r, body, op)
 }
 

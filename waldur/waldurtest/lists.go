@@ -3,11 +3,13 @@ package waldurtest
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -84,13 +86,18 @@ func (s *Server) list(r *http.Request, op *operation, items []object, filters []
 		order(matched, q.Get("o"))
 		return matched
 	}
-	matched := match()
 	pageNo, _ := strconv.Atoi(q.Get("page"))
 	fault := s.takeListFault(r.URL.Path, q, max(pageNo, 1))
-	if fault != nil && fault.Kind == ListTerminateBetweenPages && len(matched) > 0 {
-		matched[0]["state"], matched[0]["modified"] = "Terminated", now()
+	matched, cached := s.lists.get(r, s.mu.gen)
+	if !cached || fault != nil {
 		matched = match()
 	}
+	if fault != nil && fault.Kind == ListTerminateBetweenPages && len(matched) > 0 {
+		matched[0]["state"], matched[0]["modified"] = "Terminated", now()
+		s.mu.gen++ // a change in the middle of a read
+		matched = match()
+	}
+	s.lists.put(r, s.mu.gen, matched)
 	lo, hi, header, errResp := s.paginate(r, len(matched))
 	if errResp != nil {
 		return errResp
@@ -174,16 +181,16 @@ func (f filter) compile(values []string, op *operation) (func(object) bool, stri
 				return nil, fmt.Sprintf("Select a valid choice. %s is not one of the available choices.", v)
 			}
 		}
-		return func(o object) bool { return slices.Contains(values, fmt.Sprint(o[f.key])) }, ""
+		return func(o object) bool { return slices.Contains(values, text(o[f.key])) }, ""
 	case exact:
-		return func(o object) bool { return fmt.Sprint(o[f.key]) == values[0] }, ""
+		return func(o object) bool { return text(o[f.key]) == values[0] }, ""
 	case after:
 		t, err := time.Parse(time.RFC3339Nano, values[0])
 		if err != nil {
 			return nil, "Enter a valid date/time."
 		}
 		return func(o object) bool {
-			got, err := time.Parse(time.RFC3339Nano, fmt.Sprint(o[f.key]))
+			got, err := time.Parse(time.RFC3339Nano, text(o[f.key]))
 			return err == nil && got.After(t)
 		}, ""
 	case boolean:
@@ -222,12 +229,35 @@ func order(items []object, o string) {
 		return
 	}
 	keys := strings.Split(o, ",")
-	slices.SortStableFunc(items, func(a, b object) int {
-		for _, k := range keys {
-			desc := strings.HasPrefix(k, "-")
-			k = strings.TrimPrefix(k, "-")
-			c := compareValues(a[k], b[k])
-			if desc {
+	// Each item's sort values are read once, not in every comparison.
+	type sortKey struct {
+		text   string
+		time   time.Time
+		isTime bool
+	}
+	type keyed struct {
+		o    object
+		keys []sortKey
+	}
+	list := make([]keyed, len(items))
+	for i, it := range items {
+		list[i] = keyed{o: it, keys: make([]sortKey, len(keys))}
+		for j, k := range keys {
+			sk := sortKey{text: text(it[strings.TrimPrefix(k, "-")])}
+			if t, err := time.Parse(time.RFC3339Nano, sk.text); err == nil {
+				sk.time, sk.isTime = t, true
+			}
+			list[i].keys[j] = sk
+		}
+	}
+	slices.SortStableFunc(list, func(a, b keyed) int {
+		for j, k := range keys {
+			ka, kb := a.keys[j], b.keys[j]
+			c := cmp.Compare(ka.text, kb.text)
+			if ka.isTime && kb.isTime {
+				c = ka.time.Compare(kb.time)
+			}
+			if strings.HasPrefix(k, "-") {
 				c = -c
 			}
 			if c != 0 {
@@ -236,16 +266,17 @@ func order(items []object, o string) {
 		}
 		return 0
 	})
+	for i := range list {
+		items[i] = list[i].o
+	}
 }
 
-func compareValues(a, b any) int {
-	as, bs := fmt.Sprint(a), fmt.Sprint(b)
-	ta, errA := time.Parse(time.RFC3339Nano, as)
-	tb, errB := time.Parse(time.RFC3339Nano, bs)
-	if errA == nil && errB == nil {
-		return ta.Compare(tb)
+// text is a value as fmt.Sprint prints it, a string without formatting.
+func text(v any) string {
+	if s, ok := v.(string); ok {
+		return s
 	}
-	return cmp.Compare(as, bs)
+	return fmt.Sprint(v)
 }
 
 // selectFields keeps only the requested keys (all when none are requested).
@@ -320,4 +351,64 @@ func (s *Server) links(r *http.Request, page, pages int) string {
 	}
 	links = append(links, fmt.Sprintf("<%s>; rel=\"last\"", at(pages)))
 	return strings.Join(links, ", ")
+}
+
+// stateLock is the fake's one lock, with a generation that moves every time
+// it is released after a change: Unlock is for code that may have changed
+// the state (every exported method, every request but a read), unlockRead
+// for code that only read what a listing shows.
+type stateLock struct {
+	sync.Mutex
+	gen uint64
+}
+
+// Unlock releases the lock after a change.
+func (l *stateLock) Unlock() {
+	l.gen++
+	l.Mutex.Unlock()
+}
+
+// unlockRead releases the lock after a read.
+func (l *stateLock) unlockRead() { l.Mutex.Unlock() }
+
+// listCache keeps the latest listings' matched and ordered objects, so that
+// reading their later pages does not filter and sort the whole collection
+// again; an entry is only used while nothing changed (the generation) and
+// for the same listing (path and query but the page). A client reads
+// several listings at once, so a few are kept.
+type listCache struct {
+	entries map[string]cachedList
+}
+
+type cachedList struct {
+	gen     uint64
+	matched []object
+}
+
+// maxCachedLists is how many listings listCache keeps.
+const maxCachedLists = 8
+
+func listKey(r *http.Request) string {
+	q := r.URL.Query()
+	q.Del("page")
+	return r.URL.Path + "?" + q.Encode()
+}
+
+// get returns the cached listing of r at generation gen.
+func (c *listCache) get(r *http.Request, gen uint64) ([]object, bool) {
+	e, ok := c.entries[listKey(r)]
+	if !ok || e.gen != gen {
+		return nil, false
+	}
+	return e.matched, true
+}
+
+// put caches the listing of r at generation gen, dropping every entry of
+// an older generation, and all when too many are kept.
+func (c *listCache) put(r *http.Request, gen uint64, matched []object) {
+	if c.entries == nil || len(c.entries) >= maxCachedLists {
+		c.entries = map[string]cachedList{}
+	}
+	maps.DeleteFunc(c.entries, func(_ string, e cachedList) bool { return e.gen != gen })
+	c.entries[listKey(r)] = cachedList{gen: gen, matched: matched}
 }

@@ -123,6 +123,31 @@ func TestPagingFollowsDRF(t *testing.T) {
 	}
 }
 
+// A listing read page by page sees every change made between two pages:
+// by a request or by a test through the server's methods.
+func TestPagesSeeChangesBetweenThem(t *testing.T) {
+	srv := waldurtest.New(t)
+	seedResources(srv, 5)
+	count := func(query string) string {
+		t.Helper()
+		resp, body := do(t, srv, "GET", "/api/marketplace-provider-resources/"+query, "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("status %d: %s", resp.StatusCode, body)
+		}
+		return resp.Header.Get("X-Result-Count")
+	}
+	if got := count("?page_size=2&o=created"); got != "5" {
+		t.Fatalf("page 1: %s resources", got)
+	}
+	if got := count("?page_size=2&o=created&page=2"); got != "5" {
+		t.Fatalf("page 2, nothing changed: %s resources", got)
+	}
+	srv.AddResource(waldur.Resource{OfferingUUID: offering, Slug: "late", State: waldur.ResourceOK})
+	if got := count("?page_size=2&o=created&page=3"); got != "6" {
+		t.Errorf("page 3 after a resource was added: %s resources, want 6", got)
+	}
+}
+
 func TestTokenAuthentication(t *testing.T) {
 	var c collector
 	srv := waldurtest.New(t, waldurtest.WithViolationHandler(c.add))
