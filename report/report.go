@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -323,9 +322,12 @@ func (r *Run) WriteSummary(w io.Writer) error {
 		mode = " (dry run)"
 	}
 	fmt.Fprintf(&b, "waldur-gitops %s%s: %s\n", r.Command, mode, r.Finished.Sub(r.Started).Round(time.Millisecond))
+	byStage := map[string][]changeset.Entry{} // one pass, not one copy of every entry per stage
+	for _, e := range r.Changes {
+		byStage[e.Stage] = append(byStage[e.Stage], e)
+	}
 	for _, st := range r.Stages {
-		cs := changeset.Set{Entries: slices.DeleteFunc(slices.Clone(r.Changes), func(e changeset.Entry) bool { return e.Stage != st.Name })}
-		status := cs.Summary()
+		status := changeset.Set{Entries: byStage[st.Name]}.Summary()
 		if st.Error != "" {
 			// A cause several realms or offerings share is said once.
 			status = "FAILED: " + strings.ReplaceAll(causes.Lines(st.Error), "\n", "\n"+strings.Repeat(" ", 28))
