@@ -403,6 +403,24 @@ func TestOffboardingGitOpsVerifiedAtCluster(t *testing.T) {
 	if _, l := s.granted(t, "wim"); l != 0 {
 		t.Errorf("wim still in %d user lists on the branch", l)
 	}
+	// Runs with nothing new: the second finds the branch holding what its
+	// inputs render to and builds no files (a hollow render) but for the
+	// proof, which must still read the cluster.
+	hollow := false
+	for _, what := range []string{"not applied yet", "not applied yet, again"} {
+		code, _, stderr := run(t, "sync", "--config", s.cfg, "--log-level", "info")
+		if code != ExitOK && code != ExitPartial {
+			t.Fatalf("%s: exit %d\n%s", what, code, stderr)
+		}
+		hollow = hollow || strings.Contains(stderr, `"hollow":true`)
+		rec := offboarded(t, readReport(t, mustRead(t, filepath.Join(filepath.Dir(s.cfg), "report.json"))), s.users["wim"])
+		if rec.State != waldur.OfferingUserDeleting || !strings.Contains(rec.Reason, "the cluster's ManagedNamespace") {
+			t.Errorf("%s: %+v, want Deleting, the cluster still naming wim", what, rec)
+		}
+	}
+	if !hollow {
+		t.Error("no run while the consumer had not applied rendered hollow")
+	}
 	consume()
 	rec = offboarded(t, sync("applied"), s.users["wim"])
 	head := strings.TrimSpace(gittest.Git(t, s.repo, "rev-parse", "main"))

@@ -37,7 +37,13 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	// A held change waits as a reviewed one does: executing, with why.
 	os.Refused, os.Waiting, os.Reviewing, os.Held = pub.Failed, waiting, pub.Review, pub.Held
 	s.Consumers(os, cmp.Or(pub.Ref, pub.Base), pub.FluxRevisions)
-	r, err := os.Finish(ctx, st, res, pub.After)
+	pushed := pub.After
+	if pub.Hollow() && orders.ReadsTree(st) {
+		if pushed, err = pub.Files(); err != nil {
+			return changeset.Result{}, failure.Classify(failure.ClassRender, err)
+		}
+	}
+	r, err := os.Finish(ctx, st, res, pushed)
 	if err != nil {
 		err = failure.Errorf(failure.ClassWaldur, "%w", err)
 	}

@@ -148,6 +148,9 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	if previous != nil {
 		r = r.SharingWith(previous)
 	}
+	if h, ok := s.Publisher.(Holder); ok && filesOnly(o) && !o.DryRun {
+		r = r.HollowWhen(h.Holds)
+	}
 	if o.Usage != nil {
 		// The usage report posts only usage: no order, publish or identity stage.
 		s = Seams{Source: s.Source, Announcer: s.Announcer, Usage: &UsageStage{Reporter: o.Usage}}

@@ -20,6 +20,9 @@ func (f feedbackStage) Report(ctx context.Context, st *waldur.State, res *render
 	if pub != nil {
 		// No In: feedback finds a tenant in After as rendered, parsing nothing (same answer as pub.Has).
 		wp = &writeback.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Failed: pub.Failed}
+		if pub.Hollow() {
+			wp.In = pub.Has // every rendered tenant is in place, and nothing else
+		}
 	}
 	r, err := f.fb.Report(ctx, st, res, wp, waiting, writeback.Options{DryRun: o.DryRun, Guard: o.Guard})
 	return r, failure.Classify(failure.ClassWaldur, err)

@@ -246,3 +246,14 @@ func (w *Workflow) offering(name string) *config.Offering {
 	}
 	return nil
 }
+
+// Leaving reports whether the last Claim found a user leaving, whose
+// removal Prove then checks in the published files.
+func (w *Workflow) Leaving() bool {
+	for _, x := range w.run {
+		if x.leaving {
+			return true
+		}
+	}
+	return false
+}

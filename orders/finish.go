@@ -51,6 +51,19 @@ type Executing struct {
 	Expect *Expectation
 }
 
+// ReadsTree reports whether Finish reads the pushed tree for st: only an
+// executing order makes it look.
+func ReadsTree(st *waldur.State) bool {
+	for _, o := range st.Offerings {
+		for _, ord := range o.Orders {
+			if ord.State == waldur.OrderExecuting {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // PlanFinish decides the executing orders of every offering from the render
 // result and the tree that is now durable on the remote branch (the pushed
 // tree, or the current one when nothing was committed). It is pure.

@@ -31,6 +31,9 @@ func (p *Cluster) Class() failure.Class { return failure.ClassApply }
 // the other tenants still go on. A failure that is not about one object (a
 // cluster unreachable) leaves Published.Incomplete.
 func (p *Cluster) Publish(ctx context.Context, res *render.Result, o Options) (*Published, changeset.Result, error) {
+	if err := res.Fill(); err != nil { // only the Git publisher takes a hollow render as it is
+		return nil, changeset.Result{}, err
+	}
 	opts := p.Options
 	opts.DryRun, opts.Guard = o.DryRun, o.Guard
 	if o.Confirm != nil {

@@ -24,6 +24,9 @@ func (p *Dir) Class() failure.Class { return failure.ClassOutput }
 // Publish compares the render with the directory and writes it when it
 // differs; the directories of skipped resources are carried over.
 func (p *Dir) Publish(_ context.Context, res *render.Result, o Options) (*Published, changeset.Result, error) {
+	if err := res.Fill(); err != nil { // only the Git publisher takes a hollow render as it is
+		return nil, changeset.Result{}, err
+	}
 	prev, err := localtree.Read(p.Dir)
 	if err != nil {
 		return nil, changeset.Result{}, err

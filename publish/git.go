@@ -105,8 +105,11 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	if err := p.open(); err != nil {
 		return nil, changeset.Result{}, err
 	}
-	if pub, r, ok := p.quiet(res, o); ok {
+	if pub, r, ok := p.quiet(ctx, res, o); ok {
 		return pub, r, nil
+	}
+	if err := res.Fill(); err != nil {
+		return nil, changeset.Result{}, err
 	}
 	w := p.runWriter()
 	// Per run: a config switched to or from the shard-branch layout takes
@@ -135,7 +138,7 @@ func (p *Git) Publish(ctx context.Context, res *render.Result, o Options) (*Publ
 	if err != nil {
 		return nil, changeset.Result{Changes: tenants, Calls: calls}, err
 	}
-	p.remember(ctx, cmp.Or(r.Commit, r.Parent), pub.After)
+	p.remember(ctx, cmp.Or(r.Commit, r.Parent), pub.After, res)
 	if useReview {
 		rcs, err := p.syncReview(ctx, u.routed, false, calls, pub)
 		tenants.Merge(rcs)

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/testenv/exampletest"
 	"github.com/waldur/waldur-gitops/internal/testenv/gittest"
 	"github.com/waldur/waldur-gitops/publish"
+	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -293,5 +295,118 @@ func TestFreshRunReadsItsStatesInOneLook(t *testing.T) {
 	data, err = store.Load(ctx)
 	if l, n := count(); err != nil || string(data) != "kept" || l != 1 || n != 1 {
 		t.Errorf("a load outside a run: %q (%v), %d advertisements and %d packs; want \"kept\" read by itself", data, err, l, n)
+	}
+}
+
+// hollowEngine is engineOver with the render a fresh sync wires: files
+// only, hollow when the Git publisher holds its inputs (unless holds says
+// otherwise).
+func hollowEngine(t *testing.T, cfg *config.Loaded, src engine.Source, holds func(*publish.Git) func(string) bool) *engine.Engine {
+	t.Helper()
+	tpls, err := render.LoadTemplates(cfg.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	git := &publish.Git{Config: cfg.Config}
+	r := render.New(cfg.Config, tpls).WithoutObjects().HollowWhen(holds(git))
+	return engine.New(engine.Seams{Source: src, Publisher: git, Renderer: engine.ConfigRendering(cfg.Config, r)}, r.Render, guard.DefaultOptions(), nil)
+}
+
+// settleExample leaves the example's state with no order to fulfil and
+// nothing terminating: a site a render can record.
+func settleExample(st *waldur.State) {
+	for i := range st.Offerings {
+		o := &st.Offerings[i]
+		o.Orders = nil
+		o.Resources = slices.DeleteFunc(o.Resources, func(r waldur.Resource) bool {
+			return r.State != waldur.ResourceOK && r.State != waldur.ResourceErred
+		})
+	}
+}
+
+// A fresh sync whose branch is where the last run left it, and whose
+// Waldur state renders to the inputs the last run recorded, builds no
+// files: the render is hollow, the publish takes it as unchanged without a
+// fetch, and Files builds exactly what the branch holds. A render the
+// destination does not hold is never published hollow: given a hollow
+// render against a moved branch, the publish builds the files first and
+// restores the branch, deleting nothing.
+func TestHollowNoop(t *testing.T) {
+	s := newNoopSite(t)
+	settleExample(s.src.st)
+	byRecord := func(g *publish.Git) func(string) bool { return g.Holds }
+	run := func(holds func(*publish.Git) func(string) bool) (int, *engine.Outcome) {
+		t.Helper()
+		s.mu.Lock()
+		s.branchFs = 0
+		s.mu.Unlock()
+		out := hollowEngine(t, s.cfg, s.src, holds).Run(context.Background(), engine.Request{Command: "sync"})
+		if out.Err != nil {
+			t.Fatal(out.Err)
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.branchFs, out
+	}
+	_, first := run(byRecord)
+	if !first.Published.Wrote || first.Result.Hollow() || first.Result.Inputs == "" {
+		t.Fatalf("first sync: wrote %t, hollow %t, inputs %q; want a commit of a full render with inputs", first.Published.Wrote, first.Result.Hollow(), first.Result.Inputs)
+	}
+	branch := func() render.Tree {
+		out := render.Tree{}
+		for p, data := range gittest.Files(t, s.dir, "main") {
+			if rel, ok := strings.CutPrefix(p, s.cfg.Git.Path+"/"); ok {
+				out[rel] = []byte(data)
+			}
+		}
+		return out
+	}
+	want := branch()
+
+	fetches, out := run(byRecord)
+	if fetches != 0 || out.Published.Wrote || !out.Result.Hollow() || !out.Published.Hollow() {
+		t.Fatalf("second sync: %d branch fetches, wrote %t, hollow render %t, hollow publish %t; want a hollow no-op", fetches, out.Published.Wrote, out.Result.Hollow(), out.Published.Hollow())
+	}
+	unchanged := 0
+	for _, e := range out.Report.Changes {
+		if e.Stage == "render" && e.Kind == "Tenant" && e.Action == changeset.Unchanged {
+			unchanged++
+		}
+	}
+	if unchanged != len(out.Result.Tenants) || unchanged == 0 {
+		t.Errorf("%d tenants reported unchanged, want all %d", unchanged, len(out.Result.Tenants))
+	}
+	for _, tn := range out.Result.Tenants {
+		if !out.Published.Has(tn.Resource) {
+			t.Errorf("the hollow publish does not have rendered resource %s", tn.Resource)
+		}
+	}
+	if out.Published.Has("00000000000000000000000000000001") {
+		t.Error("the hollow publish has a resource nobody rendered")
+	}
+	files, err := out.Published.Files()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !files.Equal(want) || !out.Published.Before.Equal(want) || out.Result.Hollow() {
+		t.Errorf("Files after a hollow no-op: %d files, want the branch's %d", len(files), len(want))
+	}
+
+	var edited string
+	for p := range want {
+		if strings.HasSuffix(p, "/"+render.KustomizationFile) {
+			edited = p
+			break
+		}
+	}
+	gittest.Commit(t, s.dir, "main", map[string]string{s.cfg.Git.Path + "/" + edited: string(want[edited]) + "# edited by hand\n"}, "hand edit")
+	asked := 0
+	always := func(*publish.Git) func(string) bool { return func(string) bool { asked++; return true } }
+	fetches, out = run(always)
+	if asked == 0 || out.Published.Hollow() {
+		t.Fatalf("third sync: asked %d times whether to render hollow, published hollow %t", asked, out.Published.Hollow())
+	}
+	if fetches == 0 || !out.Published.Wrote || !branch().Equal(want) {
+		t.Errorf("third sync (hollow render, branch moved): %d fetches, wrote %t, branch as rendered %t; want the files built and the edit undone", fetches, out.Published.Wrote, branch().Equal(want))
 	}
 }

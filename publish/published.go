@@ -64,6 +64,28 @@ type Published struct {
 	Incomplete bool
 
 	present map[waldur.UUID]bool // After's resources, read once
+	// hollow is the render the destination was found holding when it was
+	// hollow (render.Result.Hollow): Before and After are not made.
+	hollow *render.Result
+}
+
+// Hollow reports whether the publish found the destination holding a
+// hollow render: Before and After are then empty, and Files makes them.
+func (p *Published) Hollow() bool { return p != nil && p.hollow != nil }
+
+// Files returns After. After a hollow publish it first builds the render's
+// files (render.Result.Fill) and takes them for Before and After, since
+// the destination holds exactly the render.
+func (p *Published) Files() (render.Tree, error) {
+	if !p.Hollow() {
+		return p.After, nil
+	}
+	if err := p.hollow.Fill(); err != nil {
+		return nil, err
+	}
+	tree := p.hollow.Tree(nil)
+	p.Before, p.After, p.hollow = tree, tree, nil
+	return tree, nil
 }
 
 // Has reports whether the resource's tenant is at the destination, or was

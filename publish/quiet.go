@@ -15,6 +15,7 @@ import (
 	"github.com/waldur/waldur-gitops/internal/version"
 	"github.com/waldur/waldur-gitops/render"
 	"github.com/waldur/waldur-gitops/review"
+	"github.com/waldur/waldur-gitops/waldur"
 )
 
 // A run that starts afresh (a CronJob) holds nothing of the last run, so
@@ -34,6 +35,9 @@ type noopRecord struct {
 	Commit string `json:"commit"`
 	// Files is treeFingerprint of those files.
 	Files string `json:"files"`
+	// Inputs is the render.Result.Inputs of the render the files are,
+	// when they are exactly one render's.
+	Inputs string `json:"inputs,omitempty"`
 }
 
 // noopCheck is what a run learnt before its render: where the branch is and
@@ -112,26 +116,54 @@ func (p *Git) startNoopCheck(ctx context.Context) *noopCheck {
 	return q
 }
 
+// Holds reports whether the branch is at the commit the record names and
+// that commit holds what inputs (render.Result.Inputs) render to: a render
+// may then be hollow (render.Renderer.HollowWhen). It waits for the look at
+// the server, which the render waits for anyway (Previous).
+func (p *Git) Holds(inputs string) bool {
+	q := p.check
+	if q == nil || inputs == "" {
+		return false
+	}
+	<-q.done
+	return q.writer == nil && q.tip != "" && q.record.Commit == q.tip && q.record.Inputs == inputs
+}
+
 // quiet is the publish of a run whose render the branch already holds at
 // the commit the record names; ok is false when the run must fetch.
-func (p *Git) quiet(res *render.Result, o Options) (*Published, changeset.Result, bool) {
+func (p *Git) quiet(ctx context.Context, res *render.Result, o Options) (*Published, changeset.Result, bool) {
 	q := p.check
-	if q == nil || o.DryRun {
+	if q == nil || o.DryRun || len(res.Skipped) > 0 || len(res.Kept) > 0 || len(res.Unread) > 0 || len(res.Review) > 0 {
 		return nil, changeset.Result{}, false
 	}
-	if <-q.done; q.writer != nil || q.tip == "" || q.record.Commit != q.tip ||
-		len(res.Skipped) > 0 || len(res.Kept) > 0 || len(res.Unread) > 0 || len(res.Review) > 0 {
-		return nil, changeset.Result{}, false
-	}
-	next := res.Tree(nil) // noopEligible: no Flux layer to add
-	if treeFingerprint(p.Config.Git.Path, next) != q.record.Files {
+	if <-q.done; q.writer != nil || q.tip == "" || q.record.Commit != q.tip {
 		return nil, changeset.Result{}, false
 	}
 	branch := p.Config.Git.Branch
+	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path, Base: q.tip}
+	if res.Hollow() {
+		if !p.Holds(res.Inputs) {
+			return nil, changeset.Result{}, false
+		}
+		pub.hollow, pub.present = res, map[waldur.UUID]bool{}
+		for _, tn := range res.Tenants {
+			pub.present[tn.Resource] = true
+		}
+	} else {
+		next := res.Tree(nil) // noopEligible: no Flux layer to add
+		if treeFingerprint(p.Config.Git.Path, next) != q.record.Files {
+			return nil, changeset.Result{}, false
+		}
+		pub.Before, pub.After = next, next
+		if res.Inputs != "" && res.Complete() {
+			// The branch holds exactly this render: the next run with
+			// the same inputs need not build its files.
+			p.record(ctx, noopRecord{Commit: q.tip, Files: q.record.Files, Inputs: res.Inputs})
+		}
+	}
 	logOrDiscard(p.Log).Info("the branch is at the commit the last run left, which holds this render: nothing to fetch or push",
-		"branch", branch, "commit", q.tip)
-	pub := &Published{Where: p.repo.URL() + " " + branch + ":" + p.Config.Git.Path, Before: next, After: next, Base: q.tip}
-	tenants := res.Compare(next, next)
+		"branch", branch, "commit", q.tip, "hollow", res.Hollow())
+	tenants := res.Unchanged()
 	tenants.Add(changeset.Entry{Stage: "git", Kind: "Commit", Subject: branch + " " + q.tip, Action: changeset.Unchanged})
 	return pub, changeset.Result{Changes: tenants, Calls: map[string]int{"fetch": 1, "push": 0}}, true
 }
@@ -139,12 +171,20 @@ func (p *Git) quiet(res *render.Result, o Options) (*Published, changeset.Result
 // remember writes the record of a run that pushed commit, or found the
 // branch at it, with files in the owned directory; only when it changes. A
 // failure costs the next run a fetch, not this run its outcome.
-func (p *Git) remember(ctx context.Context, commit string, files render.Tree) {
-	q := p.check
-	if q == nil || commit == "" {
+func (p *Git) remember(ctx context.Context, commit string, files render.Tree, res *render.Result) {
+	if p.check == nil || commit == "" {
 		return
 	}
 	rec := noopRecord{Commit: commit, Files: treeFingerprint(p.Config.Git.Path, files)}
+	if res.Inputs != "" && res.Complete() && treeFingerprint(p.Config.Git.Path, res.Tree(nil)) == rec.Files {
+		rec.Inputs = res.Inputs // the files are exactly this render
+	}
+	p.record(ctx, rec)
+}
+
+// record writes rec as the no-op record unless it holds it already.
+func (p *Git) record(ctx context.Context, rec noopRecord) {
+	q := p.check
 	old := q.states[p.noopName()]
 	if rec == q.record && old.Data != nil {
 		return

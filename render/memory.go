@@ -1,6 +1,7 @@
 package render
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"hash/maphash"
@@ -13,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/waldur/waldur-gitops/internal/parallel"
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
@@ -218,6 +220,8 @@ type digests struct {
 type hasher struct {
 	seeds [2]maphash.Seed
 	buf   []byte
+	// stable sums with SHA-256 instead: the same in every process.
+	stable bool
 }
 
 func (h *hasher) str(s string) {
@@ -329,7 +333,13 @@ func (h *hasher) mapValue(v reflect.Value) {
 
 // sum is the digest of what was added since the last sum.
 func (h *hasher) sum() digest {
-	s := digest{maphash.Bytes(h.seeds[0], h.buf), maphash.Bytes(h.seeds[1], h.buf)}
+	var s digest
+	if h.stable {
+		b := sha256.Sum256(h.buf)
+		s = digest{binary.LittleEndian.Uint64(b[:8]), binary.LittleEndian.Uint64(b[8:16])}
+	} else {
+		s = digest{maphash.Bytes(h.seeds[0], h.buf), maphash.Bytes(h.seeds[1], h.buf)}
+	}
 	h.buf = h.buf[:0]
 	return s
 }
@@ -339,21 +349,44 @@ func newHasher(seeds [2]maphash.Seed) *hasher { return &hasher{seeds: seeds} }
 // digests digests the resources of one offering's input for renderer r;
 // nil without a scope.
 func (s *scope) digests(r *Renderer, in *offeringInput) *digests {
-	if s == nil {
+	var h *hasher
+	switch {
+	case r.unchanged != nil:
+		// The fingerprint of the inputs outlives the process (HollowWhen).
+		h = &hasher{stable: true}
+	case s != nil:
+		h = newHasher(s.seeds)
+	default:
 		return nil
 	}
-	return &digests{in: in, h: newHasher(s.seeds), projects: map[waldur.UUID]digest{}, dropObjects: r.dropObjects}
+	return &digests{in: in, h: h, projects: map[waldur.UUID]digest{}, dropObjects: r.dropObjects}
 }
 
-// resource digests everything rendering r reads; orders are the orders its
-// tenant fulfils. Nil digests give the zero digest.
-func (d *digests) resource(r *waldur.Resource, orders []waldur.UUID) digest {
+// sums sets the digest of everything rendering each job's resource reads
+// (the resource, the orders its tenant fulfils and what they make of its
+// limits, its project's team and accounts), on workers at once: the projects' digests first, in order, then each resource's with a
+// hasher per worker (the input is only read). Nil digests leave them zero.
+func (d *digests) sums(jobs []*job, workers int) {
 	if d == nil {
-		return digest{}
+		return
 	}
-	in, h := d.in, d.h
-	project := d.project(r.ProjectUUID)
-	h.add(r)
+	for _, j := range jobs {
+		d.project(j.res.ProjectUUID)
+	}
+	workers = max(1, min(workers, len(jobs)))
+	chunk := (len(jobs) + workers - 1) / workers
+	parallel.For(workers, workers, func(w int) {
+		h := &hasher{seeds: d.h.seeds, stable: d.h.stable}
+		for _, j := range jobs[min(w*chunk, len(jobs)):min((w+1)*chunk, len(jobs))] {
+			j.sum = d.resourceWith(h, j.res, j.orders, d.projects[j.res.ProjectUUID])
+		}
+	})
+}
+
+// resourceWith is resource with hasher h and the project's digest.
+func (d *digests) resourceWith(h *hasher, r *waldur.Resource, orders []waldur.UUID, project digest) digest {
+	in := d.in
+	h.add(rendered(r))
 	h.add(orders)
 	for _, o := range in.orders[r.UUID] {
 		h.add(o)
@@ -364,6 +397,15 @@ func (d *digests) resource(r *waldur.Resource, orders []waldur.UUID) digest {
 	h.add(project)
 	h.add(d.dropObjects)
 	return h.sum()
+}
+
+// rendered is r without the fields the tool writes back and the render
+// never reads (ResourceData has neither): refresh_last_sync moves
+// last_sync every hour, which must not count as a change of input.
+func rendered(r *waldur.Resource) waldur.Resource {
+	c := *r
+	c.LastSync, c.BackendMetadata = "", nil
+	return c
 }
 
 // project digests a project's team, its service and course accounts, and

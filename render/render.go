@@ -83,6 +83,13 @@ type Result struct {
 	// offering usernames of its offering users in any state, lower-cased:
 	// the only members the Keycloak pass may take out of its groups.
 	Known map[string]map[string]bool
+	// Inputs is the fingerprint of everything the result's files depend on,
+	// set only for a render with HollowWhen that is whole (one tenant per
+	// resource in each target of its backend, no order to fulfil, nothing
+	// skipped, kept, held, unread or terminating). The same Inputs render
+	// to the same files, byte for byte.
+	Inputs string
+	hollow bool
 }
 
 // Warning is a problem with one rendered resource that left the rest of it
@@ -130,6 +137,8 @@ type Tenant struct {
 	Names []ObjectName
 	// Files are the encoded files of the directory, sorted by name, kustomization included.
 	Files []File
+	// hollow is set while a hollow render's tenant has no objects or files.
+	hollow *hollowSource
 }
 
 // ObjectName is what names a rendered object on its cluster.
@@ -181,6 +190,9 @@ type Renderer struct {
 	holds QuotaHolds
 	// memory, when set, holds what the last render made of each resource.
 	memory *Memory
+	// unchanged, when set, is asked whether the destination holds what
+	// the inputs render to (HollowWhen).
+	unchanged func(inputs string) bool
 }
 
 // New builds a renderer. tpls maps each offering's name to its templates (see
@@ -244,6 +256,7 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 	}
 	sc := r.memory.begin()
 	defer sc.end()
+	var runs []*offeringRun
 	for i := range r.cfg.Offerings {
 		o := &r.cfg.Offerings[i]
 		if why, unread := st.Unread[o.Name]; unread {
@@ -266,7 +279,18 @@ func (r *Renderer) Render(st *waldur.State) (*Result, error) {
 		if o.PreserveUnmanagedBackendUsers {
 			res.known(o.Name, ost.OfferingUsers)
 		}
-		r.renderOffering(o, ost, res, groups, prev, sc)
+		runs = append(runs, r.prepare(o, ost, res, sc))
+	}
+	in := r.fingerprint(runs, res)
+	res.hollow = in.ok && r.unchanged(in.sum)
+	for _, run := range runs {
+		r.renderOffering(run, res, groups, prev, sc, res.hollow)
+		for _, j := range run.jobs {
+			in.check(run, j)
+		}
+	}
+	if in.ok && res.Complete() {
+		res.Inputs = in.sum
 	}
 	slices.SortFunc(res.Tenants, func(a, b *Tenant) int { return cmp.Compare(a.Dir, b.Dir) })
 	res.Groups = sortedGroups(groups)
@@ -345,18 +369,51 @@ func (r *Renderer) buildBatch(o *config.Offering, p profile, jobs []*job, prev T
 		for _, tn := range j.tenants {
 			tn.share(prev)
 		}
-		if j.data != nil {
-			j.name, j.warnings, j.excluded = j.data.Name, j.data.warnings, j.data.excluded
-			j.data = nil
-		}
+		j.release()
 	})
 }
 
-func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, res *Result, groups map[string]*Group, prev Tree, sc *scope) {
-	p := newProfile(o)
-	in := newOfferingInput(o, st)
+// release keeps what collecting needs of a job's template data and lets go
+// of the rest.
+func (j *job) release() {
+	if j.data != nil {
+		j.name, j.warnings, j.excluded = j.data.Name, j.data.warnings, j.data.excluded
+		j.data = nil
+	}
+}
+
+// newTenant is the tenant of job j in directory dir, without objects.
+func newTenant(o *config.Offering, j *job, dir string) *Tenant {
+	return &Tenant{
+		Offering: o.Name, Name: j.data.Name, BackendID: j.data.backendID(), Resource: j.res.UUID, ResourceName: j.res.Name,
+		Limits: j.data.Resource.Limits, Quota: j.data.Quota, QuotaName: j.data.QuotaName,
+		Orders: j.orders, Dir: dir,
+	}
+}
+
+// offeringRun is one offering on its way through a render: what phase 1
+// needs, decided before any tenant is built.
+type offeringRun struct {
+	o          *config.Offering
+	p          profile
+	in         *offeringInput
+	remembered map[waldur.UUID]*memo
+	// jobs are the resources to render, in creation order, each with its
+	// orders and the digest of its inputs.
+	jobs []*job
+	// targets are the offering's backend's targets, sorted.
+	targets []string
+}
+
+// prepare reads an offering's state into jobs: the resources to render in
+// creation order, each with the orders it fulfils and its digest; resources
+// in no state Waldur defines are kept and reported.
+func (r *Renderer) prepare(o *config.Offering, st *waldur.OfferingState, res *Result, sc *scope) *offeringRun {
+	run := &offeringRun{o: o, p: newProfile(o), in: newOfferingInput(o, st), targets: slices.Sorted(slices.Values(backend.TargetsOf(o.BackendType)))}
+	in := run.in
 	in.holds = r.holds
-	remembered, dg := sc.offering(o.Name), sc.digests(r, in)
+	dg := sc.digests(r, in)
+	run.remembered = sc.offering(o.Name)
 	in.terminations(res.Terminations)
 	for id, why := range in.held {
 		if res.Held == nil {
@@ -369,15 +426,6 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 	slices.SortStableFunc(resources, func(a, b waldur.Resource) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.UUID, b.UUID))
 	})
-	// Phase 1, in order: decide what to render and claim names, so that the
-	// first-created resource keeps a contested name. Phase 2, in parallel:
-	// execute templates and encode files. The two alternate in batches, so
-	// that only one batch's template data is alive at a time; the claims of
-	// a batch see every earlier one, so the result is the same.
-	var jobs []*job
-	claimed := map[string]waldur.UUID{}
-	projectClaimed := map[string]*waldur.Resource{}
-	batch := 0
 	for i := range resources {
 		rs := &resources[i]
 		if why := unknownState(rs); why != "" {
@@ -395,27 +443,69 @@ func (r *Renderer) renderOffering(o *config.Offering, st *waldur.OfferingState, 
 			continue
 		}
 		orders = in.holdUpdates(rs.UUID, orders, res)
-		j := &job{res: rs, orders: orders}
-		j.sum = dg.resource(rs, orders)
-		if !reuse(remembered, j, claimed, projectClaimed) {
-			j.data, j.err = in.tenantData(p, rs)
+		run.jobs = append(run.jobs, &job{res: rs, orders: orders})
+	}
+	dg.sums(run.jobs, r.workers)
+	return run
+}
+
+// renderOffering renders the jobs of one prepared offering; hollow builds
+// their tenants without templates or files (see HollowWhen).
+func (r *Renderer) renderOffering(run *offeringRun, res *Result, groups map[string]*Group, prev Tree, sc *scope, hollow bool) {
+	o, p, in := run.o, run.p, run.in
+	// Phase 1, in order: claim names, so that the first-created resource
+	// keeps a contested name. Phase 2, in parallel: execute templates and
+	// encode files. The two alternate in batches, so that only one batch's
+	// template data is alive at a time; the claims of a batch see every
+	// earlier one, so the result is the same.
+	claimed := map[string]waldur.UUID{}
+	projectClaimed := map[string]*waldur.Resource{}
+	build := r.buildBatch
+	if hollow {
+		build = r.hollowBatch(run)
+	}
+	for batch := 0; batch < len(run.jobs); batch += r.batch {
+		part := run.jobs[batch:min(batch+r.batch, len(run.jobs))]
+		r.prepareData(run, part, hollow)
+		for _, j := range part {
+			if !hollow && reuse(run.remembered, j, claimed, projectClaimed) {
+				continue
+			}
+			if j.data == nil && j.err == nil {
+				j.data, j.err = in.tenantData(p, j.res)
+			}
 			if j.err == nil {
 				j.err = claimNames(p, j, claimed, projectClaimed)
 				j.claimErr = j.err != nil
 			}
 		}
-		jobs = append(jobs, j)
-		if len(jobs)-batch == r.batch {
-			r.buildBatch(o, p, jobs[batch:], prev)
-			batch = len(jobs)
+		build(o, p, part, prev)
+	}
+	// Phase 3, in order: collect.
+	collectJobs(o, run.jobs, res, groups)
+	for _, j := range run.jobs {
+		if !hollow {
+			sc.keep(o.Name, j) // a hollow tenant has nothing to take again
 		}
 	}
-	r.buildBatch(o, p, jobs[batch:], prev)
-	// Phase 3, in order: collect.
-	collectJobs(o, jobs, res, groups)
-	for _, j := range jobs {
-		sc.keep(o.Name, j)
+}
+
+// prepareData makes the template data of the jobs that will not be taken
+// from the Memory, in parallel: tenantData reads the offering's input and
+// writes only the job's own data. A registered backend's Profile.Fill is
+// not known to be safe to call at once, so its jobs are left to the
+// serial phase 1.
+func (r *Renderer) prepareData(run *offeringRun, jobs []*job, hollow bool) {
+	if _, registered := run.p.(*registeredProfile); registered || r.workers < 2 {
+		return
 	}
+	parallel.For(len(jobs), r.workers, func(i int) {
+		j := jobs[i]
+		if m := run.remembered[j.res.UUID]; !hollow && m != nil && m.sum == j.sum {
+			return // likely taken from the Memory
+		}
+		j.data, j.err = run.in.tenantData(run.p, j.res)
+	})
 }
 
 // claimNames claims the names a job's tenant takes, in resource order, so
@@ -561,11 +651,7 @@ func (r *Renderer) buildTenants(o *config.Offering, p profile, j *job) ([]*Tenan
 			}
 			tn, ok := byTarget[obj.Target]
 			if !ok {
-				tn = &Tenant{
-					Offering: o.Name, Name: j.data.Name, BackendID: j.data.backendID(), Resource: j.res.UUID, ResourceName: j.res.Name,
-					Limits: j.data.Resource.Limits, Quota: j.data.Quota, QuotaName: j.data.QuotaName,
-					Orders: j.orders, Dir: path.Join(o.DirName(), obj.Target, j.data.Name),
-				}
+				tn = newTenant(o, j, path.Join(o.DirName(), obj.Target, j.data.Name))
 				byTarget[obj.Target] = tn
 				targets = append(targets, obj.Target)
 			}

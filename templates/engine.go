@@ -26,6 +26,7 @@ package templates
 import (
 	"bytes"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -53,7 +54,12 @@ type Template struct {
 	// File is the base file name; a site template with the same file name replaces a default.
 	File string
 	docs []*document
+	sum  [sha256.Size]byte
 }
+
+// Digest is a SHA-256 of the template's name and text: two templates with
+// the same digest render the same data to the same objects.
+func (t *Template) Digest() [sha256.Size]byte { return t.sum }
 
 type document struct {
 	index   int
@@ -150,7 +156,7 @@ func marker(kind string, v any) (string, error) {
 
 // Parse parses one template file. name is used in errors.
 func Parse(name string, data []byte) (*Template, error) {
-	t := &Template{Name: name, File: path.Base(name)}
+	t := &Template{Name: name, File: path.Base(name), sum: sha256.Sum256([]byte(name + "\x00" + string(data)))}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for i := 0; ; i++ {
 		var n yaml.Node
