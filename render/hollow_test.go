@@ -15,8 +15,9 @@ import (
 	"github.com/waldur/waldur-gitops/waldur"
 )
 
-// hollowSite is a synthetic site of every backend type and its templates.
-func hollowSite(t *testing.T) (*config.Loaded, map[string][]*templates.Template, synth.Options) {
+// everyBackendSite is a synthetic site of every backend type and its
+// templates.
+func everyBackendSite(t *testing.T) (*config.Loaded, map[string][]*templates.Template, synth.Options) {
 	t.Helper()
 	opts := synth.Options{Tenants: 160, Seed: 11, BackendTypes: config.BackendTypes}
 	cfg, err := synth.Config(opts, "synth.yaml")
@@ -63,7 +64,7 @@ func dropSkipped(st *waldur.State, skipped map[waldur.UUID]string) {
 // hollow render has every tenant, group, skip and change of the full one,
 // only without objects or files; and Fill makes it the full render exactly.
 func TestHollowMatchesFullRender(t *testing.T) {
-	cfg, tpls, opts := hollowSite(t)
+	cfg, tpls, opts := everyBackendSite(t)
 	for _, seed := range scopeSeeds {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) {
 			st := synth.Generate(opts)
@@ -159,7 +160,7 @@ func tenantFields(t *render.Tenant) []any {
 // and any input of a file does; a render with an order to fulfil, a
 // Terminating resource or a skipped resource has none.
 func TestInputs(t *testing.T) {
-	cfg, tpls, opts := hollowSite(t)
+	cfg, tpls, opts := everyBackendSite(t)
 	inputs := func(t *testing.T, c *config.Config, tp map[string][]*templates.Template, st *waldur.State) string {
 		t.Helper()
 		res, err := render.New(c, tp).HollowWhen(func(string) bool { return false }).Render(st)
@@ -265,7 +266,7 @@ func TestInputs(t *testing.T) {
 // Unchanged lists what Compare lists for a destination already holding
 // the result's tree.
 func TestUnchangedIsCompareWithItself(t *testing.T) {
-	cfg, tpls, opts := hollowSite(t)
+	cfg, tpls, opts := everyBackendSite(t)
 	res, err := render.New(cfg.Config, tpls).Render(synth.Generate(opts))
 	if err != nil {
 		t.Fatal(err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/waldur/waldur-gitops/config"
 	"github.com/waldur/waldur-gitops/internal/testenv/synth"
 	"github.com/waldur/waldur-gitops/orders"
 	"github.com/waldur/waldur-gitops/render"
@@ -35,15 +34,7 @@ func TestMemoryMatchesFullRender(t *testing.T) {
 	if s, err := strconv.ParseUint(os.Getenv("WALDUR_GITOPS_SCOPE_SEED"), 10, 64); err == nil {
 		seeds = append(seeds, s)
 	}
-	opts := synth.Options{Tenants: 160, Seed: 11, BackendTypes: config.BackendTypes}
-	cfg, err := synth.Config(opts, "synth.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tpls, err := render.LoadTemplates(cfg.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, tpls, opts := everyBackendSite(t)
 	var offerings []*orders.Offering
 	for i := range cfg.Offerings {
 		offerings = append(offerings, orders.OfferingFromConfig(&cfg.Offerings[i], nil, nil))
