@@ -87,11 +87,12 @@ func (r *Renderer) fingerprint(runs []*offeringRun, res *Result) *inputs {
 		return &inputs{}
 	}
 	cfg, err := json.Marshal(r.cfg) // config.Secret marshals redacted
-	if err != nil {
+	build := version.BuildID()      // the code that renders, whatever its version says
+	if err != nil || build == "" {
 		return &inputs{}
 	}
 	h := sha256.New()
-	fmt.Fprintf(h, "waldur-gitops render inputs 1\x00%s\x00%d\x00", version.String(), len(cfg))
+	fmt.Fprintf(h, "waldur-gitops render inputs 1\x00%s\x00%s\x00%d\x00", version.String(), build, len(cfg))
 	h.Write(cfg)
 	var buf []byte
 	for _, run := range runs {
