@@ -101,9 +101,17 @@ func benchTenants() int {
 	return 10000
 }
 
-// buildCLI builds the waldur-gitops binary into dir.
+// cliEnv names a waldur-gitops binary the CLI benchmarks run instead of
+// building this tree's: a build of another commit, measured in the same
+// harness.
+const cliEnv = "WALDUR_GITOPS_BENCH_CLI"
+
+// buildCLI builds the waldur-gitops binary into dir, unless cliEnv names one.
 func buildCLI(b *testing.B, dir string) string {
 	b.Helper()
+	if bin := os.Getenv(cliEnv); bin != "" {
+		return bin // another build, to compare two in one harness
+	}
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		b.Skip("no go command to build the CLI with:", err)
