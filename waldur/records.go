@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
+	"slices"
 	"strings"
 
+	"github.com/waldur/waldur-gitops/internal/parallel"
 	"github.com/waldur/waldur-gitops/internal/redact"
 )
 
@@ -49,9 +52,32 @@ type keyed struct {
 // record that does not decode, or whose uuid keys are malformed, is left out
 // and returned as a BadRecord naming the key; the others are returned.
 func decodeRecords[T any](kind string, raws []json.RawMessage) ([]T, []BadRecord) {
+	if len(raws) < 2*parallelRecords || runtime.GOMAXPROCS(0) < 2 {
+		return decodeRange[T](kind, raws, 0)
+	}
+	// A long listing is decoded in parts at once (the server waits for the
+	// next request meanwhile); the records keep their order.
+	parts := runtime.GOMAXPROCS(0)
+	size := (len(raws) + parts - 1) / parts
+	outs := make([][]T, parts)
+	bads := make([][]BadRecord, parts)
+	parallel.For(parts, parts, func(p int) {
+		lo, hi := min(p*size, len(raws)), min((p+1)*size, len(raws))
+		outs[p], bads[p] = decodeRange[T](kind, raws[lo:hi], lo)
+	})
+	return slices.Concat(outs...), slices.Concat(bads...)
+}
+
+// parallelRecords is the fewest records decodeRecords gives each part.
+const parallelRecords = 500
+
+// decodeRange is decodeRecords over raws, the records from number first
+// (from 0) of the listing.
+func decodeRange[T any](kind string, raws []json.RawMessage, first int) ([]T, []BadRecord) {
 	out := make([]T, 0, len(raws))
 	var bad []BadRecord
 	for i, raw := range raws {
+		i += first
 		var v T
 		if err := decodeOne(&v, raw); err != nil {
 			key := failingKey[T](raw)

@@ -3,6 +3,7 @@ package waldur
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -153,5 +154,30 @@ func TestUUIDValidMatchesParse(t *testing.T) {
 				t.Errorf("Valid(%q) = %t, want %t", u, got, want)
 			}
 		})
+	}
+}
+
+// A long listing decoded in parts at once gives what one pass gives: the
+// same records in the same order, and the same bad records numbered as in
+// the whole listing.
+func TestDecodeRecordsInPartsMatchesOnePass(t *testing.T) {
+	var raws []json.RawMessage
+	for i := range 3*parallelRecords + 7 {
+		rec := fmt.Sprintf(`{"uuid":"%032x","name":"r%d","state":"OK","limits":{"cpu":%d}}`, i+1, i, i%9)
+		switch i % 97 {
+		case 5:
+			rec = fmt.Sprintf(`{"uuid":"not-a-uuid-%d","name":"bad"}`, i)
+		case 50:
+			rec = fmt.Sprintf(`{"uuid":"%032x","limits":"cpu"}`, i+1)
+		}
+		raws = append(raws, json.RawMessage(rec))
+	}
+	got, gotBad := decodeRecords[Resource](RecordResource, raws)
+	want, wantBad := decodeRange[Resource](RecordResource, raws, 0)
+	if len(want) < 2*parallelRecords || len(wantBad) == 0 {
+		t.Fatalf("%d records and %d bad ones: the listing tests too little", len(want), len(wantBad))
+	}
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gotBad, wantBad) {
+		t.Errorf("in parts: %d records, %d bad (first %+v); one pass: %d, %d (first %+v)", len(got), len(gotBad), gotBad[0], len(want), len(wantBad), wantBad[0])
 	}
 }
