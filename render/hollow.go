@@ -19,8 +19,8 @@ import (
 // A run that starts afresh and finds its destination holding what the last
 // run left spends most of its render on files it will only compare. With
 // HollowWhen, Render first sums everything the files of a render depend on
-// (Result.Inputs: the tool's version, the config, the templates and each
-// resource's digest, as Memory takes it) and asks whether that sum is the
+// (Result.Inputs: the tool's version and build, the config, the templates
+// and each resource's digest, as Memory takes it) and asks whether that sum is the
 // one the destination was last written from. When it is, the render is
 // hollow: every tenant has its names, quotas, limits, groups and directory,
 // but no objects or files. A hollow result is only ever published as
@@ -72,16 +72,17 @@ type hollowSource struct {
 	orders []waldur.UUID
 }
 
-// inputs sums a render's inputs and checks, job by job, that its result
-// has the shape a hollow render gives: one tenant per resource, in the
-// offering's default target.
+// inputs is a render's fingerprint, ok while its result has the shape a
+// hollow render gives: one tenant in each target of the backend per
+// resource.
 type inputs struct {
 	sum string
 	ok  bool
 }
 
-// fingerprint sums what the files of the prepared offerings depend on; ""
-// without HollowWhen or for a render that cannot be recorded.
+// fingerprint sums what the files of the prepared offerings depend on; not
+// ok without HollowWhen, without a build ID or for a render that cannot be
+// recorded.
 func (r *Renderer) fingerprint(runs []*offeringRun, res *Result) *inputs {
 	if r.unchanged == nil || len(res.Unread) > 0 || len(res.Kept) > 0 || len(res.Held) > 0 || len(res.Terminations) > 0 {
 		return &inputs{}
@@ -147,8 +148,8 @@ func (run *offeringRun) hollowDirs(name string) []string {
 	return dirs
 }
 
-// hollowBatch is phase 2 of a hollow render: each job's one tenant, built
-// from its template data without templates.
+// hollowBatch is phase 2 of a hollow render: each job's tenants, one per
+// target, built from its template data without templates.
 func (r *Renderer) hollowBatch(run *offeringRun) func(*config.Offering, profile, []*job, Tree) {
 	return func(o *config.Offering, p profile, jobs []*job, _ Tree) {
 		for _, j := range jobs {
