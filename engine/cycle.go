@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -168,10 +169,10 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 		}
 		err = classify(st, err, before)
 		if req.DryRun && failure.ClassOf(err) == failure.ClassGuard {
-			refused = cmpOr(refused, err)
+			refused = cmp.Or(refused, err)
 			continue
 		}
-		failed = cmpOr(failed, err)
+		failed = cmp.Or(failed, err)
 		if !st.goOn && !failure.IsContained(err) {
 			break
 		}
@@ -179,7 +180,7 @@ func (e *Engine) Run(ctx context.Context, req Request) *Outcome {
 	if err := cut.Err(out.Report, out.Published.Done()); err != nil {
 		out.Err = err // the stop says more than what it cut short
 	} else {
-		out.Err = verdict(req, out, cmpOr(refused, failed))
+		out.Err = verdict(req, out, cmp.Or(refused, failed))
 	}
 	if out.Published != nil && !req.DryRun {
 		out.Report.Commit = out.Published.Ref

@@ -112,10 +112,3 @@ var partialCauses = map[changeset.Cause]string{
 
 // skipOrder is the order the verdict names them in.
 var skipOrder = []string{partialOfferings, partialResources, partialMembers, partialKeycloak}
-
-func cmpOr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}

@@ -22,13 +22,11 @@ type offboardStage struct {
 func (s offboardStage) Prove(ctx context.Context, res *render.Result, pub *publish.Published, dryRun bool) (changeset.Result, []report.Offboard, error) {
 	var p *offboard.Published
 	if pub != nil {
-		if pub.Hollow() && s.Workflow.Leaving() {
-			// The proof reads the files that still grant access.
-			if _, err := pub.Files(); err != nil {
-				return changeset.Result{}, nil, failure.Classify(failure.ClassRender, err)
-			}
+		before, after, err := pub.Trees(s.Workflow.Leaving()) // the proof reads what still grants access
+		if err != nil {
+			return changeset.Result{}, nil, failure.Classify(failure.ClassRender, err)
 		}
-		p = &offboard.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Base: pub.Base, Applied: s.applied, Incomplete: pub.Incomplete}
+		p = &offboard.Published{Before: before, After: after, Ref: pub.Ref, Base: pub.Base, Applied: s.applied, Incomplete: pub.Incomplete}
 	}
 	r, recs, err := s.Workflow.Prove(ctx, res, p, dryRun)
 	return r, recs, failure.Classify(failure.ClassWaldur, err)

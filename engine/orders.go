@@ -37,11 +37,9 @@ func (s *OrderStage) Finish(ctx context.Context, st *waldur.State, res *render.R
 	// A held change waits as a reviewed one does: executing, with why.
 	os.Refused, os.Waiting, os.Reviewing, os.Held = pub.Failed, waiting, pub.Review, pub.Held
 	s.Consumers(os, cmp.Or(pub.Ref, pub.Base), pub.FluxRevisions)
-	pushed := pub.After
-	if pub.Hollow() && orders.ReadsTree(st) {
-		if pushed, err = pub.Files(); err != nil {
-			return changeset.Result{}, failure.Classify(failure.ClassRender, err)
-		}
+	_, pushed, err := pub.Trees(orders.ReadsTree(st))
+	if err != nil {
+		return changeset.Result{}, failure.Classify(failure.ClassRender, err)
 	}
 	r, err := os.Finish(ctx, st, res, pushed)
 	if err != nil {

@@ -88,10 +88,9 @@ func (e *Engine) watchInPlace(ctx context.Context) render.InPlace {
 	if !ok {
 		return nil
 	}
-	var once sync.Once
-	var in render.InPlace
+	in := sync.OnceValue(func() render.InPlace { return p.InPlace(ctx) })
 	return func(id waldur.UUID) bool {
-		once.Do(func() { in = p.InPlace(ctx) })
-		return in != nil && in(id)
+		f := in()
+		return f != nil && f(id)
 	}
 }

@@ -93,14 +93,6 @@ type InPlacer interface {
 	InPlace(ctx context.Context) func(waldur.UUID) bool
 }
 
-// Holder is a Publisher that can tell, before the files are built, that
-// its destination holds what a render's inputs render to
-// (render.Result.Inputs): the render is then hollow
-// (render.Renderer.HollowWhen), and the publisher takes it as unchanged.
-type Holder interface {
-	Holds(inputs string) bool
-}
-
 // Identities reconciles the identity provider (Keycloak groups and
 // memberships) with the render. present reports whether a resource that is no
 // longer rendered still has a tenant at the destination: its groups stay.

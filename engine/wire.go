@@ -107,10 +107,11 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 		}
 	}
 	var previous func() render.Tree
+	var holds func(inputs string) bool // whether the destination holds what inputs render to
 	switch o.Publish {
 	case Git:
 		gp := &publish.Git{Config: cfg, Log: o.Log}
-		s.Publisher, previous = gp, gp.Previous
+		s.Publisher, previous, holds = gp, gp.Previous, gp.Holds
 	case Cluster:
 		opts := o.Apply
 		opts.Log = o.Log
@@ -144,12 +145,12 @@ func FromConfig(cfg *config.Config, o Options) (*Engine, error) {
 	r := render.New(cfg, tpls).Remembering(render.NewMemory(o.Log))
 	if filesOnly(o) {
 		r = r.WithoutObjects()
+		if holds != nil && !o.DryRun {
+			r = r.HollowWhen(holds)
+		}
 	}
 	if previous != nil {
 		r = r.SharingWith(previous)
-	}
-	if h, ok := s.Publisher.(Holder); ok && filesOnly(o) && !o.DryRun {
-		r = r.HollowWhen(h.Holds)
 	}
 	if o.Usage != nil {
 		// The usage report posts only usage: no order, publish or identity stage.

@@ -18,11 +18,8 @@ type feedbackStage struct{ fb *writeback.ResourceFeedback }
 func (f feedbackStage) Report(ctx context.Context, st *waldur.State, res *render.Result, pub *publish.Published, waiting map[waldur.UUID]string, o FeedbackOptions) (changeset.Result, error) {
 	var wp *writeback.Published
 	if pub != nil {
-		// No In: feedback finds a tenant in After as rendered, parsing nothing (same answer as pub.Has).
-		wp = &writeback.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Failed: pub.Failed}
-		if pub.Hollow() {
-			wp.In = pub.Has // every rendered tenant is in place, and nothing else
-		}
+		// Without In, feedback finds a tenant in After as rendered, parsing nothing (same answer as pub.Has).
+		wp = &writeback.Published{Before: pub.Before, After: pub.After, Ref: pub.Ref, Failed: pub.Failed, In: pub.Present()}
 	}
 	r, err := f.fb.Report(ctx, st, res, wp, waiting, writeback.Options{DryRun: o.DryRun, Guard: o.Guard})
 	return r, failure.Classify(failure.ClassWaldur, err)

@@ -384,7 +384,7 @@ func TestHollowNoop(t *testing.T) {
 	if out.Published.Has("00000000000000000000000000000001") {
 		t.Error("the hollow publish has a resource nobody rendered")
 	}
-	files, err := out.Published.Files()
+	_, files, err := out.Published.Trees(true)
 	if err != nil {
 		t.Fatal(err)
 	}

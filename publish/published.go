@@ -70,22 +70,31 @@ type Published struct {
 }
 
 // Hollow reports whether the publish found the destination holding a
-// hollow render: Before and After are then empty, and Files makes them.
+// hollow render: Before and After are then empty until Trees makes them.
 func (p *Published) Hollow() bool { return p != nil && p.hollow != nil }
 
-// Files returns After. After a hollow publish it first builds the render's
-// files (render.Result.Fill) and takes them for Before and After, since
-// the destination holds exactly the render.
-func (p *Published) Files() (render.Tree, error) {
-	if !p.Hollow() {
-		return p.After, nil
+// Trees returns Before and After for a stage that reads them when need is
+// set. After a hollow publish it first builds the render's files
+// (render.Result.Fill) and takes them for both, since the destination holds
+// exactly the render; without need they stay empty.
+func (p *Published) Trees(need bool) (before, after render.Tree, err error) {
+	if p.Hollow() && need {
+		if err := p.hollow.Fill(); err != nil {
+			return nil, nil, err
+		}
+		tree := p.hollow.Tree(nil)
+		p.Before, p.After, p.hollow = tree, tree, nil
 	}
-	if err := p.hollow.Fill(); err != nil {
-		return nil, err
+	return p.Before, p.After, nil
+}
+
+// Present is Has after a hollow publish, whose After is not made; nil
+// otherwise, for a reader that finds its tenants in After.
+func (p *Published) Present() func(waldur.UUID) bool {
+	if p.Hollow() {
+		return p.Has
 	}
-	tree := p.hollow.Tree(nil)
-	p.Before, p.After, p.hollow = tree, tree, nil
-	return tree, nil
+	return nil
 }
 
 // Has reports whether the resource's tenant is at the destination, or was

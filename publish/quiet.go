@@ -122,11 +122,23 @@ func (p *Git) startNoopCheck(ctx context.Context) *noopCheck {
 // the server, which the render waits for anyway (Previous).
 func (p *Git) Holds(inputs string) bool {
 	q := p.check
-	if q == nil || inputs == "" {
-		return false
-	}
+	return q != nil && inputs != "" && q.atRecord() && q.record.Inputs == inputs
+}
+
+// atRecord waits for the look at the server and reports whether the
+// branch, not fetched, is at the commit the record names.
+func (q *noopCheck) atRecord() bool {
 	<-q.done
-	return q.writer == nil && q.tip != "" && q.record.Commit == q.tip && q.record.Inputs == inputs
+	return q.writer == nil && q.tip != "" && q.record.Commit == q.tip
+}
+
+// recordable is the Inputs a record may keep for res: none unless res is
+// the whole desired state.
+func recordable(res *render.Result) string {
+	if !res.Complete() {
+		return ""
+	}
+	return res.Inputs
 }
 
 // quiet is the publish of a run whose render the branch already holds at
@@ -136,7 +148,7 @@ func (p *Git) quiet(ctx context.Context, res *render.Result, o Options) (*Publis
 	if q == nil || o.DryRun || len(res.Skipped) > 0 || len(res.Kept) > 0 || len(res.Unread) > 0 || len(res.Review) > 0 {
 		return nil, changeset.Result{}, false
 	}
-	if <-q.done; q.writer != nil || q.tip == "" || q.record.Commit != q.tip {
+	if !q.atRecord() {
 		return nil, changeset.Result{}, false
 	}
 	branch := p.Config.Git.Branch
@@ -155,10 +167,10 @@ func (p *Git) quiet(ctx context.Context, res *render.Result, o Options) (*Publis
 			return nil, changeset.Result{}, false
 		}
 		pub.Before, pub.After = next, next
-		if res.Inputs != "" && res.Complete() {
+		if in := recordable(res); in != "" {
 			// The branch holds exactly this render: the next run with
 			// the same inputs need not build its files.
-			p.record(ctx, noopRecord{Commit: q.tip, Files: q.record.Files, Inputs: res.Inputs})
+			p.record(ctx, noopRecord{Commit: q.tip, Files: q.record.Files, Inputs: in})
 		}
 	}
 	logOrDiscard(p.Log).Info("the branch is at the commit the last run left, which holds this render: nothing to fetch or push",
@@ -176,8 +188,8 @@ func (p *Git) remember(ctx context.Context, commit string, files render.Tree, re
 		return
 	}
 	rec := noopRecord{Commit: commit, Files: treeFingerprint(p.Config.Git.Path, files)}
-	if res.Inputs != "" && res.Complete() && treeFingerprint(p.Config.Git.Path, res.Tree(nil)) == rec.Files {
-		rec.Inputs = res.Inputs // the files are exactly this render
+	if in := recordable(res); in != "" && res.Tree(nil).Equal(files) {
+		rec.Inputs = in // the files are exactly this render
 	}
 	p.record(ctx, rec)
 }

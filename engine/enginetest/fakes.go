@@ -4,6 +4,7 @@
 package enginetest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -130,12 +131,7 @@ type Publisher struct {
 }
 
 // Stage is StageName, or "fake".
-func (p *Publisher) Stage() string {
-	if p.StageName == "" {
-		return "fake"
-	}
-	return p.StageName
-}
+func (p *Publisher) Stage() string { return cmp.Or(p.StageName, "fake") }
 
 // Class is ClassGit.
 func (p *Publisher) Class() failure.Class { return failure.ClassGit }
