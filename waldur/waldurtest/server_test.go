@@ -209,6 +209,15 @@ func TestContractValidationCatchesViolations(t *testing.T) {
 			wantKind: "request", wantInErr: "offering_uuid"},
 		{name: "body where none is declared", method: "POST", path: "/api/marketplace-orders/" + string(offering) + "/set_state_done/",
 			body: "{}", wantKind: "request"},
+		{name: "enum value not in schema, unchecked", method: "GET", path: "/api/marketplace-provider-resources/?state=Active",
+			opts: []waldurtest.Option{waldurtest.WithoutContractChecks()}},
+		{name: "response violating the schema, unchecked", method: "GET", path: "/api/marketplace-provider-resources/",
+			opts: []waldurtest.Option{waldurtest.WithoutContractChecks()},
+			seed: func(s *waldurtest.Server) {
+				s.AddResourceJSON([]byte(`{"uuid": "0c1d2e3f405162738495a6b7c8d9e0f1", "state": "Bogus", "limits": {"cpu": "four"}}`))
+			}},
+		{name: "path outside the subset, unchecked all the same", method: "GET", path: "/api/marketplace-categories/",
+			opts: []waldurtest.Option{waldurtest.WithoutContractChecks()}, wantKind: "route"},
 		{name: "path outside the subset", method: "GET", path: "/api/marketplace-categories/", wantKind: "route"},
 		{name: "path outside the subset, allowed", method: "GET", path: "/api/marketplace-categories/",
 			opts: []waldurtest.Option{waldurtest.AllowPath("/api/marketplace-categories/")}},
