@@ -3,6 +3,7 @@ package waldur
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -68,7 +69,7 @@ func setString(dst *string, v []byte) bool {
 	switch {
 	case string(v) == "null":
 		return true
-	case len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 || !utf8.Valid(v):
+	case !escapeFree(v):
 		return false
 	}
 	*dst = string(v[1 : len(v)-1])
@@ -162,7 +163,8 @@ var resourceKeys = []string{"uuid", "name", "slug", "backend_id", "state", "limi
 
 // set stores the JSON value v of key in r; false when it cannot be sure to
 // do what encoding/json does. The fields that are not strings take their own
-// UnmarshalJSON, as encoding/json calls it, or json.Unmarshal into the field.
+// UnmarshalJSON, as encoding/json calls it; the nested objects take their
+// usual shape here and anything else json.Unmarshal into the field.
 func (r *Resource) set(key, v []byte) bool {
 	var uuid *UUID
 	var flag *Flag
@@ -186,11 +188,11 @@ func (r *Resource) set(key, v []byte) bool {
 	case "created":
 		return r.Created.UnmarshalJSON(v) == nil
 	case "limits":
-		return json.Unmarshal(v, &r.Limits) == nil
+		return setLimits(&r.Limits, v) || json.Unmarshal(v, &r.Limits) == nil
 	case "backend_metadata":
-		return json.Unmarshal(v, &r.BackendMetadata) == nil
+		return setStrings(&r.BackendMetadata, v) || json.Unmarshal(v, &r.BackendMetadata) == nil
 	case "offering_plugin_options":
-		return json.Unmarshal(v, &r.OfferingPluginOptions) == nil
+		return setOptions(&r.OfferingPluginOptions, v) || json.Unmarshal(v, &r.OfferingPluginOptions) == nil
 	default:
 		return r.setString(key, v)
 	}
@@ -230,4 +232,102 @@ func (r *Resource) setString(key, v []byte) bool {
 		return otherKey(key, resourceKeys)
 	}
 	return setString(dst, v)
+}
+
+// The nested objects of a resource, decoded here in the shape the wire
+// usually has them and left to json.Unmarshal otherwise. Each does what
+// json.Unmarshal into the field does: null clears it, an object adds its
+// keys to what the field already holds (a repeated key of the record
+// merges). Each returns false, having changed nothing, for a value it does
+// not handle; the caller then decodes it with json.Unmarshal.
+
+// setLimits stores the object v of numbers and escape-free strings in dst.
+func setLimits(dst *Limits, v []byte) bool {
+	if string(v) == "null" {
+		*dst = nil
+		return true
+	}
+	var keys, vals [][]byte
+	if !plainObject(v, &keys, &vals, func(x []byte) bool {
+		return x[0] == '-' || (x[0] >= '0' && x[0] <= '9') || escapeFree(x)
+	}) {
+		return false
+	}
+	if *dst == nil {
+		*dst = make(Limits, len(keys))
+	}
+	for i, k := range keys {
+		a := Amount(vals[i]) // a number keeps its text, as json.Number does
+		if vals[i][0] == '"' {
+			a = Amount(strings.TrimSpace(string(vals[i][1 : len(vals[i])-1])))
+		}
+		(*dst)[string(k)] = a
+	}
+	return true
+}
+
+// setStrings stores the object v of escape-free strings in dst.
+func setStrings(dst *map[string]any, v []byte) bool {
+	if string(v) == "null" {
+		*dst = nil
+		return true
+	}
+	var keys, vals [][]byte
+	if !plainObject(v, &keys, &vals, escapeFree) {
+		return false
+	}
+	if *dst == nil {
+		*dst = make(map[string]any, len(keys))
+	}
+	for i, k := range keys {
+		(*dst)[string(k)] = string(vals[i][1 : len(vals[i])-1])
+	}
+	return true
+}
+
+// pluginOptionKeys are PluginOptions' JSON names.
+var pluginOptionKeys = []string{"enable_membership_sync_status"}
+
+// setOptions stores the plugin options object v in dst.
+func setOptions(dst **PluginOptions, v []byte) bool {
+	if string(v) == "null" {
+		*dst = nil
+		return true
+	}
+	var o PluginOptions
+	if *dst != nil {
+		o = **dst
+	}
+	if !decodeObject(v, func(key, v []byte) bool {
+		if string(key) == pluginOptionKeys[0] {
+			return o.EnableMembershipSyncStatus.UnmarshalJSON(v) == nil
+		}
+		return otherKey(key, pluginOptionKeys)
+	}) {
+		return false
+	}
+	if *dst == nil {
+		*dst = new(PluginOptions)
+	}
+	**dst = o
+	return true
+}
+
+// plainObject collects the keys and values of the JSON object v when every
+// key is an escape-free valid string and every value is one value accepts.
+func plainObject(v []byte, keys, vals *[][]byte, value func([]byte) bool) bool {
+	return decodeObject(v, func(key, x []byte) bool {
+		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) || !value(x) {
+			return false
+		}
+		*keys = append(*keys, key)
+		*vals = append(*vals, x)
+		return true
+	})
+}
+
+// escapeFree reports whether the JSON value x is a string without escapes
+// and of valid UTF-8.
+func escapeFree(x []byte) bool {
+	return len(x) >= 2 && x[0] == '"' && bytes.IndexByte(x, '\\') < 0 && utf8.Valid(x)
 }

@@ -137,7 +137,9 @@ func TestDecodeResourceMatchesJSON(t *testing.T) {
 			`"customer_slug"`, `"paused"`, `"Paused"`, `"downscaled"`, `"end_date"`, `"created"`, `"backend_metadata"`,
 			`"last_sync"`, `"offering_plugin_options"`, `"other"`, `"nämé"`}
 		values := []string{`"x"`, `""`, `null`, `1`, `"0d8b4f3c1a2b4c5d8e9f0a1b2c3d4e5f"`, `"a"b"`, `"é"`, `{"a":"b"}`,
-			`{"cpu":2}`, `{"enable_membership_sync_status":"true"}`, `[]`, `true`, `"true"`, `"2026-11-28T03:00:00Z"`}
+			`{"cpu":2}`, `{"enable_membership_sync_status":"true"}`, `[]`, `true`, `"true"`, `"2026-11-28T03:00:00Z"`,
+			`{"cpu":" 2 ","ram":-1.5e3}`, `{"a":null}`, `{"a":{"b":1}}`, `{}`, `{"enable_membership_sync_status":1,"x":[]}`,
+			`{"Enable_Membership_Sync_Status":true}`, `{"a\u0062":"c"}`, `{"a":"\u0062"}`}
 		randomRecords(t, decodeResource, keys, values, 30000)
 	})
 }
@@ -169,4 +171,44 @@ func TestDecodeOfferingUserMatchesJSON(t *testing.T) {
 			`[]`, `true`, `"false"`, "\"\xff\""}
 		randomRecords(t, decodeOfferingUser, keys, values, 20000)
 	})
+}
+
+// TestNestedFieldsWithoutReflection: the nested objects a resource usually
+// carries (limits, backend metadata, plugin options) are decoded without
+// json.Unmarshal, and the others are left to it untouched.
+func TestNestedFieldsWithoutReflection(t *testing.T) {
+	for _, tc := range []struct {
+		v                     string
+		limits, strings, opts bool
+	}{
+		{`null`, true, true, true},
+		{`{}`, true, true, true},
+		{`{"cpu":4,"ram":"1 Gi","storage":-1.5e3}`, true, false, true},
+		{`{"namespace":"ns-1","cluster":"c"}`, true, true, true},
+		{`{"enable_membership_sync_status":true}`, false, false, true},
+		{`{"cpu":null}`, false, false, true},
+		{`{"cpu":"\u0031"}`, false, false, true},
+		{`{"c\u0070u":1}`, false, false, false},
+		{`{"enable_membership_sync_status":"maybe"}`, true, true, false},
+		{`{"Enable_membership_sync_status":true}`, false, false, false},
+		{`[]`, false, false, false},
+	} {
+		t.Run(tc.v, func(t *testing.T) {
+			var l Limits
+			var m map[string]any
+			var o *PluginOptions
+			if got := setLimits(&l, []byte(tc.v)); got != tc.limits {
+				t.Errorf("setLimits = %v, want %v", got, tc.limits)
+			}
+			if got := setStrings(&m, []byte(tc.v)); got != tc.strings {
+				t.Errorf("setStrings = %v, want %v", got, tc.strings)
+			}
+			if got := setOptions(&o, []byte(tc.v)); got != tc.opts {
+				t.Errorf("setOptions = %v, want %v", got, tc.opts)
+			}
+			if !tc.limits && l != nil || !tc.strings && m != nil || !tc.opts && o != nil {
+				t.Errorf("a refused value changed the field: %v %v %v", l, m, o)
+			}
+		})
+	}
 }

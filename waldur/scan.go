@@ -18,14 +18,15 @@ import (
 // splitArray returns the elements of a JSON array, as slices of b; ok is
 // false when b is not a valid JSON array.
 func splitArray(b []byte) (out []json.RawMessage, ok bool) {
-	if !validJSON(b) {
+	valid, n := validCount(b)
+	if !valid {
 		return nil, false
 	}
 	i := skipSpace(b, 0)
 	if i >= len(b) || b[i] != '[' {
 		return nil, false
 	}
-	out = make([]json.RawMessage, 0, bytes.Count(b, []byte(`"uuid"`)))
+	out = make([]json.RawMessage, 0, n)
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return out, true

@@ -20,6 +20,9 @@ type UUID string
 
 // ParseUUID normalises s (with or without dashes, any case) to a UUID.
 func ParseUUID(s string) (UUID, error) {
+	if lowerHex32(s) {
+		return UUID(s), nil // already canonical, as Waldur sends them
+	}
 	h := strings.ToLower(strings.ReplaceAll(strings.TrimSpace(s), "-", ""))
 	if len(h) != 32 {
 		return "", fmt.Errorf("invalid uuid %q: want 32 hex digits", s)
@@ -30,6 +33,19 @@ func ParseUUID(s string) (UUID, error) {
 		}
 	}
 	return UUID(h), nil
+}
+
+// lowerHex32 reports whether s is 32 lowercase hex digits.
+func lowerHex32(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Hex returns the 32-hex form.

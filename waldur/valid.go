@@ -7,17 +7,25 @@ package waldur
 // was a tenth of a no-op's read (BENCHMARKS.md, "A no-op sync as a CronJob
 // starts it"); TestValidJSONMatchesStdlib holds it to json.Valid.
 func validJSON(b []byte) bool {
+	ok, _ := validCount(b)
+	return ok
+}
+
+// validCount is validJSON that also counts the values directly inside the
+// outermost container: a page's records, for splitArray to hold them in
+// one allocation.
+func validCount(b []byte) (ok bool, n int) {
 	var stack []byte // '{' or '[' of each open container
 	i := skipSpace(b, 0)
 	for {
 		// A value starts at b[i].
 		if i >= len(b) {
-			return false
+			return false, 0
 		}
 		switch c := b[i]; {
 		case c == '{' || c == '[':
 			if len(stack) >= maxJSONDepth {
-				return false
+				return false, 0
 			}
 			stack = append(stack, c)
 			i = skipSpace(b, i+1)
@@ -28,45 +36,51 @@ func validJSON(b []byte) bool {
 			}
 			if c == '{' {
 				if i = objectKey(b, i); i < 0 {
-					return false
+					return false, 0
 				}
 			}
 			continue
 		case c == '"':
 			if i = scanString(b, i); i < 0 {
-				return false
+				return false, 0
 			}
 		case c == '-' || c >= '0' && c <= '9':
 			if i = scanNumber(b, i); i < 0 {
-				return false
+				return false, 0
 			}
 		default:
 			if i = scanLiteral(b, i); i < 0 {
-				return false
+				return false, 0
 			}
 		}
 		// A value ended at b[i]: close containers, or go on after a comma.
+		if len(stack) == 1 {
+			n++
+		}
 		for {
 			i = skipSpace(b, i)
 			if len(stack) == 0 {
-				return i == len(b)
+				return i == len(b), n
 			}
 			if i >= len(b) {
-				return false
+				return false, 0
 			}
 			top := stack[len(stack)-1]
 			if b[i] == top+2 {
 				stack = stack[:len(stack)-1]
 				i++
+				if len(stack) == 1 {
+					n++
+				}
 				continue
 			}
 			if b[i] != ',' {
-				return false
+				return false, 0
 			}
 			i = skipSpace(b, i+1)
 			if top == '{' {
 				if i = objectKey(b, i); i < 0 {
-					return false
+					return false, 0
 				}
 			}
 			break

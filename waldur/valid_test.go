@@ -24,6 +24,7 @@ func TestValidJSONMatchesStdlib(t *testing.T) {
 			if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
 				t.Errorf("validJSON(%.60q) = %t, json.Valid says %t", s, got, want)
 			}
+			checkCount(t, s)
 		}
 	})
 	t.Run("random", func(t *testing.T) {
@@ -38,8 +39,23 @@ func TestValidJSONMatchesStdlib(t *testing.T) {
 			if got, want := validJSON([]byte(s)), json.Valid([]byte(s)); got != want {
 				t.Fatalf("validJSON(%q) = %t, json.Valid says %t", s, got, want)
 			}
+			checkCount(t, s)
 		}
 	})
+}
+
+// checkCount holds validCount's count of a valid array to the elements
+// encoding/json finds in it.
+func checkCount(t *testing.T, s string) {
+	t.Helper()
+	ok, n := validCount([]byte(s))
+	var elems []json.RawMessage
+	if !ok || json.Unmarshal([]byte(s), &elems) != nil {
+		return
+	}
+	if n != len(elems) {
+		t.Fatalf("validCount(%.60q) counted %d, encoding/json finds %d", s, n, len(elems))
+	}
 }
 
 func FuzzValidJSON(f *testing.F) {
