@@ -37,7 +37,7 @@ func BenchmarkCLISyncAPI(b *testing.B) {
 	opts := synth.Options{Tenants: n, Seed: seed, BackendTypes: []string{config.BackendK8sUTNamespace}, DisableKeycloak: true}
 	// The contract checks of thousands of answers would be most of the
 	// machine's work and the wall time; the tests keep them.
-	wsrv := waldurtest.New(b, waldurtest.LogViolations(), waldurtest.WithoutContractChecks())
+	wsrv := waldurtest.New(b, waldurtest.LogViolations(), waldurtest.WithoutContractChecks(), waldurtest.WithAnswerCache())
 	wsrv.Seed(synth.Generate(opts))
 	s := &syncBench{self: self, bin: bin, dir: b.TempDir()}
 	text := string(synth.ConfigYAML(opts))

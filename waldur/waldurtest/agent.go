@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"reflect"
 	"slices"
 
 	"github.com/waldur/waldur-gitops/waldur"
@@ -167,7 +168,11 @@ func (s *Server) registerAgentService(_ *http.Request, body []byte, op *operatio
 			"created": t, "modified": t, "mode": nil, "statistics": object{}}
 		s.data.agent.services.put(svc)
 	}
-	if m, ok := req["mode"]; ok {
+	m, ok := req["mode"]
+	if status == http.StatusOK && (!ok || reflect.DeepEqual(m, svc["mode"])) {
+		s.mu.unchanged() // the agent registering again, as it does every run
+	}
+	if ok {
 		svc["mode"] = m
 	}
 	s.refreshNested(ident)

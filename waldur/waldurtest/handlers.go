@@ -67,12 +67,17 @@ func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
 	}
 	defer s.flushEvents()
 	s.mu.Lock()
-	if r.Method == http.MethodGet {
-		defer s.mu.unlockRead() // a read changes nothing a listing shows
-	} else {
+	if r.Method != http.MethodGet {
 		defer s.mu.Unlock()
+		return h(s, r, body, op)
 	}
-	return h(s, r, body, op)
+	defer s.mu.unlockRead() // a read changes nothing a listing shows
+	if resp, ok := s.answers.get(r, s.mu.gen, len(s.listFaults) == 0); ok {
+		return resp
+	}
+	resp := h(s, r, body, op)
+	s.answers.put(r, s.mu.gen, resp)
+	return resp
 }
 
 // authenticate mirrors Waldur's TokenAuthentication: keyword "Token" in any case,

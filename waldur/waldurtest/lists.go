@@ -360,13 +360,22 @@ func (s *Server) links(r *http.Request, page, pages int) string {
 type stateLock struct {
 	sync.Mutex
 	gen uint64
+	// same is set by a request that found nothing to change.
+	same bool
 }
 
-// Unlock releases the lock after a change.
+// Unlock releases the lock after a change, unless unchanged was called.
 func (l *stateLock) Unlock() {
-	l.gen++
+	if !l.same {
+		l.gen++
+	}
+	l.same = false
 	l.Mutex.Unlock()
 }
+
+// unchanged tells the coming Unlock that the holder changed nothing (a
+// repeated registration), so that what was read stays current.
+func (l *stateLock) unchanged() { l.same = true }
 
 // unlockRead releases the lock after a read.
 func (l *stateLock) unlockRead() { l.Mutex.Unlock() }
@@ -411,4 +420,38 @@ func (c *listCache) put(r *http.Request, gen uint64, matched []object) {
 	}
 	maps.DeleteFunc(c.entries, func(_ string, e cachedList) bool { return e.gen != gen })
 	c.entries[listKey(r)] = cachedList{gen: gen, matched: matched}
+}
+
+// answerCache keeps the answers to reads at one generation of the state
+// (WithAnswerCache); off, it keeps nothing.
+type answerCache struct {
+	on      bool
+	gen     uint64
+	entries map[string]*response
+}
+
+// maxCachedAnswers bounds answerCache; it starts over when full.
+const maxCachedAnswers = 1 << 15
+
+func answerKey(r *http.Request) string { return r.Host + " " + r.URL.RequestURI() }
+
+// get returns the answer kept for r at generation gen, when usable.
+func (c *answerCache) get(r *http.Request, gen uint64, usable bool) (*response, bool) {
+	if !c.on || !usable || c.gen != gen {
+		return nil, false
+	}
+	resp, ok := c.entries[answerKey(r)]
+	return resp, ok
+}
+
+// put keeps the successful answer resp to r at generation gen, dropping
+// the answers of every other generation.
+func (c *answerCache) put(r *http.Request, gen uint64, resp *response) {
+	if !c.on || resp.status != http.StatusOK {
+		return
+	}
+	if c.entries == nil || c.gen != gen || len(c.entries) >= maxCachedAnswers {
+		c.gen, c.entries = gen, map[string]*response{}
+	}
+	c.entries[answerKey(r)] = resp
 }

@@ -36,6 +36,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -147,6 +148,15 @@ func LogViolations() Option {
 // always; the tests keep every check.
 func WithoutContractChecks() Option { return func(s *Server) { s.unchecked = true } }
 
+// WithAnswerCache keeps each read's answer and gives it again, without
+// running the handler, to the same read while nothing changed (no request
+// or method that may change the state came in since) and no list fault is
+// set: for a benchmark that reads a large site many times, where encoding
+// the same thousands of records each run would be most of the fake's work.
+// Answers that depend on the clock alone are not refreshed, so the tests
+// run without it.
+func WithAnswerCache() Option { return func(s *Server) { s.answers.on = true } }
+
 // WithSubset selects the OpenAPI subset the fake validates against and
 // serves (Subset81 by default). An unknown subset fails New.
 func WithSubset(subset Subset) Option { return func(s *Server) { s.subset = subset } }
@@ -180,6 +190,7 @@ type Server struct {
 	mu          stateLock
 	data        *store
 	lists       listCache
+	answers     answerCache
 	faults      []*Fault
 	listFaults  []*ListFault
 	delays      map[string]time.Duration
@@ -554,9 +565,14 @@ func (s *Server) writeReset(w http.ResponseWriter, resp *response) {
 	}
 }
 
+// write sends resp with its length declared, as Django's CommonMiddleware
+// declares every response that is not streamed.
 func (s *Server) write(w http.ResponseWriter, resp *response) {
 	for k, v := range resp.header {
 		w.Header()[k] = v
+	}
+	if len(resp.body) > 0 && w.Header().Get("Content-Length") == "" {
+		w.Header().Set("Content-Length", strconv.Itoa(len(resp.body)))
 	}
 	w.WriteHeader(resp.status)
 	_, _ = io.Copy(w, bytes.NewReader(resp.body))

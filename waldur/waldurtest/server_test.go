@@ -134,6 +134,9 @@ func TestPagesSeeChangesBetweenThem(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("status %d: %s", resp.StatusCode, body)
 		}
+		if resp.ContentLength != int64(len(body)) { // declared, as Django declares it
+			t.Errorf("Content-Length %d, body of %d bytes", resp.ContentLength, len(body))
+		}
 		return resp.Header.Get("X-Result-Count")
 	}
 	if got := count("?page_size=2&o=created"); got != "5" {

@@ -16,6 +16,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -45,6 +46,38 @@ type Contract struct {
 	Doc        *openapi3.T
 	router     routers.Router
 	schemaOpts []openapi3.SchemaValidationOption
+	// routes remembers the requests already matched: a stand-in serving a
+	// benchmark matches the same few thousand paths every run.
+	routes routeMemo
+}
+
+// routeMemo maps a request's method, host and path to its matched route.
+type routeMemo struct {
+	mu sync.Mutex
+	m  map[string]Operation
+}
+
+// maxRoutes bounds routeMemo; it starts over when full.
+const maxRoutes = 1 << 16
+
+func routeKey(r *http.Request) string {
+	return r.Method + " " + r.URL.Scheme + "://" + r.Host + r.URL.EscapedPath()
+}
+
+func (m *routeMemo) get(key string) (Operation, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	op, ok := m.m[key]
+	return op, ok
+}
+
+func (m *routeMemo) put(key string, op Operation) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.m == nil || len(m.m) >= maxRoutes {
+		m.m = map[string]Operation{}
+	}
+	m.m[key] = op
 }
 
 // Load parses, validates and routes the document of c.
@@ -82,10 +115,16 @@ func (o *Operation) ID() string { return o.Route.Operation.OperationID }
 // Match finds the operation of r, whose URL path must already be relative to
 // the API root; the error is the router's, for the caller to word.
 func (c *Contract) Match(r *http.Request) (*Operation, error) {
+	key := routeKey(r)
+	if op, ok := c.routes.get(key); ok {
+		op.Params = maps.Clone(op.Params)
+		return &op, nil
+	}
 	route, params, err := c.router.FindRoute(r)
 	if err != nil {
 		return nil, err
 	}
+	c.routes.put(key, Operation{Route: route, Params: maps.Clone(params)})
 	return &Operation{Route: route, Params: params}, nil
 }
 

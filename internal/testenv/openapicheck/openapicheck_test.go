@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -94,5 +95,37 @@ func TestCheck(t *testing.T) {
 	}
 	if _, err := c.Match(httptest.NewRequest(http.MethodGet, "/elsewhere", nil)); err == nil {
 		t.Error("an unknown path matched")
+	}
+}
+
+// TestMatchRemembers: a remembered match gives the route and parameters the
+// router gave, its parameters are the caller's own, and a failed match is
+// not remembered as a route.
+func TestMatchRemembers(t *testing.T) {
+	c := load(t)
+	for _, id := range []string{"0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"} {
+		var first *Operation
+		for i := range 3 {
+			op, err := c.Match(httptest.NewRequest(http.MethodPost, "/things/"+id+"?dry="+strconv.Itoa(i), nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if op.ID() != "things_update" || op.Params["id"] != id {
+				t.Fatalf("match %d of %s: %s %v", i, id, op.ID(), op.Params)
+			}
+			if first != nil && op.Route != first.Route {
+				t.Errorf("match %d of %s: another route", i, id)
+			}
+			first = op
+			op.Params["id"] = "changed by the caller"
+		}
+	}
+	if len(c.routes.m) != 2 {
+		t.Errorf("%d routes remembered, want 2", len(c.routes.m))
+	}
+	for range 2 {
+		if _, err := c.Match(httptest.NewRequest(http.MethodGet, "/things/x", nil)); err == nil {
+			t.Error("GET matched a path that has only POST")
+		}
 	}
 }
