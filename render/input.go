@@ -241,8 +241,9 @@ func (in *offeringInput) members(d *TenantData, r *waldur.Resource, role func(wa
 	if r.RestrictMemberAccess {
 		return []Member{}
 	}
-	out := []Member{}
-	for _, m := range in.st.Teams[r.ProjectUUID] {
+	team := in.st.Teams[r.ProjectUUID]
+	out := make([]Member, 0, len(team))
+	for _, m := range team {
 		if m.OfferingUserUsername == "" || inactiveUserStates[m.OfferingUserState] {
 			continue
 		}

@@ -247,23 +247,23 @@ func setLimits(dst *Limits, v []byte) bool {
 		*dst = nil
 		return true
 	}
-	var keys, vals [][]byte
-	if !plainObject(v, &keys, &vals, func(x []byte) bool {
+	n, ok := plainObject(v, func(x []byte) bool {
 		return x[0] == '-' || (x[0] >= '0' && x[0] <= '9') || escapeFree(x)
-	}) {
+	})
+	if !ok {
 		return false
 	}
 	if *dst == nil {
-		*dst = make(Limits, len(keys))
+		*dst = make(Limits, n)
 	}
-	for i, k := range keys {
-		a := Amount(vals[i]) // a number keeps its text, as json.Number does
-		if vals[i][0] == '"' {
-			a = Amount(strings.TrimSpace(string(vals[i][1 : len(vals[i])-1])))
+	return decodeObject(v, func(k, x []byte) bool {
+		a := Amount(x) // a number keeps its text, as json.Number does
+		if x[0] == '"' {
+			a = Amount(strings.TrimSpace(string(x[1 : len(x)-1])))
 		}
 		(*dst)[string(k)] = a
-	}
-	return true
+		return true
+	})
 }
 
 // setStrings stores the object v of escape-free strings in dst.
@@ -272,17 +272,17 @@ func setStrings(dst *map[string]any, v []byte) bool {
 		*dst = nil
 		return true
 	}
-	var keys, vals [][]byte
-	if !plainObject(v, &keys, &vals, escapeFree) {
+	n, ok := plainObject(v, escapeFree)
+	if !ok {
 		return false
 	}
 	if *dst == nil {
-		*dst = make(map[string]any, len(keys))
+		*dst = make(map[string]any, n)
 	}
-	for i, k := range keys {
-		(*dst)[string(k)] = string(vals[i][1 : len(vals[i])-1])
-	}
-	return true
+	return decodeObject(v, func(k, x []byte) bool {
+		(*dst)[string(k)] = string(x[1 : len(x)-1])
+		return true
+	})
 }
 
 // pluginOptionKeys are PluginOptions' JSON names.
@@ -313,17 +313,15 @@ func setOptions(dst **PluginOptions, v []byte) bool {
 	return true
 }
 
-// plainObject collects the keys and values of the JSON object v when every
-// key is an escape-free valid string and every value is one value accepts.
-func plainObject(v []byte, keys, vals *[][]byte, value func([]byte) bool) bool {
-	return decodeObject(v, func(key, x []byte) bool {
-		if bytes.IndexByte(key, '\\') >= 0 || !utf8.Valid(key) || !value(x) {
-			return false
-		}
-		*keys = append(*keys, key)
-		*vals = append(*vals, x)
-		return true
+// plainObject reports whether v is a JSON object whose keys are all
+// escape-free valid strings and whose values value all accepts, and counts
+// its keys.
+func plainObject(v []byte, value func([]byte) bool) (n int, ok bool) {
+	ok = decodeObject(v, func(key, x []byte) bool {
+		n++
+		return bytes.IndexByte(key, '\\') < 0 && utf8.Valid(key) && value(x)
 	})
+	return n, ok
 }
 
 // escapeFree reports whether the JSON value x is a string without escapes
