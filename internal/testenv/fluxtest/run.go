@@ -103,11 +103,20 @@ func start(ctx context.Context, bins *Binaries, kubeconfig string, f Flags) (_ *
 	return c, nil
 }
 
-// run starts a controller with its output in <dir>/<name>.log.
+// run starts a controller with its output in <dir>/<name>.log and its
+// temporary files in <dir>/<name>.tmp: kustomize-controller builds every
+// Kustomization in a directory of its own under $TMPDIR, and twice a build
+// failed on that directory vanishing from the machine's shared /tmp
+// mid-build (BENCHMARKS.md, "Shard parts"; a TestFluxOCILayout run), with
+// every suite's servers and tests writing there at once.
 func (c *Controllers) run(name, bin, kubeconfig string, args ...string) (*testproc.Process, error) {
+	tmp := filepath.Join(c.Dir, name+".tmp")
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return nil, err
+	}
 	// The controllers have no --kubeconfig flag; leader election is off by
 	// default.
-	return c.g.Run(name, bin, []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + Namespace}, args...)
+	return c.g.Run(name, bin, []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + Namespace, "TMPDIR=" + tmp}, args...)
 }
 
 // Profile writes a CPU profile of the named controller over the next d to
