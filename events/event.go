@@ -50,9 +50,10 @@ var ObjectTypes = []string{TypeOrder, TypeResource, TypeUserRole, TypeOfferingUs
 var LegacyObjectTypes = []string{TypeOrder, TypeResource, TypeUserRole, TypeOfferingUser, TypeServiceAccount, TypeCourseAccount}
 
 // fullSyncTypes are the object types whose events need a full sync: a
-// targeted one refreshes resources, their teams, the open orders and the
-// offering users an offering_user event names only.
-var fullSyncTypes = []string{TypeServiceAccount, TypeCourseAccount, TypeOfferingResourcesSync}
+// targeted one refreshes the resources it names, their teams, the open
+// orders, the accounts and the offering users an offering_user event names
+// only. An account event names its project, whose resources it refreshes.
+var fullSyncTypes = []string{TypeOfferingResourcesSync}
 
 // settledOrderStates are order states no sync acts on (the site agent skips
 // the same ones).
@@ -180,8 +181,8 @@ func (t *Trigger) add(e Event, at time.Time) {
 	}
 	switch {
 	case slices.Contains(fullSyncTypes, e.ObjectType):
-		// What these change (accounts, the whole offering) is read only by
-		// a full sync.
+		// What these change (the whole offering) is read only by a full
+		// sync.
 		t.Full, t.Why = true, FullEventType
 	case e.ObjectType == TypeOfferingUser && e.OfferingUser != "":
 		t.OfferingUsers = insertSorted(t.OfferingUsers, e.OfferingUser)
@@ -202,8 +203,8 @@ type FullCause string
 
 // The reasons an event run is a full run.
 const (
-	// FullEventType: an event of a type only a full sync reads (accounts,
-	// offering_resources_sync).
+	// FullEventType: an event of a type only a full sync reads
+	// (offering_resources_sync).
 	FullEventType FullCause = "event_type"
 	// FullUnattributed: an event that names nothing the run can look at
 	// alone (no resource, project or offering user; an offering user the

@@ -75,8 +75,17 @@ func TestCoalescer(t *testing.T) {
 		t.Fatalf("an offering_user event: %+v, want the user to look at", tr)
 	}
 	c.Add(Event{ObjectType: TypeServiceAccount, Project: "p"}, time.Now())
+	c.Add(Event{ObjectType: TypeCourseAccount, Project: "q"}, time.Now())
+	if tr, ok := c.Next(ctx); !ok || tr.Full || !slices.Equal(tr.Projects, []waldur.UUID{"p", "q"}) {
+		t.Fatalf("account events: %+v, want their projects to look at", tr)
+	}
+	c.Add(Event{ObjectType: TypeCourseAccount}, time.Now())
+	if tr, ok := c.Next(ctx); !ok || !tr.Full || tr.Why != FullUnattributed {
+		t.Fatalf("an account event without a project: %+v, want a full sync", tr)
+	}
+	c.Add(Event{ObjectType: TypeOfferingResourcesSync}, time.Now())
 	if tr, ok := c.Next(ctx); !ok || !tr.Full || tr.Why != FullEventType {
-		t.Fatalf("a service_account event: %+v, want a full sync", tr)
+		t.Fatalf("an offering_resources_sync event: %+v, want a full sync", tr)
 	}
 	short, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()

@@ -304,3 +304,24 @@ func (g *group) Wait() error {
 	g.cancel()
 	return g.err
 }
+
+// RefreshAccounts reads the project service accounts and course accounts of
+// st's offering again, as ReadOffering reads them, and puts them in st in
+// place of those it holds, with the records of theirs it reported as bad:
+// an event run's refresh, so that an account event reaches the tenants of
+// its project. st is unchanged when a read fails.
+func (c *Client) RefreshAccounts(ctx context.Context, st *OfferingState) error {
+	sa, badSA, err := listAccounts[ServiceAccount](ctx, c, st.OfferingUUID, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+	if err != nil {
+		return err
+	}
+	ca, badCA, err := listAccounts[CourseAccount](ctx, c, st.OfferingUUID, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
+	if err != nil {
+		return err
+	}
+	kept := slices.DeleteFunc(slices.Clone(st.BadRecords), func(b BadRecord) bool {
+		return b.Kind == RecordServiceAccount || b.Kind == RecordCourseAccount
+	})
+	st.ServiceAccounts, st.CourseAccounts, st.BadRecords = sa, ca, slices.Concat(kept, badSA, badCA)
+	return nil
+}

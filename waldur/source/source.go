@@ -154,8 +154,9 @@ func (s *API) Preflight() []error {
 }
 
 // Refresh returns a copy of last in which the named resources, their teams
-// and every offering's open orders are read again: per offering one order
-// listing, and one resource and one team read per named resource. A resource
+// and every offering's open orders and accounts are read again: per
+// offering the order listing and the two account listings, and one resource
+// and one team read per named resource. A resource
 // now in a state the listing leaves out (Terminated) or answering 404 leaves
 // the state; one of another offering is ignored.
 func (s *API) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID) (*waldur.State, error) {
@@ -175,7 +176,10 @@ func (s *API) Refresh(ctx context.Context, last *waldur.State, ids []waldur.UUID
 		if ost.Teams == nil {
 			ost.Teams = map[waldur.UUID][]waldur.TeamMember{}
 		}
-		if ost.Orders, err = c.ListOrders(ctx, prev.OfferingUUID); err != nil {
+		if ost.Orders, err = c.ListOrders(ctx, prev.OfferingUUID); err == nil {
+			err = c.RefreshAccounts(ctx, &ost)
+		}
+		if err != nil {
 			return nil, failure.Classify(failure.ClassWaldur, fmt.Errorf("refresh offering %q: %w", prev.Name, err))
 		}
 		for _, id := range withOrderResources(ids, prev.Orders, ost.Orders) {

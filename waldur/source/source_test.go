@@ -3,6 +3,7 @@ package source_test
 import (
 	"context"
 	"os"
+	"reflect"
 	"testing"
 	"time"
 
@@ -179,5 +180,47 @@ func TestConfirmAgainstWaldur(t *testing.T) {
 	}
 	if g, ok := gone[unknown]; !ok || g.Terminated {
 		t.Errorf("an unknown resource: %+v %v", g, ok)
+	}
+}
+
+// TestRefreshReadsTheAccounts: an event run's refresh reads the offering's
+// service and course accounts again (an account event names only its
+// project), giving what a full read gives, and leaves the last state as it
+// was.
+func TestRefreshReadsTheAccounts(t *testing.T) {
+	srv := waldurtest.New(t)
+	t.Setenv("WALDUR_API_TOKEN", srv.Token())
+	const project = waldur.UUID("0aa00000000040008000000000000001")
+	id := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "alpha", ProjectUUID: project, Limits: waldur.Limits{"cpu": "1"}})
+	srv.AddServiceAccount(offeringUUID, waldur.ServiceAccount{ProjectUUID: project, Username: "robot-1", State: waldur.AccountOK})
+	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
+	src := &source.API{Offerings: []config.Offering{o}}
+	ctx := context.Background()
+	last, err := src.Read(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.AddServiceAccount(offeringUUID, waldur.ServiceAccount{ProjectUUID: project, Username: "robot-2", State: waldur.AccountOK})
+	srv.AddCourseAccount(offeringUUID, waldur.CourseAccount{ProjectUUID: project, Username: "student-1", State: waldur.AccountOK})
+
+	ctx, tally := waldur.WithTally(ctx)
+	got, err := src.Refresh(ctx, last, []waldur.UUID{id})
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := tally.Stats().Requests
+	if calls[waldur.KindServiceAccounts] != 1 || calls[waldur.KindCourseAccounts] != 1 || calls[waldur.KindResourcesList] != 0 {
+		t.Errorf("refresh made the calls %v, want one listing of each kind of account and no resource listing", calls)
+	}
+	full, err := src.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, f := got.Offerings[0], full.Offerings[0]
+	if !reflect.DeepEqual(g.ServiceAccounts, f.ServiceAccounts) || !reflect.DeepEqual(g.CourseAccounts, f.CourseAccounts) || len(g.ServiceAccounts) != 2 || len(g.CourseAccounts) != 1 {
+		t.Errorf("refreshed accounts %+v %+v, a full read %+v %+v", g.ServiceAccounts, g.CourseAccounts, f.ServiceAccounts, f.CourseAccounts)
+	}
+	if len(last.Offerings[0].ServiceAccounts) != 1 || len(last.Offerings[0].CourseAccounts) != 0 {
+		t.Error("refresh changed the last state in place")
 	}
 }
