@@ -47,23 +47,10 @@ func TestRefreshReadsOnlyTheNamedResources(t *testing.T) {
 	gamma.State = waldur.ResourceTerminated
 	srv.AddResource(gamma)
 
-	ctx, tally := waldur.WithTally(ctx)
-	got, err := src.Refresh(ctx, last, []waldur.UUID{ids[1], eps, ids[2]})
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := tally.Stats().Requests
+	g, f, calls := refreshThenRead(t, src, last, []waldur.UUID{ids[1], eps, ids[2]})
 	if calls[waldur.KindResourcesList] != 0 || calls[waldur.KindResourceGet] != 3 || calls[waldur.KindOrdersList] != 1 {
 		t.Errorf("refresh made the calls %v, want 3 resource reads and 1 order listing, no resource listing", calls)
 	}
-	full, err := src.Read(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Offerings) != 1 || len(full.Offerings) != 1 {
-		t.Fatalf("offerings: %d refreshed, %d read", len(got.Offerings), len(full.Offerings))
-	}
-	g, f := got.Offerings[0], full.Offerings[0]
 	var gs, fs []string
 	for _, r := range g.Resources {
 		gs = append(gs, r.Slug+":"+r.State+":"+string(r.Limits["cpu"]))
@@ -203,24 +190,33 @@ func TestRefreshReadsTheAccounts(t *testing.T) {
 	srv.AddServiceAccount(offeringUUID, waldur.ServiceAccount{ProjectUUID: project, Username: "robot-2", State: waldur.AccountOK})
 	srv.AddCourseAccount(offeringUUID, waldur.CourseAccount{ProjectUUID: project, Username: "student-1", State: waldur.AccountOK})
 
-	ctx, tally := waldur.WithTally(ctx)
-	got, err := src.Refresh(ctx, last, []waldur.UUID{id})
-	if err != nil {
-		t.Fatal(err)
-	}
-	calls := tally.Stats().Requests
+	g, f, calls := refreshThenRead(t, src, last, []waldur.UUID{id})
 	if calls[waldur.KindServiceAccounts] != 1 || calls[waldur.KindCourseAccounts] != 1 || calls[waldur.KindResourcesList] != 0 {
 		t.Errorf("refresh made the calls %v, want one listing of each kind of account and no resource listing", calls)
 	}
-	full, err := src.Read(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, f := got.Offerings[0], full.Offerings[0]
 	if !reflect.DeepEqual(g.ServiceAccounts, f.ServiceAccounts) || !reflect.DeepEqual(g.CourseAccounts, f.CourseAccounts) || len(g.ServiceAccounts) != 2 || len(g.CourseAccounts) != 1 {
 		t.Errorf("refreshed accounts %+v %+v, a full read %+v %+v", g.ServiceAccounts, g.CourseAccounts, f.ServiceAccounts, f.CourseAccounts)
 	}
 	if len(last.Offerings[0].ServiceAccounts) != 1 || len(last.Offerings[0].CourseAccounts) != 0 {
 		t.Error("refresh changed the last state in place")
 	}
+}
+
+// refreshThenRead refreshes ids into last, counting the calls, then reads
+// the whole site: the one offering of each, and the refresh's calls.
+func refreshThenRead(t *testing.T, src *source.API, last *waldur.State, ids []waldur.UUID) (got, full waldur.OfferingState, calls map[string]int) {
+	t.Helper()
+	ctx, tally := waldur.WithTally(context.Background())
+	refreshed, err := src.Refresh(ctx, last, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := src.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(refreshed.Offerings) != 1 || len(read.Offerings) != 1 {
+		t.Fatalf("offerings: %d refreshed, %d read", len(refreshed.Offerings), len(read.Offerings))
+	}
+	return refreshed.Offerings[0], read.Offerings[0], tally.Stats().Requests
 }
