@@ -483,10 +483,11 @@ func (r *Renderer) renderOffering(run *offeringRun, res *Result, groups map[stri
 	}
 	// Phase 3, in order: collect.
 	collectJobs(o, run.jobs, res, groups)
+	if hollow {
+		return // a hollow tenant has nothing to take again
+	}
 	for _, j := range run.jobs {
-		if !hollow {
-			sc.keep(o.Name, j) // a hollow tenant has nothing to take again
-		}
+		sc.keep(o.Name, j)
 	}
 }
 

@@ -243,44 +243,37 @@ func (r *Resource) setString(key, v []byte) bool {
 
 // setLimits stores the object v of numbers and escape-free strings in dst.
 func setLimits(dst *Limits, v []byte) bool {
-	if string(v) == "null" {
-		*dst = nil
-		return true
-	}
-	n, ok := plainObject(v, func(x []byte) bool {
+	return setPlainMap(dst, v, func(x []byte) bool {
 		return x[0] == '-' || (x[0] >= '0' && x[0] <= '9') || escapeFree(x)
-	})
-	if !ok {
-		return false
-	}
-	if *dst == nil {
-		*dst = make(Limits, n)
-	}
-	return decodeObject(v, func(k, x []byte) bool {
-		a := Amount(x) // a number keeps its text, as json.Number does
+	}, func(x []byte) Amount {
 		if x[0] == '"' {
-			a = Amount(strings.TrimSpace(string(x[1 : len(x)-1])))
+			return Amount(strings.TrimSpace(string(x[1 : len(x)-1])))
 		}
-		(*dst)[string(k)] = a
-		return true
+		return Amount(x) // a number keeps its text, as json.Number does
 	})
 }
 
 // setStrings stores the object v of escape-free strings in dst.
 func setStrings(dst *map[string]any, v []byte) bool {
+	return setPlainMap(dst, v, escapeFree, func(x []byte) any { return string(x[1 : len(x)-1]) })
+}
+
+// setPlainMap stores the JSON object v in the map dst when every key is
+// escape-free and every value one accept takes, each converted by value.
+func setPlainMap[M ~map[string]V, V any](dst *M, v []byte, accept func([]byte) bool, value func([]byte) V) bool {
 	if string(v) == "null" {
 		*dst = nil
 		return true
 	}
-	n, ok := plainObject(v, escapeFree)
+	n, ok := plainObject(v, accept)
 	if !ok {
 		return false
 	}
 	if *dst == nil {
-		*dst = make(map[string]any, n)
+		*dst = make(M, n)
 	}
 	return decodeObject(v, func(k, x []byte) bool {
-		(*dst)[string(k)] = string(x[1 : len(x)-1])
+		(*dst)[string(k)] = value(x)
 		return true
 	})
 }

@@ -79,11 +79,11 @@ func (c *Client) ReadOffering(ctx context.Context, name string, offering UUID) (
 		return err
 	})
 	g.Go(func(ctx context.Context) (err error) {
-		st.ServiceAccounts, badSA, err = listAccounts[ServiceAccount](ctx, c, id, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+		st.ServiceAccounts, badSA, err = c.serviceAccounts(ctx, id)
 		return err
 	})
 	g.Go(func(ctx context.Context) (err error) {
-		st.CourseAccounts, badCA, err = listAccounts[CourseAccount](ctx, c, id, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
+		st.CourseAccounts, badCA, err = c.courseAccounts(ctx, id)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -311,11 +311,11 @@ func (g *group) Wait() error {
 // an event run's refresh, so that an account event reaches the tenants of
 // its project. st is unchanged when a read fails.
 func (c *Client) RefreshAccounts(ctx context.Context, st *OfferingState) error {
-	sa, badSA, err := listAccounts[ServiceAccount](ctx, c, st.OfferingUUID, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+	sa, badSA, err := c.serviceAccounts(ctx, st.OfferingUUID)
 	if err != nil {
 		return err
 	}
-	ca, badCA, err := listAccounts[CourseAccount](ctx, c, st.OfferingUUID, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
+	ca, badCA, err := c.courseAccounts(ctx, st.OfferingUUID)
 	if err != nil {
 		return err
 	}

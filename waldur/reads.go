@@ -183,7 +183,7 @@ func (c *Client) listOfferingUsers(ctx context.Context, offering UUID) ([]Offeri
 // in every state, sorted by uuid. Records that cannot be used are left out
 // (ReadOffering reports them).
 func (c *Client) ListServiceAccounts(ctx context.Context, offering UUID) ([]ServiceAccount, error) {
-	out, bad, err := listAccounts[ServiceAccount](ctx, c, offering, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+	out, bad, err := c.serviceAccounts(ctx, offering)
 	if err != nil {
 		return nil, err
 	}
@@ -195,12 +195,24 @@ func (c *Client) ListServiceAccounts(ctx context.Context, offering UUID) ([]Serv
 // state, sorted by uuid. Records that cannot be used are left out
 // (ReadOffering reports them).
 func (c *Client) ListCourseAccounts(ctx context.Context, offering UUID) ([]CourseAccount, error) {
-	out, bad, err := listAccounts[CourseAccount](ctx, c, offering, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
+	out, bad, err := c.courseAccounts(ctx, offering)
 	if err != nil {
 		return nil, err
 	}
 	c.logBad(bad)
 	return out, nil
+}
+
+// serviceAccounts lists the project service accounts of offering, sorted
+// by uuid, and the records that cannot be used.
+func (c *Client) serviceAccounts(ctx context.Context, offering UUID) ([]ServiceAccount, []BadRecord, error) {
+	return listAccounts[ServiceAccount](ctx, c, offering, KindServiceAccounts, "list_project_service_accounts", RecordServiceAccount)
+}
+
+// courseAccounts lists the course accounts of offering, sorted by uuid, and
+// the records that cannot be used.
+func (c *Client) courseAccounts(ctx context.Context, offering UUID) ([]CourseAccount, []BadRecord, error) {
+	return listAccounts[CourseAccount](ctx, c, offering, KindCourseAccounts, "list_course_accounts", RecordCourseAccount)
 }
 
 // listAccounts reads an offering's account listing (action is

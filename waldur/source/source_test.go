@@ -27,13 +27,7 @@ func TestRefreshReadsOnlyTheNamedResources(t *testing.T) {
 		ids = append(ids, srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: slug, Created: created.Add(time.Duration(i) * time.Hour),
 			ProjectUUID: waldur.UUID("0aa0000000004000800000000000000" + string(rune('1'+i))), Limits: waldur.Limits{"cpu": "1"}}))
 	}
-	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
-	src := &source.API{Offerings: []config.Offering{o}}
-	ctx := context.Background()
-	last, err := src.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, last := readPlain(t, srv)
 
 	// Waldur changes: beta's limit, a new resource epsilon with a Create
 	// order, gamma terminated.
@@ -85,13 +79,8 @@ func TestRefreshReadsTheResourcesOfMovedOrders(t *testing.T) {
 		Limits: waldur.Limits{"cpu": "8"}})
 	other := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "other", Created: created.Add(time.Hour),
 		ProjectUUID: "0aa00000000040008000000000000002", Limits: waldur.Limits{"cpu": "1"}})
-	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
-	src := &source.API{Offerings: []config.Offering{o}}
+	src, last := readPlain(t, srv)
 	ctx := context.Background()
-	last, err := src.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The order is done (the resource OK with the new limits); a new order
 	// opens on "other"; nothing names either.
 	c, err := src.Client(&src.Offerings[0])
@@ -180,13 +169,7 @@ func TestRefreshReadsTheAccounts(t *testing.T) {
 	const project = waldur.UUID("0aa00000000040008000000000000001")
 	id := srv.AddResource(waldur.Resource{OfferingUUID: offeringUUID, Slug: "alpha", ProjectUUID: project, Limits: waldur.Limits{"cpu": "1"}})
 	srv.AddServiceAccount(offeringUUID, waldur.ServiceAccount{ProjectUUID: project, Username: "robot-1", State: waldur.AccountOK})
-	o := config.Offering{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}
-	src := &source.API{Offerings: []config.Offering{o}}
-	ctx := context.Background()
-	last, err := src.Read(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	src, last := readPlain(t, srv)
 	srv.AddServiceAccount(offeringUUID, waldur.ServiceAccount{ProjectUUID: project, Username: "robot-2", State: waldur.AccountOK})
 	srv.AddCourseAccount(offeringUUID, waldur.CourseAccount{ProjectUUID: project, Username: "student-1", State: waldur.AccountOK})
 
@@ -219,4 +202,15 @@ func refreshThenRead(t *testing.T, src *source.API, last *waldur.State, ids []wa
 		t.Fatalf("offerings: %d refreshed, %d read", len(refreshed.Offerings), len(read.Offerings))
 	}
 	return refreshed.Offerings[0], read.Offerings[0], tally.Stats().Requests
+}
+
+// readPlain is a source of srv's offering "Plain" and its first full read.
+func readPlain(t *testing.T, srv *waldurtest.Server) (*source.API, *waldur.State) {
+	t.Helper()
+	src := &source.API{Offerings: []config.Offering{{Name: "Plain", WaldurAPIURL: srv.URL(), WaldurOfferingUUID: offeringUUID}}}
+	last, err := src.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return src, last
 }

@@ -72,7 +72,10 @@ func (s *Server) handle(r *http.Request, body []byte, op *operation) *response {
 		return h(s, r, body, op)
 	}
 	defer s.mu.unlockRead() // a read changes nothing a listing shows
-	if resp, ok := s.answers.get(r, s.mu.gen, len(s.listFaults) == 0); ok {
+	if len(s.listFaults) > 0 {
+		return h(s, r, body, op) // a fault's answer is neither given nor kept
+	}
+	if resp, ok := s.answers.get(r, s.mu.gen); ok {
 		return resp
 	}
 	resp := h(s, r, body, op)

@@ -3,7 +3,6 @@ package waldurtest
 import (
 	"cmp"
 	"fmt"
-	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -380,19 +379,39 @@ func (l *stateLock) unchanged() { l.same = true }
 // unlockRead releases the lock after a read.
 func (l *stateLock) unlockRead() { l.Mutex.Unlock() }
 
+// genCache keeps values computed at one generation of the state
+// (stateLock): they are all dropped when the generation moves, and all when
+// max are kept.
+type genCache[V any] struct {
+	max     int
+	gen     uint64
+	entries map[string]V
+}
+
+// get returns the value kept for key at generation gen.
+func (c *genCache[V]) get(key string, gen uint64) (V, bool) {
+	if c.gen != gen {
+		var zero V
+		return zero, false
+	}
+	v, ok := c.entries[key]
+	return v, ok
+}
+
+// put keeps v for key at generation gen.
+func (c *genCache[V]) put(key string, gen uint64, v V) {
+	if c.entries == nil || c.gen != gen || len(c.entries) >= c.max {
+		c.gen, c.entries = gen, map[string]V{}
+	}
+	c.entries[key] = v
+}
+
 // listCache keeps the latest listings' matched and ordered objects, so that
 // reading their later pages does not filter and sort the whole collection
 // again; an entry is only used while nothing changed (the generation) and
 // for the same listing (path and query but the page). A client reads
 // several listings at once, so a few are kept.
-type listCache struct {
-	entries map[string]cachedList
-}
-
-type cachedList struct {
-	gen     uint64
-	matched []object
-}
+type listCache struct{ genCache[[]object] }
 
 // maxCachedLists is how many listings listCache keeps.
 const maxCachedLists = 8
@@ -405,29 +424,20 @@ func listKey(r *http.Request) string {
 
 // get returns the cached listing of r at generation gen.
 func (c *listCache) get(r *http.Request, gen uint64) ([]object, bool) {
-	e, ok := c.entries[listKey(r)]
-	if !ok || e.gen != gen {
-		return nil, false
-	}
-	return e.matched, true
+	return c.genCache.get(listKey(r), gen)
 }
 
-// put caches the listing of r at generation gen, dropping every entry of
-// an older generation, and all when too many are kept.
+// put caches the listing of r at generation gen.
 func (c *listCache) put(r *http.Request, gen uint64, matched []object) {
-	if c.entries == nil || len(c.entries) >= maxCachedLists {
-		c.entries = map[string]cachedList{}
-	}
-	maps.DeleteFunc(c.entries, func(_ string, e cachedList) bool { return e.gen != gen })
-	c.entries[listKey(r)] = cachedList{gen: gen, matched: matched}
+	c.max = maxCachedLists
+	c.genCache.put(listKey(r), gen, matched)
 }
 
 // answerCache keeps the answers to reads at one generation of the state
 // (WithAnswerCache); off, it keeps nothing.
 type answerCache struct {
-	on      bool
-	gen     uint64
-	entries map[string]*response
+	on bool
+	genCache[*response]
 }
 
 // maxCachedAnswers bounds answerCache; it starts over when full.
@@ -435,23 +445,19 @@ const maxCachedAnswers = 1 << 15
 
 func answerKey(r *http.Request) string { return r.Host + " " + r.URL.RequestURI() }
 
-// get returns the answer kept for r at generation gen, when usable.
-func (c *answerCache) get(r *http.Request, gen uint64, usable bool) (*response, bool) {
-	if !c.on || !usable || c.gen != gen {
+// get returns the answer kept for r at generation gen.
+func (c *answerCache) get(r *http.Request, gen uint64) (*response, bool) {
+	if !c.on {
 		return nil, false
 	}
-	resp, ok := c.entries[answerKey(r)]
-	return resp, ok
+	return c.genCache.get(answerKey(r), gen)
 }
 
-// put keeps the successful answer resp to r at generation gen, dropping
-// the answers of every other generation.
+// put keeps the successful answer resp to r at generation gen.
 func (c *answerCache) put(r *http.Request, gen uint64, resp *response) {
 	if !c.on || resp.status != http.StatusOK {
 		return
 	}
-	if c.entries == nil || c.gen != gen || len(c.entries) >= maxCachedAnswers {
-		c.gen, c.entries = gen, map[string]*response{}
-	}
-	c.entries[answerKey(r)] = resp
+	c.max = maxCachedAnswers
+	c.genCache.put(answerKey(r), gen, resp)
 }
